@@ -1,0 +1,85 @@
+// The catalog: chips, systems and models from data files. The files in data/
+// are compiled into the binary; `--catalog DIR` adds or overrides entries.
+// Loaders take file contents (not paths) so tests never touch disk.
+//
+// Example:
+//   auto cat = catalog::Catalog::Builtin();
+//   auto sys = cat->FindSystem("tpu-v5p:16x20x28");
+#ifndef SCALEMODEL_CATALOG_CATALOG_H_
+#define SCALEMODEL_CATALOG_CATALOG_H_
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "scalemodel/base/error.h"
+#include "scalemodel/hw/chip.h"
+#include "scalemodel/hw/system.h"
+
+namespace scalemodel::catalog {
+
+// A named system from data/systems: a chip, a shape, and optional scale-out
+// network detail (fat-tree tiers, a different NIC rate than the chip file's).
+struct SystemEntry {
+  std::string id;
+  std::string name;
+  std::string chip;
+  std::string shape;
+  std::string source;
+  std::vector<std::string> aliases;
+  std::vector<hw::SwitchTier> tiers;
+  units::BytesPerSecond scale_out_bandwidth;  // 0 = the chip's
+  bool has_in_network_reduction = false;
+  bool in_network_reduction = false;
+};
+
+// One data file: its path relative to the catalog root ("chips/h100.toml")
+// and its contents.
+struct DataFile {
+  std::string path;
+  std::string contents;
+};
+
+class Catalog {
+ public:
+  // The catalog compiled into the binary from data/. Fails only if the
+  // built-in files are broken, which the tests rule out.
+  static Result<Catalog> Builtin();
+
+  // Adds or replaces entries from files; each path must start with
+  // "chips/", "systems/" or "models/". Errors carry "path:line".
+  Result<bool> AddFiles(const std::vector<DataFile>& files);
+
+  // Reads every *.toml under DIR/chips, DIR/systems and DIR/models.
+  Result<bool> AddDirectory(const std::string& dir);
+
+  // Parses one chip file. `path` is used in error messages.
+  static Result<hw::Chip> ParseChip(std::string_view contents,
+                                    const std::string& path);
+  static Result<SystemEntry> ParseSystem(std::string_view contents,
+                                         const std::string& path);
+
+  // Looks a chip up by id or alias, case-insensitively. The error suggests
+  // the closest name: "unknown chip 'h10' (did you mean 'h100'?)".
+  Result<const hw::Chip*> FindChip(std::string_view name) const;
+
+  // A catalog system name or CHIP:SHAPE ("tpu-v5e:16x16", "h100:8x128").
+  Result<hw::System> FindSystem(std::string_view spec) const;
+
+  const std::vector<hw::Chip>& chips() const { return chips_; }
+  const std::vector<SystemEntry>& systems() const { return systems_; }
+  // Raw model files by id; parsed by the model module's reader.
+  const std::vector<DataFile>& model_files() const { return model_files_; }
+
+ private:
+  std::vector<hw::Chip> chips_;
+  std::vector<SystemEntry> systems_;
+  std::vector<DataFile> model_files_;
+};
+
+// The data files compiled into the binary (generated at build time).
+const std::vector<DataFile>& BuiltinDataFiles();
+
+}  // namespace scalemodel::catalog
+
+#endif  // SCALEMODEL_CATALOG_CATALOG_H_

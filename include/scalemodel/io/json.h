@@ -1,0 +1,37 @@
+// One serializer for everything that leaves the library as JSON: the CLI's
+// --json output and the golden tests. Numbers are SI base units with the unit
+// in the key (`_s`, `_bytes`, `_flops_per_s`, `_bytes_per_s`, `_usd`).
+#ifndef SCALEMODEL_IO_JSON_H_
+#define SCALEMODEL_IO_JSON_H_
+
+#include <string>
+
+#include "nlohmann/json.hpp"
+#include "scalemodel/catalog/catalog.h"
+#include "scalemodel/hw/chip.h"
+#include "scalemodel/hw/system.h"
+#include "scalemodel/roofline/roofline.h"
+
+namespace scalemodel::io {
+
+using Json = nlohmann::ordered_json;
+
+// The schema version printed in every --json document.
+inline constexpr int kSchemaVersion = 1;
+
+// A number, or null when it is zero (unknown / unsupported).
+Json NumberOrNull(double v);
+
+Json ToJson(const hw::Chip& chip);
+Json ToJson(const hw::PhysicalAxis& axis);
+Json ToJson(const hw::System& system);
+Json ToJson(const catalog::SystemEntry& entry);
+Json ToJson(const roofline::Roofline& r);
+Json ToJson(const roofline::MatmulRoofline& m);
+
+// Pretty-prints with 2-space indentation and a trailing newline.
+std::string Dump(const Json& j);
+
+}  // namespace scalemodel::io
+
+#endif  // SCALEMODEL_IO_JSON_H_

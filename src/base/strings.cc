@@ -1,0 +1,93 @@
+#include "scalemodel/base/strings.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+
+namespace scalemodel {
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) {
+    s.remove_prefix(1);
+  }
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) {
+    s.remove_suffix(1);
+  }
+  return s;
+}
+
+std::string ToLower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(c));
+  return out;
+}
+
+std::vector<std::string> Split(std::string_view s, char sep) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (true) {
+    size_t pos = s.find(sep, start);
+    if (pos == std::string_view::npos) {
+      out.emplace_back(s.substr(start));
+      return out;
+    }
+    out.emplace_back(s.substr(start, pos - start));
+    start = pos + 1;
+  }
+}
+
+int EditDistance(std::string_view a, std::string_view b) {
+  std::string la = ToLower(a), lb = ToLower(b);
+  std::vector<int> prev(lb.size() + 1), cur(lb.size() + 1);
+  for (size_t j = 0; j <= lb.size(); ++j) prev[j] = static_cast<int>(j);
+  for (size_t i = 1; i <= la.size(); ++i) {
+    cur[0] = static_cast<int>(i);
+    for (size_t j = 1; j <= lb.size(); ++j) {
+      int sub = prev[j - 1] + (la[i - 1] == lb[j - 1] ? 0 : 1);
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, sub});
+    }
+    std::swap(prev, cur);
+  }
+  return prev[lb.size()];
+}
+
+std::string Suggest(std::string_view name,
+                    const std::vector<std::string>& candidates) {
+  std::string best;
+  int best_distance = 1 << 30;
+  std::string lname = ToLower(name);
+  for (const std::string& c : candidates) {
+    int d = EditDistance(name, c);
+    std::string lc = ToLower(c);
+    bool prefix = !lname.empty() &&
+                  (lc.rfind(lname, 0) == 0 || lname.rfind(lc, 0) == 0);
+    if (prefix) d = std::min(d, 1);
+    if (d < best_distance) {
+      best_distance = d;
+      best = c;
+    }
+  }
+  int limit = std::max<int>(2, static_cast<int>(name.size()) / 3);
+  if (best_distance <= limit) return best;
+  return "";
+}
+
+std::string DidYouMean(std::string_view name,
+                       const std::vector<std::string>& candidates) {
+  std::string s = Suggest(name, candidates);
+  if (s.empty()) return "";
+  return " (did you mean '" + s + "'?)";
+}
+
+std::string FormatNumber(double value) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.4g", value);
+  std::string s = buf;
+  // "8.2e+11" -> "8.2e11"
+  size_t e = s.find("e+");
+  if (e != std::string::npos) s.erase(e + 1, 1);
+  return s;
+}
+
+}  // namespace scalemodel

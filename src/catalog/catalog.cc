@@ -1,0 +1,498 @@
+#include "scalemodel/catalog/catalog.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "scalemodel/base/strings.h"
+#include "toml_reader_internal.h"
+
+namespace scalemodel::catalog {
+namespace {
+
+using units::ParseBandwidth;
+using units::ParseBytes;
+using units::ParseDuration;
+using units::ParseFlopRate;
+
+Result<double> AsBytes(std::string_view t) {
+  auto v = ParseBytes(t);
+  if (!v) return tl::unexpected(v.error());
+  return v->si();
+}
+Result<double> AsBandwidth(std::string_view t) {
+  auto v = ParseBandwidth(t);
+  if (!v) return tl::unexpected(v.error());
+  return v->si();
+}
+Result<double> AsFlopRate(std::string_view t) {
+  auto v = ParseFlopRate(t);
+  if (!v) return tl::unexpected(v.error());
+  return v->si();
+}
+Result<double> AsDuration(std::string_view t) {
+  auto v = ParseDuration(t);
+  if (!v) return tl::unexpected(v.error());
+  return v->si();
+}
+Result<double> AsWatts(std::string_view t) { return units::ParseWatts(t); }
+
+Result<toml::table> ParseToml(std::string_view contents,
+                              const std::string& path) {
+  try {
+    return toml::parse(contents, path);
+  } catch (const toml::parse_error& e) {
+    return tl::unexpected(Error{
+        ErrorCode::kParse, std::string(e.description()),
+        path + ":" + std::to_string(e.source().begin.line)});
+  }
+}
+
+// Reads a section with its required `source` and `date`, then calls `body`
+// with a reader and the "source (date)" string to record against each number.
+template <typename Body>
+Result<bool> ReadSection(TableReader& parent, const std::string& key,
+                         bool required, const std::string& file,
+                         const Body& body) {
+  const toml::table* t = parent.Table(key, required);
+  if (!t) return true;
+  TableReader r(*t, file, key);
+  auto source = r.String("source", true);
+  auto date = r.String("date", true);
+  std::string cite = source.value_or("") + " (" + date.value_or("") + ")";
+  body(r, cite);
+  return r.Finish();
+}
+
+// Records `value` under `path` with `cite` unless a per-value source exists.
+void Cite(hw::Chip& chip, const std::string& path, const std::string& cite,
+          const std::string& own) {
+  chip.sources[path] = own.empty() ? cite : own;
+}
+
+}  // namespace
+
+Result<hw::Chip> Catalog::ParseChip(std::string_view contents,
+                                    const std::string& path) {
+  auto doc = ParseToml(contents, path);
+  if (!doc) return tl::unexpected(doc.error());
+  hw::Chip chip;
+  TableReader root(*doc, path, "");
+  chip.id = root.String("id", true).value_or("");
+  chip.name = root.String("name", true).value_or("");
+  root.String("notes", false);
+  chip.aliases = root.StringArray("aliases");
+  if (auto fam = root.String("family", true)) {
+    if (*fam == "tpu") {
+      chip.family = hw::ChipFamily::kTpu;
+    } else if (*fam == "gpu") {
+      chip.family = hw::ChipFamily::kGpu;
+    } else {
+      root.Fail("family", "expected \"tpu\" or \"gpu\", got \"" + *fam + "\"");
+    }
+  }
+
+  auto quantity = [&chip](TableReader& r, const std::string& key,
+                          bool required, const std::string& cite,
+                          const std::function<Result<double>(std::string_view)>&
+                              parse) -> std::optional<double> {
+    std::string own;
+    auto v = r.Quantity(key, required, parse, &own);
+    if (v) Cite(chip, r.Path(key), cite, own);
+    return v;
+  };
+
+  std::vector<Result<bool>> sections;
+  sections.push_back(ReadSection(
+      root, "compute", true, path, [&](TableReader& r, const std::string& c) {
+        for (hw::Dtype d : hw::kAllDtypes) {
+          std::string key(hw::DtypeName(d));
+          bool required = d == hw::Dtype::kBf16;
+          if (auto v = quantity(r, key, required, c, AsFlopRate)) {
+            chip.peak[static_cast<int>(d)] = units::FlopsPerSecond(*v);
+          }
+        }
+        if (auto v = quantity(r, "vector_fp32", false, c, AsFlopRate)) {
+          chip.vector_fp32 = units::FlopsPerSecond(*v);
+        }
+      }));
+  sections.push_back(ReadSection(
+      root, "memory", true, path, [&](TableReader& r, const std::string& c) {
+        if (auto v = quantity(r, "hbm_capacity", true, c, AsBytes)) {
+          chip.hbm_capacity = units::Bytes(*v);
+        }
+        if (auto v = quantity(r, "hbm_bandwidth", true, c, AsBandwidth)) {
+          chip.hbm_bandwidth = units::BytesPerSecond(*v);
+        }
+      }));
+  // [[on_chip]]: zero or more on-chip memories.
+  root.MarkKnown("on_chip");
+  if (const toml::node* n = doc->get("on_chip")) {
+    const toml::array* arr = n->as_array();
+    if (!arr || !arr->is_array_of_tables()) {
+      root.Fail("on_chip", "expected [[on_chip]] tables");
+    } else {
+      for (const toml::node& e : *arr) {
+        TableReader r(*e.as_table(), path, "on_chip");
+        auto source = r.String("source", true);
+        auto date = r.String("date", true);
+        std::string c = source.value_or("") + " (" + date.value_or("") + ")";
+        hw::OnChipMemory m;
+        m.name = r.String("name", true).value_or("");
+        std::string own;
+        if (auto v = r.Quantity("capacity", true, AsBytes, &own)) {
+          m.capacity = units::Bytes(*v);
+        }
+        if (auto v = r.Quantity("bandwidth", false, AsBandwidth, &own)) {
+          m.bandwidth = units::BytesPerSecond(*v);
+        }
+        chip.sources["on_chip." + m.name] = own.empty() ? c : own;
+        auto done = r.Finish();
+        if (!done) return tl::unexpected(done.error());
+        chip.on_chip.push_back(m);
+      }
+    }
+  }
+  sections.push_back(ReadSection(
+      root, "ici", false, path, [&](TableReader& r, const std::string& c) {
+        hw::IciLinks ici;
+        ici.links_per_chip = static_cast<int>(r.Integer("links_per_chip", true).value_or(0));
+        if (auto v = quantity(r, "link_bandwidth", true, c, AsBandwidth)) {
+          ici.link_bandwidth = units::BytesPerSecond(*v);
+        }
+        if (auto v = quantity(r, "hop_latency", true, c, AsDuration)) {
+          ici.hop_latency = units::Seconds(*v);
+        }
+        ici.torus_dims = static_cast<int>(r.Integer("torus_dims", true).value_or(0));
+        if (ici.torus_dims != 0 && ici.torus_dims != 2 && ici.torus_dims != 3) {
+          r.Fail("torus_dims", "expected 2 or 3, got " +
+                                   std::to_string(ici.torus_dims));
+        }
+        if (auto w = r.String("wraparound", true)) {
+          if (*w == "none") {
+            ici.wraparound = hw::WraparoundRule::kNone;
+          } else if (*w == "full-axis") {
+            ici.wraparound = hw::WraparoundRule::kFullAxis;
+          } else if (*w == "cube-multiple") {
+            ici.wraparound = hw::WraparoundRule::kCubeMultiple;
+          } else {
+            r.Fail("wraparound",
+                   "expected \"none\", \"full-axis\" or \"cube-multiple\", "
+                   "got \"" + *w + "\"");
+          }
+        }
+        ici.wrap_unit = static_cast<int>(r.Integer("wrap_unit", true).value_or(0));
+        if (auto s = r.String("max_slice", true)) {
+          for (const std::string& p : Split(*s, 'x')) {
+            int v = std::atoi(p.c_str());
+            if (v <= 0) {
+              r.Fail("max_slice", "expected a shape such as \"16x20x28\", got \"" + *s + "\"");
+              break;
+            }
+            ici.max_slice.push_back(v);
+          }
+          if (ici.torus_dims > 0 &&
+              static_cast<int>(ici.max_slice.size()) != ici.torus_dims) {
+            r.Fail("max_slice", "has " + std::to_string(ici.max_slice.size()) +
+                                    " dimensions but torus_dims is " +
+                                    std::to_string(ici.torus_dims));
+          }
+        }
+        ici.chips_per_host = static_cast<int>(r.Integer("chips_per_host", true).value_or(0));
+        ici.cores_per_chip = static_cast<int>(r.Integer("cores_per_chip", true).value_or(1));
+        chip.ici = ici;
+      }));
+  sections.push_back(ReadSection(
+      root, "nvlink", false, path, [&](TableReader& r, const std::string& c) {
+        hw::NvLinks nv;
+        if (auto v = quantity(r, "bandwidth", true, c, AsBandwidth)) {
+          nv.bandwidth = units::BytesPerSecond(*v);
+        }
+        nv.domain_size = static_cast<int>(r.Integer("domain_size", true).value_or(0));
+        if (auto v = quantity(r, "hop_latency", true, c, AsDuration)) {
+          nv.hop_latency = units::Seconds(*v);
+        }
+        nv.in_network_reduction = r.Bool("in_network_reduction", false).value_or(false);
+        chip.nvlink = nv;
+      }));
+  sections.push_back(ReadSection(
+      root, "scale_out", false, path, [&](TableReader& r, const std::string& c) {
+        hw::ScaleOut so;
+        if (auto v = quantity(r, "bandwidth", true, c, AsBandwidth)) {
+          so.bandwidth = units::BytesPerSecond(*v);
+        }
+        if (auto v = quantity(r, "latency", true, c, AsDuration)) {
+          so.latency = units::Seconds(*v);
+        }
+        so.fabric = r.String("fabric", true).value_or("");
+        so.in_network_reduction = r.Bool("in_network_reduction", false).value_or(false);
+        chip.scale_out = so;
+      }));
+  sections.push_back(ReadSection(
+      root, "host", true, path, [&](TableReader& r, const std::string& c) {
+        if (auto v = quantity(r, "pcie_bandwidth", true, c, AsBandwidth)) {
+          chip.pcie_bandwidth = units::BytesPerSecond(*v);
+        }
+      }));
+  sections.push_back(ReadSection(
+      root, "power", false, path, [&](TableReader& r, const std::string& c) {
+        if (auto v = quantity(r, "tdp", true, c, AsWatts)) chip.power_watts = *v;
+      }));
+  sections.push_back(ReadSection(
+      root, "price", false, path, [&](TableReader& r, const std::string& c) {
+        hw::Price p;
+        p.usd_per_chip_hour = r.Number("usd_per_chip_hour", true).value_or(0);
+        if (p.usd_per_chip_hour <= 0 && r.Number("usd_per_chip_hour", false)) {
+          r.Fail("usd_per_chip_hour", "expected a price greater than 0");
+        }
+        p.source = c;
+        chip.sources["price.usd_per_chip_hour"] = c;
+        chip.price = p;
+      }));
+  for (auto& s : sections) {
+    if (!s) return tl::unexpected(s.error());
+  }
+  auto done = root.Finish();
+  if (!done) return tl::unexpected(done.error());
+  if (chip.is_tpu() && !chip.ici) {
+    return ParseError("a TPU chip needs an [ici] section", path);
+  }
+  if (!chip.is_tpu() && !chip.nvlink) {
+    return ParseError("a GPU chip needs an [nvlink] section", path);
+  }
+  return chip;
+}
+
+Result<SystemEntry> Catalog::ParseSystem(std::string_view contents,
+                                         const std::string& path) {
+  auto doc = ParseToml(contents, path);
+  if (!doc) return tl::unexpected(doc.error());
+  SystemEntry e;
+  TableReader root(*doc, path, "");
+  e.id = root.String("id", true).value_or("");
+  e.name = root.String("name", true).value_or("");
+  e.chip = root.String("chip", true).value_or("");
+  e.shape = root.String("shape", true).value_or("");
+  e.source = root.String("source", true).value_or("");
+  root.String("date", true);
+  root.String("notes", false);
+  e.aliases = root.StringArray("aliases");
+  if (const toml::table* net = root.Table("scale_out", false)) {
+    TableReader r(*net, path, "scale_out");
+    std::string own;
+    if (auto v = r.Quantity("bandwidth", false, AsBandwidth, &own)) {
+      e.scale_out_bandwidth = units::BytesPerSecond(*v);
+    }
+    if (auto b = r.Bool("in_network_reduction", false)) {
+      e.has_in_network_reduction = true;
+      e.in_network_reduction = *b;
+    }
+    r.MarkKnown("tiers");
+    if (const toml::node* tiers = net->get("tiers")) {
+      const toml::array* arr = tiers->as_array();
+      if (!arr || !arr->is_array_of_tables()) {
+        r.Fail("tiers", "expected [[scale_out.tiers]] tables");
+      } else {
+        for (const toml::node& t : *arr) {
+          TableReader tr(*t.as_table(), path, "scale_out.tiers");
+          hw::SwitchTier tier;
+          tier.name = tr.String("name", true).value_or("");
+          tier.group_size =
+              static_cast<int>(tr.Integer("group_size", true).value_or(0));
+          tier.oversubscription =
+              tr.Number("oversubscription", false).value_or(1.0);
+          if (tier.oversubscription < 1.0) {
+            tr.Fail("oversubscription",
+                    "expected a ratio of at least 1 (1 = full bisection)");
+          }
+          auto done = tr.Finish();
+          if (!done) return tl::unexpected(done.error());
+          e.tiers.push_back(tier);
+        }
+      }
+    }
+    auto done = r.Finish();
+    if (!done) return tl::unexpected(done.error());
+  }
+  auto done = root.Finish();
+  if (!done) return tl::unexpected(done.error());
+  return e;
+}
+
+Result<bool> Catalog::AddFiles(const std::vector<DataFile>& files) {
+  auto replace_by_id = [](auto& vec, auto item) {
+    for (auto& existing : vec) {
+      if (existing.id == item.id) {
+        existing = std::move(item);
+        return;
+      }
+    }
+    vec.push_back(std::move(item));
+  };
+  for (const DataFile& f : files) {
+    if (f.path.rfind("chips/", 0) == 0) {
+      auto chip = ParseChip(f.contents, f.path);
+      if (!chip) return tl::unexpected(chip.error());
+      replace_by_id(chips_, std::move(*chip));
+    } else if (f.path.rfind("systems/", 0) == 0) {
+      auto sys = ParseSystem(f.contents, f.path);
+      if (!sys) return tl::unexpected(sys.error());
+      replace_by_id(systems_, std::move(*sys));
+    } else if (f.path.rfind("models/", 0) == 0) {
+      // Models are parsed by the model reader; keep the latest file per name.
+      std::string stem = std::filesystem::path(f.path).stem().string();
+      bool replaced = false;
+      for (DataFile& m : model_files_) {
+        if (std::filesystem::path(m.path).stem().string() == stem) {
+          m = f;
+          replaced = true;
+        }
+      }
+      if (!replaced) model_files_.push_back(f);
+    } else {
+      return IoError("catalog files must live under chips/, systems/ or "
+                     "models/",
+                     f.path);
+    }
+  }
+  // Every system must name a known chip.
+  for (const SystemEntry& s : systems_) {
+    auto chip = FindChip(s.chip);
+    if (!chip) {
+      return ParseError("system '" + s.id + "': " + chip.error().message,
+                        "systems/" + s.id + ".toml");
+    }
+  }
+  return true;
+}
+
+Result<bool> Catalog::AddDirectory(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) {
+    return IoError("catalog directory '" + dir +
+                       "' does not exist or is not a directory",
+                   "--catalog");
+  }
+  std::vector<DataFile> files;
+  for (const char* sub : {"chips", "systems", "models"}) {
+    fs::path p = fs::path(dir) / sub;
+    if (!fs::is_directory(p, ec)) continue;
+    std::vector<fs::path> paths;
+    for (const auto& entry : fs::directory_iterator(p, ec)) {
+      std::string ext = entry.path().extension().string();
+      if (ext == ".toml" || ext == ".json") paths.push_back(entry.path());
+    }
+    std::sort(paths.begin(), paths.end());
+    for (const fs::path& fp : paths) {
+      std::ifstream in(fp);
+      if (!in) return IoError("cannot read file", fp.string());
+      std::stringstream ss;
+      ss << in.rdbuf();
+      files.push_back({std::string(sub) + "/" + fp.filename().string(),
+                       ss.str()});
+    }
+  }
+  if (files.empty()) {
+    return IoError("catalog directory '" + dir +
+                       "' has no chips/, systems/ or models/ files",
+                   "--catalog");
+  }
+  return AddFiles(files);
+}
+
+Result<Catalog> Catalog::Builtin() {
+  Catalog c;
+  auto ok = c.AddFiles(BuiltinDataFiles());
+  if (!ok) return tl::unexpected(ok.error());
+  return c;
+}
+
+Result<const hw::Chip*> Catalog::FindChip(std::string_view name) const {
+  std::string lname = ToLower(Trim(name));
+  std::vector<std::string> names;
+  for (const hw::Chip& c : chips_) {
+    if (ToLower(c.id) == lname) return &c;
+    names.push_back(c.id);
+  }
+  for (const hw::Chip& c : chips_) {
+    for (const std::string& a : c.aliases) {
+      if (ToLower(a) == lname) return &c;
+    }
+  }
+  std::vector<std::string> all = names;
+  for (const hw::Chip& c : chips_) {
+    all.insert(all.end(), c.aliases.begin(), c.aliases.end());
+  }
+  std::string suggestion = Suggest(lname, all);
+  // Point an alias suggestion at its chip id.
+  for (const hw::Chip& c : chips_) {
+    for (const std::string& a : c.aliases) {
+      if (a == suggestion) suggestion = c.id;
+    }
+  }
+  return NotFound("unknown chip '" + std::string(name) + "'" +
+                  (suggestion.empty() ? "" : " (did you mean '" + suggestion +
+                                                 "'?)") +
+                  "; `scalemodel chips` lists all " +
+                  std::to_string(chips_.size()));
+}
+
+Result<hw::System> Catalog::FindSystem(std::string_view spec) const {
+  std::string s(Trim(spec));
+  if (s.empty()) {
+    return InvalidArgument(
+        "expected a system such as 'tpu-v5p:16x20x28' or 'h100:8x128'");
+  }
+  size_t colon = s.find(':');
+  if (colon != std::string::npos) {
+    auto chip = FindChip(s.substr(0, colon));
+    if (!chip) return tl::unexpected(chip.error());
+    return hw::BuildSystem(**chip, s.substr(colon + 1));
+  }
+  std::string ls = ToLower(s);
+  std::vector<std::string> names;
+  for (const SystemEntry& e : systems_) {
+    bool match = ToLower(e.id) == ls;
+    for (const std::string& a : e.aliases) match = match || ToLower(a) == ls;
+    names.push_back(e.id);
+    if (!match) continue;
+    auto chip = FindChip(e.chip);
+    if (!chip) return tl::unexpected(chip.error());
+    auto sys = hw::BuildSystem(**chip, e.shape);
+    if (!sys) {
+      return tl::unexpected(Error{sys.error().code,
+                                  "system '" + e.id + "': " +
+                                      sys.error().message,
+                                  "systems/" + e.id + ".toml"});
+    }
+    sys->id = e.id;
+    sys->name = e.name;
+    sys->source = e.source;
+    for (hw::PhysicalAxis& a : sys->axes) {
+      if (a.kind != hw::AxisKind::kScaleOut && a.kind != hw::AxisKind::kDcn) {
+        continue;
+      }
+      a.tiers = e.tiers;
+      if (e.scale_out_bandwidth.si() > 0) a.bandwidth = e.scale_out_bandwidth;
+      if (e.has_in_network_reduction) {
+        a.in_network_reduction = e.in_network_reduction;
+      }
+    }
+    return sys;
+  }
+  // A bare chip name is a common slip: say how to give a shape.
+  if (FindChip(s)) {
+    return InvalidArgument("'" + s +
+                           "' is a chip, not a system; give a shape such as '" +
+                           s + ":" +
+                           ((*FindChip(s))->is_tpu() ? "16x16" : "8x16") +
+                           "' or a catalog system (`scalemodel systems`)");
+  }
+  return NotFound("unknown system '" + s + "'" + DidYouMean(s, names) +
+                  "; use a catalog system (`scalemodel systems`) or "
+                  "CHIP:SHAPE such as 'tpu-v5e:16x16'");
+}
+
+}  // namespace scalemodel::catalog

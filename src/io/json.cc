@@ -1,0 +1,154 @@
+#include "scalemodel/io/json.h"
+
+#include <cmath>
+
+namespace scalemodel::io {
+
+Json NumberOrNull(double v) {
+  if (v == 0 || !std::isfinite(v)) return nullptr;
+  return v;
+}
+
+Json ToJson(const hw::Chip& chip) {
+  Json j;
+  j["id"] = chip.id;
+  j["name"] = chip.name;
+  j["family"] = chip.is_tpu() ? "tpu" : "gpu";
+  j["aliases"] = chip.aliases;
+  j["bf16_flops_per_s"] = NumberOrNull(chip.Peak(hw::Dtype::kBf16).si());
+  j["int8_ops_per_s"] = NumberOrNull(chip.Peak(hw::Dtype::kInt8).si());
+  j["fp8_flops_per_s"] = NumberOrNull(chip.Peak(hw::Dtype::kFp8).si());
+  Json peaks = Json::object();
+  for (hw::Dtype d : hw::kAllDtypes) {
+    peaks[std::string(hw::DtypeName(d))] = NumberOrNull(chip.Peak(d).si());
+  }
+  j["peak_flops_per_s"] = peaks;
+  j["hbm_bytes"] = chip.hbm_capacity.si();
+  j["hbm_bytes_per_s"] = chip.hbm_bandwidth.si();
+  Json on_chip = Json::array();
+  for (const hw::OnChipMemory& m : chip.on_chip) {
+    on_chip.push_back({{"name", m.name},
+                       {"bytes", m.capacity.si()},
+                       {"bytes_per_s", NumberOrNull(m.bandwidth.si())}});
+  }
+  j["on_chip_memory"] = on_chip;
+  Json links = Json::array();
+  if (chip.ici) {
+    const hw::IciLinks& ici = *chip.ici;
+    links.push_back(
+        {{"kind", "ici"},
+         {"bytes_per_s", ici.link_bandwidth.si()},
+         {"convention",
+          "one-way per link; a bidirectional ring on one axis moves 2x"},
+         {"links_per_chip", ici.links_per_chip},
+         {"hop_latency_s", ici.hop_latency.si()},
+         {"torus_dims", ici.torus_dims},
+         {"max_slice", ici.max_slice},
+         {"chips_per_host", ici.chips_per_host}});
+  }
+  if (chip.nvlink) {
+    links.push_back({{"kind", "nvlink"},
+                     {"bytes_per_s", chip.nvlink->bandwidth.si()},
+                     {"convention", "per GPU, per direction"},
+                     {"domain_size", chip.nvlink->domain_size},
+                     {"hop_latency_s", chip.nvlink->hop_latency.si()},
+                     {"in_network_reduction",
+                      chip.nvlink->in_network_reduction}});
+  }
+  if (chip.scale_out) {
+    links.push_back({{"kind", chip.is_tpu() ? "dcn" : "scale-out"},
+                     {"bytes_per_s", chip.scale_out->bandwidth.si()},
+                     {"convention", "per chip, per direction"},
+                     {"fabric", chip.scale_out->fabric},
+                     {"latency_s", chip.scale_out->latency.si()}});
+  }
+  links.push_back({{"kind", "pcie"},
+                   {"bytes_per_s", chip.pcie_bandwidth.si()},
+                   {"convention", "host link, per direction"}});
+  j["links"] = links;
+  j["power_w"] = NumberOrNull(chip.power_watts);
+  if (chip.price) {
+    j["price_usd_per_chip_hour"] = chip.price->usd_per_chip_hour;
+  } else {
+    j["price_usd_per_chip_hour"] = nullptr;
+  }
+  Json sources = Json::object();
+  for (const auto& [k, v] : chip.sources) sources[k] = v;
+  j["sources"] = sources;
+  return j;
+}
+
+Json ToJson(const hw::PhysicalAxis& a) {
+  Json j;
+  j["name"] = a.name;
+  j["kind"] = std::string(hw::AxisKindName(a.kind));
+  j["size"] = a.size;
+  if (a.kind == hw::AxisKind::kIci) j["wraparound"] = a.wraparound;
+  j["bytes_per_s"] = a.bandwidth.si();
+  j["hop_latency_s"] = a.hop_latency.si();
+  j["in_network_reduction"] = a.in_network_reduction;
+  if (!a.tiers.empty()) {
+    Json tiers = Json::array();
+    for (const hw::SwitchTier& t : a.tiers) {
+      tiers.push_back({{"name", t.name},
+                       {"group_size", t.group_size},
+                       {"oversubscription", t.oversubscription}});
+    }
+    j["tiers"] = tiers;
+  }
+  return j;
+}
+
+Json ToJson(const hw::System& s) {
+  Json j;
+  j["id"] = s.id;
+  j["name"] = s.name;
+  j["chip"] = s.chip.id;
+  j["num_chips"] = s.num_chips();
+  Json axes = Json::array();
+  for (const hw::PhysicalAxis& a : s.axes) axes.push_back(ToJson(a));
+  j["axes"] = axes;
+  j["peak_bf16_flops_per_s"] =
+      s.num_chips() * s.chip.Peak(hw::Dtype::kBf16).si();
+  j["hbm_bytes"] = s.num_chips() * s.chip.hbm_capacity.si();
+  if (!s.source.empty()) j["source"] = s.source;
+  return j;
+}
+
+Json ToJson(const catalog::SystemEntry& e) {
+  return Json{{"id", e.id},
+              {"name", e.name},
+              {"chip", e.chip},
+              {"shape", e.shape},
+              {"source", e.source}};
+}
+
+Json ToJson(const roofline::Roofline& r) {
+  Json j;
+  j["flops"] = r.flops.si();
+  j["bytes"] = r.bytes.si();
+  j["intensity"] = r.intensity;
+  j["critical_intensity"] = r.critical_intensity;
+  j["peak_flops_per_s"] = r.peak.si();
+  j["bandwidth_bytes_per_s"] = r.bandwidth.si();
+  j["t_math_s"] = r.t_math.si();
+  j["t_mem_s"] = r.t_mem.si();
+  j["t_lower_s"] = r.t_lower.si();
+  j["t_upper_s"] = r.t_upper.si();
+  j["achieved_flops_per_s"] = r.achieved.si();
+  j["bound"] = r.compute_bound ? "compute" : "memory";
+  return j;
+}
+
+Json ToJson(const roofline::MatmulRoofline& m) {
+  Json j = ToJson(m.roofline);
+  j["compute_dtype"] = std::string(hw::DtypeName(m.compute_dtype));
+  j["memory_level"] = m.level_name;
+  j["critical_batch"] = m.critical_batch;
+  j["critical_batch_exact"] = NumberOrNull(m.critical_batch_exact);
+  return j;
+}
+
+std::string Dump(const Json& j) { return j.dump(2) + "\n"; }
+
+}  // namespace scalemodel::io

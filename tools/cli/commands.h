@@ -1,0 +1,67 @@
+// The scalemodel command: thin front ends over the library. Each command
+// parses its options, calls the library, and prints either a readable table
+// or one JSON object (--json). Errors become one sentence on stderr and exit
+// code 2 (bad input) or 1 (internal error).
+#ifndef SCALEMODEL_TOOLS_CLI_COMMANDS_H_
+#define SCALEMODEL_TOOLS_CLI_COMMANDS_H_
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "scalemodel/base/error.h"
+#include "scalemodel/catalog/catalog.h"
+#include "scalemodel/io/json.h"
+
+namespace scalemodel::cli {
+
+// Shared by every command.
+struct Globals {
+  bool json = false;
+  std::string catalog_dir;
+};
+
+// What a command produced: the JSON document (always built, so text and
+// JSON come from the same numbers) and the text rendering.
+struct Output {
+  io::Json json;
+  std::string text;
+};
+
+using Action = std::function<Result<Output>(const catalog::Catalog&)>;
+
+// Registers one subcommand on `app`; `action` runs when it is selected.
+struct Command {
+  CLI::App* app = nullptr;
+  Action action;
+};
+
+// Each Add* registers a command and its options.
+Command AddChipsCommand(CLI::App& app);
+Command AddChipCommand(CLI::App& app);
+Command AddSystemsCommand(CLI::App& app);
+Command AddSystemCommand(CLI::App& app);
+Command AddRooflineCommand(CLI::App& app);
+
+// Builds the {"schema_version", "inputs", ...results} document.
+io::Json Document(const io::Json& inputs, const io::Json& results);
+
+// Parses an option value with a units parser, prefixing the option name to
+// the error: "--bytes: expected a size such as ...".
+template <typename T, typename Parser>
+Result<T> ParseOption(const std::string& option, const std::string& text,
+                      Parser parse) {
+  auto v = parse(text);
+  if (!v) {
+    return tl::unexpected(Error{v.error().code, v.error().message, option});
+  }
+  return *v;
+}
+
+// Left-aligned text table: first row is the header.
+std::string Table(const std::vector<std::vector<std::string>>& rows);
+
+}  // namespace scalemodel::cli
+
+#endif  // SCALEMODEL_TOOLS_CLI_COMMANDS_H_

@@ -1,0 +1,89 @@
+// scalemodel: how fast and how expensive it is to train or serve a
+// Transformer on a TPU or GPU cluster, and how to shard it.
+#include <cstdio>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+
+int main(int argc, char** argv) {
+  using namespace scalemodel;
+  CLI::App app{
+      "scalemodel: step time, memory, MFU and cost of training and serving "
+      "Transformers on TPU and GPU clusters, from the roofline method of "
+      "\"How to Scale Your Model\".\n\n"
+      "Examples:\n"
+      "  scalemodel chips\n"
+      "  scalemodel chip h100\n"
+      "  scalemodel system tpu-v5p:16x20x28\n"
+      "  scalemodel roofline --chip tpu-v5e --matmul 512x8192x8192\n"
+      "  scalemodel roofline --chip h100 --flops 1e12 --bytes 1GB --json\n",
+      "scalemodel"};
+  app.set_version_flag("--version", "scalemodel 0.1.0");
+  app.require_subcommand(1);
+  app.fallthrough();
+  cli::Globals globals;
+  app.add_flag("--json", globals.json,
+               "Print one JSON object (SI units, unit in the key) instead of "
+               "tables");
+  app.add_option("--catalog", globals.catalog_dir,
+                 "Directory with chips/, systems/ and models/ data files that "
+                 "add to or override the built-in catalog");
+
+  std::vector<cli::Command> commands = {
+      cli::AddChipsCommand(app),    cli::AddChipCommand(app),
+      cli::AddSystemsCommand(app),  cli::AddSystemCommand(app),
+      cli::AddRooflineCommand(app),
+  };
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::string what = e.what();
+    std::fprintf(stderr, "error: %s; see `scalemodel --help`\n", what.c_str());
+    return 2;
+  }
+
+  auto catalog = catalog::Catalog::Builtin();
+  if (!catalog) {
+    std::fprintf(stderr, "internal error: built-in catalog: %s\n",
+                 catalog.error().ToString().c_str());
+    return 1;
+  }
+  if (!globals.catalog_dir.empty()) {
+    auto added = catalog->AddDirectory(globals.catalog_dir);
+    if (!added) {
+      std::fprintf(stderr, "error: %s\n", added.error().ToString().c_str());
+      return 2;
+    }
+  }
+  for (const cli::Command& c : commands) {
+    if (!c.app->parsed()) continue;
+    Result<cli::Output> out =
+        tl::unexpected(Error{ErrorCode::kInternal, "no result", ""});
+    try {
+      out = c.action(*catalog);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "internal error: %s\n", e.what());
+      return 1;
+    }
+    if (!out) {
+      std::fprintf(stderr, "error: %s\n", out.error().ToString().c_str());
+      return out.error().code == ErrorCode::kInternal ? 1 : 2;
+    }
+    if (globals.json) {
+      std::cout << io::Dump(out->json);
+    } else {
+      std::cout << out->text;
+    }
+    return 0;
+  }
+  return 2;
+}
