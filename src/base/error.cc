@@ -14,8 +14,8 @@ std::string Error::ToString() const {
 
 namespace internal {
 void CheckFailed(const char* condition, const char* file, int line) {
-  std::fprintf(stderr, "internal error: check failed: %s at %s:%d\n",
-               condition, file, line);
+  std::fprintf(stderr, "internal error: check failed: %s at %s:%d\n", condition,
+               file, line);
   std::abort();
 }
 }  // namespace internal

@@ -60,9 +60,10 @@ std::string Suggest(std::string_view name,
   for (const std::string& c : candidates) {
     int d = EditDistance(name, c);
     std::string lc = ToLower(c);
-    bool prefix = !lname.empty() &&
-                  (lc.rfind(lname, 0) == 0 || lname.rfind(lc, 0) == 0);
-    if (prefix) d = std::min(d, 1);
+    bool prefix =
+        !lname.empty() && (lc.rfind(lname, 0) == 0 || lname.rfind(lc, 0) == 0);
+    if (prefix)
+      d = 0;  // "tpu-v5" -> "tpu-v5e" beats an equal-distance "tpu-v4"
     if (d < best_distance) {
       best_distance = d;
       best = c;

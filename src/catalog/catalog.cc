@@ -43,9 +43,9 @@ Result<toml::table> ParseToml(std::string_view contents,
   try {
     return toml::parse(contents, path);
   } catch (const toml::parse_error& e) {
-    return tl::unexpected(Error{
-        ErrorCode::kParse, std::string(e.description()),
-        path + ":" + std::to_string(e.source().begin.line)});
+    return tl::unexpected(
+        Error{ErrorCode::kParse, std::string(e.description()),
+              path + ":" + std::to_string(e.source().begin.line)});
   }
 }
 
@@ -93,10 +93,11 @@ Result<hw::Chip> Catalog::ParseChip(std::string_view contents,
     }
   }
 
-  auto quantity = [&chip](TableReader& r, const std::string& key,
-                          bool required, const std::string& cite,
-                          const std::function<Result<double>(std::string_view)>&
-                              parse) -> std::optional<double> {
+  auto quantity =
+      [&chip](TableReader& r, const std::string& key, bool required,
+              const std::string& cite,
+              const std::function<Result<double>(std::string_view)>& parse)
+      -> std::optional<double> {
     std::string own;
     auto v = r.Quantity(key, required, parse, &own);
     if (v) Cite(chip, r.Path(key), cite, own);
@@ -157,17 +158,19 @@ Result<hw::Chip> Catalog::ParseChip(std::string_view contents,
   sections.push_back(ReadSection(
       root, "ici", false, path, [&](TableReader& r, const std::string& c) {
         hw::IciLinks ici;
-        ici.links_per_chip = static_cast<int>(r.Integer("links_per_chip", true).value_or(0));
+        ici.links_per_chip =
+            static_cast<int>(r.Integer("links_per_chip", true).value_or(0));
         if (auto v = quantity(r, "link_bandwidth", true, c, AsBandwidth)) {
           ici.link_bandwidth = units::BytesPerSecond(*v);
         }
         if (auto v = quantity(r, "hop_latency", true, c, AsDuration)) {
           ici.hop_latency = units::Seconds(*v);
         }
-        ici.torus_dims = static_cast<int>(r.Integer("torus_dims", true).value_or(0));
+        ici.torus_dims =
+            static_cast<int>(r.Integer("torus_dims", true).value_or(0));
         if (ici.torus_dims != 0 && ici.torus_dims != 2 && ici.torus_dims != 3) {
-          r.Fail("torus_dims", "expected 2 or 3, got " +
-                                   std::to_string(ici.torus_dims));
+          r.Fail("torus_dims",
+                 "expected 2 or 3, got " + std::to_string(ici.torus_dims));
         }
         if (auto w = r.String("wraparound", true)) {
           if (*w == "none") {
@@ -179,15 +182,19 @@ Result<hw::Chip> Catalog::ParseChip(std::string_view contents,
           } else {
             r.Fail("wraparound",
                    "expected \"none\", \"full-axis\" or \"cube-multiple\", "
-                   "got \"" + *w + "\"");
+                   "got \"" +
+                       *w + "\"");
           }
         }
-        ici.wrap_unit = static_cast<int>(r.Integer("wrap_unit", true).value_or(0));
+        ici.wrap_unit =
+            static_cast<int>(r.Integer("wrap_unit", true).value_or(0));
         if (auto s = r.String("max_slice", true)) {
           for (const std::string& p : Split(*s, 'x')) {
             int v = std::atoi(p.c_str());
             if (v <= 0) {
-              r.Fail("max_slice", "expected a shape such as \"16x20x28\", got \"" + *s + "\"");
+              r.Fail(
+                  "max_slice",
+                  "expected a shape such as \"16x20x28\", got \"" + *s + "\"");
               break;
             }
             ici.max_slice.push_back(v);
@@ -199,8 +206,10 @@ Result<hw::Chip> Catalog::ParseChip(std::string_view contents,
                                     std::to_string(ici.torus_dims));
           }
         }
-        ici.chips_per_host = static_cast<int>(r.Integer("chips_per_host", true).value_or(0));
-        ici.cores_per_chip = static_cast<int>(r.Integer("cores_per_chip", true).value_or(1));
+        ici.chips_per_host =
+            static_cast<int>(r.Integer("chips_per_host", true).value_or(0));
+        ici.cores_per_chip =
+            static_cast<int>(r.Integer("cores_per_chip", true).value_or(1));
         chip.ici = ici;
       }));
   sections.push_back(ReadSection(
@@ -209,15 +218,18 @@ Result<hw::Chip> Catalog::ParseChip(std::string_view contents,
         if (auto v = quantity(r, "bandwidth", true, c, AsBandwidth)) {
           nv.bandwidth = units::BytesPerSecond(*v);
         }
-        nv.domain_size = static_cast<int>(r.Integer("domain_size", true).value_or(0));
+        nv.domain_size =
+            static_cast<int>(r.Integer("domain_size", true).value_or(0));
         if (auto v = quantity(r, "hop_latency", true, c, AsDuration)) {
           nv.hop_latency = units::Seconds(*v);
         }
-        nv.in_network_reduction = r.Bool("in_network_reduction", false).value_or(false);
+        nv.in_network_reduction =
+            r.Bool("in_network_reduction", false).value_or(false);
         chip.nvlink = nv;
       }));
   sections.push_back(ReadSection(
-      root, "scale_out", false, path, [&](TableReader& r, const std::string& c) {
+      root, "scale_out", false, path,
+      [&](TableReader& r, const std::string& c) {
         hw::ScaleOut so;
         if (auto v = quantity(r, "bandwidth", true, c, AsBandwidth)) {
           so.bandwidth = units::BytesPerSecond(*v);
@@ -226,7 +238,8 @@ Result<hw::Chip> Catalog::ParseChip(std::string_view contents,
           so.latency = units::Seconds(*v);
         }
         so.fabric = r.String("fabric", true).value_or("");
-        so.in_network_reduction = r.Bool("in_network_reduction", false).value_or(false);
+        so.in_network_reduction =
+            r.Bool("in_network_reduction", false).value_or(false);
         chip.scale_out = so;
       }));
   sections.push_back(ReadSection(
@@ -237,7 +250,8 @@ Result<hw::Chip> Catalog::ParseChip(std::string_view contents,
       }));
   sections.push_back(ReadSection(
       root, "power", false, path, [&](TableReader& r, const std::string& c) {
-        if (auto v = quantity(r, "tdp", true, c, AsWatts)) chip.power_watts = *v;
+        if (auto v = quantity(r, "tdp", true, c, AsWatts))
+          chip.power_watts = *v;
       }));
   sections.push_back(ReadSection(
       root, "price", false, path, [&](TableReader& r, const std::string& c) {
@@ -351,9 +365,10 @@ Result<bool> Catalog::AddFiles(const std::vector<DataFile>& files) {
       }
       if (!replaced) model_files_.push_back(f);
     } else {
-      return IoError("catalog files must live under chips/, systems/ or "
-                     "models/",
-                     f.path);
+      return IoError(
+          "catalog files must live under chips/, systems/ or "
+          "models/",
+          f.path);
     }
   }
   // Every system must name a known chip.
@@ -371,9 +386,9 @@ Result<bool> Catalog::AddDirectory(const std::string& dir) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) {
-    return IoError("catalog directory '" + dir +
-                       "' does not exist or is not a directory",
-                   "--catalog");
+    return IoError(
+        "catalog directory '" + dir + "' does not exist or is not a directory",
+        "--catalog");
   }
   std::vector<DataFile> files;
   for (const char* sub : {"chips", "systems", "models"}) {
@@ -390,8 +405,8 @@ Result<bool> Catalog::AddDirectory(const std::string& dir) {
       if (!in) return IoError("cannot read file", fp.string());
       std::stringstream ss;
       ss << in.rdbuf();
-      files.push_back({std::string(sub) + "/" + fp.filename().string(),
-                       ss.str()});
+      files.push_back(
+          {std::string(sub) + "/" + fp.filename().string(), ss.str()});
     }
   }
   if (files.empty()) {
@@ -432,11 +447,10 @@ Result<const hw::Chip*> Catalog::FindChip(std::string_view name) const {
       if (a == suggestion) suggestion = c.id;
     }
   }
-  return NotFound("unknown chip '" + std::string(name) + "'" +
-                  (suggestion.empty() ? "" : " (did you mean '" + suggestion +
-                                                 "'?)") +
-                  "; `scalemodel chips` lists all " +
-                  std::to_string(chips_.size()));
+  return NotFound(
+      "unknown chip '" + std::string(name) + "'" +
+      (suggestion.empty() ? "" : " (did you mean '" + suggestion + "'?)") +
+      "; `scalemodel chips` lists all " + std::to_string(chips_.size()));
 }
 
 Result<hw::System> Catalog::FindSystem(std::string_view spec) const {
@@ -462,10 +476,9 @@ Result<hw::System> Catalog::FindSystem(std::string_view spec) const {
     if (!chip) return tl::unexpected(chip.error());
     auto sys = hw::BuildSystem(**chip, e.shape);
     if (!sys) {
-      return tl::unexpected(Error{sys.error().code,
-                                  "system '" + e.id + "': " +
-                                      sys.error().message,
-                                  "systems/" + e.id + ".toml"});
+      return tl::unexpected(Error{
+          sys.error().code, "system '" + e.id + "': " + sys.error().message,
+          "systems/" + e.id + ".toml"});
     }
     sys->id = e.id;
     sys->name = e.name;
@@ -484,11 +497,10 @@ Result<hw::System> Catalog::FindSystem(std::string_view spec) const {
   }
   // A bare chip name is a common slip: say how to give a shape.
   if (FindChip(s)) {
-    return InvalidArgument("'" + s +
-                           "' is a chip, not a system; give a shape such as '" +
-                           s + ":" +
-                           ((*FindChip(s))->is_tpu() ? "16x16" : "8x16") +
-                           "' or a catalog system (`scalemodel systems`)");
+    return InvalidArgument(
+        "'" + s + "' is a chip, not a system; give a shape such as '" + s +
+        ":" + ((*FindChip(s))->is_tpu() ? "16x16" : "8x16") +
+        "' or a catalog system (`scalemodel systems`)");
   }
   return NotFound("unknown system '" + s + "'" + DidYouMean(s, names) +
                   "; use a catalog system (`scalemodel systems`) or "

@@ -146,21 +146,21 @@ Result<bool> TableReader::Finish() {
     if (known_.count(key) == 0) {
       std::string list;
       for (const std::string& s : known) list += (list.empty() ? "" : ", ") + s;
-      return tl::unexpected(
-          Error{ErrorCode::kParse,
-                Path(key) + ": unknown key" + DidYouMean(key, known) +
-                    "; expected one of: " + list,
-                Where(key)});
+      return tl::unexpected(Error{ErrorCode::kParse,
+                                  Path(key) + ": unknown key" +
+                                      DidYouMean(key, known) +
+                                      "; expected one of: " + list,
+                                  Where(key)});
     }
   }
   if (!missing_.empty()) {
     std::string list;
-    for (const std::string& s : missing_) list += (list.empty() ? "" : ", ") + s;
-    return tl::unexpected(
-        Error{ErrorCode::kParse,
-              std::string("missing required key") +
-                  (missing_.size() > 1 ? "s: " : ": ") + list,
-              file_});
+    for (const std::string& s : missing_)
+      list += (list.empty() ? "" : ", ") + s;
+    return tl::unexpected(Error{ErrorCode::kParse,
+                                std::string("missing required key") +
+                                    (missing_.size() > 1 ? "s: " : ": ") + list,
+                                file_});
   }
   return true;
 }

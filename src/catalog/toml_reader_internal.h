@@ -11,9 +11,8 @@
 #include <vector>
 
 #include "scalemodel/base/error.h"
-#include "toml++/toml.h"
 #include "scalemodel/units/parse.h"
-
+#include "toml++/toml.h"
 
 namespace scalemodel::catalog {
 

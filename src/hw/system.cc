@@ -65,9 +65,10 @@ Result<std::vector<int>> ParseDims(std::string_view text,
     char* end = nullptr;
     long v = p.empty() ? 0 : std::strtol(p.c_str(), &end, 10);
     if (p.empty() || *end != '\0' || v <= 0 || v > 1000000) {
-      return InvalidArgument("expected a shape of positive integers such as "
-                             "'16x16' or '8x128', got '" +
-                             std::string(whole) + "'");
+      return InvalidArgument(
+          "expected a shape of positive integers such as "
+          "'16x16' or '8x128', got '" +
+          std::string(whole) + "'");
     }
     dims.push_back(static_cast<int>(v));
   }
@@ -91,9 +92,10 @@ Result<System> BuildTpu(const Chip& chip, std::string_view shape) {
     char* end = nullptr;
     long v = n.empty() ? 0 : std::strtol(n.c_str(), &end, 10);
     if (n.empty() || *end != '\0' || v <= 0 || v > 100000) {
-      return InvalidArgument("expected a slice count after '/' such as "
-                             "'16x16x16/4', got '" +
-                             std::string(shape) + "'");
+      return InvalidArgument(
+          "expected a slice count after '/' such as "
+          "'16x16x16/4', got '" +
+          std::string(shape) + "'");
     }
     num_slices = static_cast<int>(v);
   }
@@ -119,7 +121,8 @@ Result<System> BuildTpu(const Chip& chip, std::string_view shape) {
       return InvalidArgument(
           "slice axis of " + std::to_string(d) + " chips is longer than " +
           chip.id + "'s largest pod axis (" + std::to_string(max_axis) +
-          ", pod " + JoinDims(ici.max_slice) + "); use '/N' for several "
+          ", pod " + JoinDims(ici.max_slice) +
+          "); use '/N' for several "
           "slices over DCN");
     }
   }
@@ -175,7 +178,8 @@ Result<System> BuildGpu(const Chip& chip, std::string_view shape) {
   if (dims->size() > 2) {
     return InvalidArgument(
         "expected a GPU shape GPUS_PER_DOMAIN x DOMAINS such as '8x128', "
-        "got '" + std::string(shape) + "'");
+        "got '" +
+        std::string(shape) + "'");
   }
   int per_domain = (*dims)[0];
   int domains = dims->size() == 2 ? (*dims)[1] : 1;
@@ -224,10 +228,9 @@ Result<System> BuildGpu(const Chip& chip, std::string_view shape) {
 
 Result<System> BuildSystem(const Chip& chip, std::string_view shape) {
   if (Trim(shape).empty()) {
-    return InvalidArgument("expected a shape after '" + chip.id +
-                           ":' such as '" +
-                           std::string(chip.is_tpu() ? "16x16" : "8x128") +
-                           "'");
+    return InvalidArgument(
+        "expected a shape after '" + chip.id + ":' such as '" +
+        std::string(chip.is_tpu() ? "16x16" : "8x128") + "'");
   }
   if (chip.is_tpu()) {
     if (!chip.ici) {

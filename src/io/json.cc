@@ -47,13 +47,13 @@ Json ToJson(const hw::Chip& chip) {
          {"chips_per_host", ici.chips_per_host}});
   }
   if (chip.nvlink) {
-    links.push_back({{"kind", "nvlink"},
-                     {"bytes_per_s", chip.nvlink->bandwidth.si()},
-                     {"convention", "per GPU, per direction"},
-                     {"domain_size", chip.nvlink->domain_size},
-                     {"hop_latency_s", chip.nvlink->hop_latency.si()},
-                     {"in_network_reduction",
-                      chip.nvlink->in_network_reduction}});
+    links.push_back(
+        {{"kind", "nvlink"},
+         {"bytes_per_s", chip.nvlink->bandwidth.si()},
+         {"convention", "per GPU, per direction"},
+         {"domain_size", chip.nvlink->domain_size},
+         {"hop_latency_s", chip.nvlink->hop_latency.si()},
+         {"in_network_reduction", chip.nvlink->in_network_reduction}});
   }
   if (chip.scale_out) {
     links.push_back({{"kind", chip.is_tpu() ? "dcn" : "scale-out"},

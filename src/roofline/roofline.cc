@@ -15,8 +15,8 @@ Roofline Evaluate(units::Flops flops, units::Bytes bytes,
   r.bytes = bytes;
   r.peak = peak;
   r.bandwidth = bandwidth;
-  r.intensity = bytes.si() > 0 ? flops / bytes
-                               : std::numeric_limits<double>::infinity();
+  r.intensity =
+      bytes.si() > 0 ? flops / bytes : std::numeric_limits<double>::infinity();
   r.critical_intensity = peak / bandwidth;
   r.t_math = flops / peak;
   r.t_mem = bytes / bandwidth;
@@ -105,9 +105,8 @@ Result<MatmulRoofline> AnalyzeMatmul(const hw::Chip& chip,
   // 2BDF/C = (aBD + wDF + oBF)/W  =>  B = (wDF/W) / (2DF/C - (aD + oF)/W).
   double C = peak->si(), W = mem->bandwidth.si();
   double denom = 2 * d * f / C - (a * d + o * f) / W;
-  m.critical_batch_exact = denom > 0
-                               ? (w * d * f / W) / denom
-                               : std::numeric_limits<double>::infinity();
+  m.critical_batch_exact = denom > 0 ? (w * d * f / W) / denom
+                                     : std::numeric_limits<double>::infinity();
   m.critical_batch = m.roofline.critical_intensity * w / 2;
   return m;
 }

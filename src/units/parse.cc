@@ -19,10 +19,19 @@ struct Prefix {
 
 // Decimal prefixes are powers of 10, binary ones powers of 2 (docs/units.md).
 constexpr Prefix kLargePrefixes[] = {
-    {"", 1},          {"k", 1e3},   {"K", 1e3},   {"M", 1e6},
-    {"G", 1e9},       {"T", 1e12},  {"P", 1e15},  {"E", 1e18},
-    {"Ki", 1024.0},   {"Mi", 1048576.0},          {"Gi", 1073741824.0},
-    {"Ti", 1099511627776.0},        {"Pi", 1125899906842624.0},
+    {"", 1},
+    {"k", 1e3},
+    {"K", 1e3},
+    {"M", 1e6},
+    {"G", 1e9},
+    {"T", 1e12},
+    {"P", 1e15},
+    {"E", 1e18},
+    {"Ki", 1024.0},
+    {"Mi", 1048576.0},
+    {"Gi", 1073741824.0},
+    {"Ti", 1099511627776.0},
+    {"Pi", 1125899906842624.0},
 };
 constexpr Prefix kSmallPrefixes[] = {
     {"", 1}, {"m", 1e-3}, {"u", 1e-6}, {"\xC2\xB5", 1e-6}, {"n", 1e-9}};
@@ -33,8 +42,8 @@ struct BaseUnit {
 };
 
 struct Kind {
-  const char* noun;      // "a bandwidth"
-  const char* example;   // "3.35 TB/s"
+  const char* noun;     // "a bandwidth"
+  const char* example;  // "3.35 TB/s"
   std::vector<BaseUnit> units;
   bool small_prefixes = false;
   std::vector<BaseUnit> whole_words = {};  // units that take no prefix
@@ -134,15 +143,12 @@ const Kind& FlopsKind() {
   return k;
 }
 const Kind& DurationKind() {
-  static const Kind k{"a duration",
-                      "50 ms",
-                      {{"s", 1}},
-                      true,
-                      {{"sec", 1},
-                       {"min", 60},
-                       {"h", 3600},
-                       {"day", 86400},
-                       {"days", 86400}}};
+  static const Kind k{
+      "a duration",
+      "50 ms",
+      {{"s", 1}},
+      true,
+      {{"sec", 1}, {"min", 60}, {"h", 3600}, {"day", 86400}, {"days", 86400}}};
   return k;
 }
 const Kind& CountKind() {
@@ -171,8 +177,7 @@ Result<BytesPerSecond> ParseBandwidth(std::string_view text,
   if (!v) return tl::unexpected(v.error());
   return BytesPerSecond(*v);
 }
-Result<FlopsPerSecond> ParseFlopRate(std::string_view text,
-                                     ParseOptions opts) {
+Result<FlopsPerSecond> ParseFlopRate(std::string_view text, ParseOptions opts) {
   auto v = ParseKind(text, FlopRateKind(), opts);
   if (!v) return tl::unexpected(v.error());
   return FlopsPerSecond(*v);

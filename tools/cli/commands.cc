@@ -88,15 +88,14 @@ Command AddChipsCommand(CLI::App& app) {
               [](auto* a, auto* b) { return a->id < b->id; });
     for (const hw::Chip* chip : chips) {
       list.push_back(io::ToJson(*chip));
-      rows.push_back({chip->id, chip->name,
-                      RateOrDash(chip->Peak(hw::Dtype::kBf16)),
-                      RateOrDash(chip->Peak(hw::Dtype::kFp8)),
-                      RateOrDash(chip->Peak(hw::Dtype::kInt8)),
-                      FormatBytes(chip->hbm_capacity),
-                      FormatBandwidth(chip->hbm_bandwidth), ChipLinks(*chip),
-                      chip->price ? fmt::format("{:.2f}",
-                                                chip->price->usd_per_chip_hour)
-                                  : "-"});
+      rows.push_back(
+          {chip->id, chip->name, RateOrDash(chip->Peak(hw::Dtype::kBf16)),
+           RateOrDash(chip->Peak(hw::Dtype::kFp8)),
+           RateOrDash(chip->Peak(hw::Dtype::kInt8)),
+           FormatBytes(chip->hbm_capacity),
+           FormatBandwidth(chip->hbm_bandwidth), ChipLinks(*chip),
+           chip->price ? fmt::format("{:.2f}", chip->price->usd_per_chip_hour)
+                       : "-"});
     }
     out.json = Document(Json::object(), Json{{"chips", list}});
     out.text = Table(rows) +
@@ -123,7 +122,8 @@ Command AddChipCommand(CLI::App& app) {
     const hw::Chip& ch = **chip;
     Output out;
     out.json = Document(Json{{"name", *name}}, io::ToJson(ch));
-    std::vector<std::vector<std::string>> rows = {{"quantity", "value", "source"}};
+    std::vector<std::vector<std::string>> rows = {
+        {"quantity", "value", "source"}};
     auto src = [&](const std::string& key) {
       auto it = ch.sources.find(key);
       return it == ch.sources.end() ? std::string("-") : it->second;
@@ -141,34 +141,32 @@ Command AddChipCommand(CLI::App& app) {
     rows.push_back({"HBM bandwidth", FormatBandwidth(ch.hbm_bandwidth),
                     src("memory.hbm_bandwidth")});
     for (const hw::OnChipMemory& m : ch.on_chip) {
-      rows.push_back({m.name,
-                      FormatBytes(m.capacity) +
-                          (m.bandwidth.si() > 0
-                               ? ", " + FormatBandwidth(m.bandwidth)
-                               : std::string()),
-                      src("on_chip." + m.name)});
+      rows.push_back(
+          {m.name,
+           FormatBytes(m.capacity) + (m.bandwidth.si() > 0
+                                          ? ", " + FormatBandwidth(m.bandwidth)
+                                          : std::string()),
+           src("on_chip." + m.name)});
     }
     if (ch.ici) {
       rows.push_back(
           {"ICI link (one-way)",
-           fmt::format("{} x {}, {}D torus, max slice {}",
-                       ch.ici->links_per_chip,
-                       FormatBandwidth(ch.ici->link_bandwidth),
-                       ch.ici->torus_dims,
-                       fmt::format("{}", fmt::join(ch.ici->max_slice, "x"))),
+           fmt::format(
+               "{} x {}, {}D torus, max slice {}", ch.ici->links_per_chip,
+               FormatBandwidth(ch.ici->link_bandwidth), ch.ici->torus_dims,
+               fmt::format("{}", fmt::join(ch.ici->max_slice, "x"))),
            src("ici.link_bandwidth")});
       rows.push_back({"ICI hop latency", FormatSeconds(ch.ici->hop_latency),
                       src("ici.hop_latency")});
     }
     if (ch.nvlink) {
-      rows.push_back({"NVLink (per direction)",
-                      fmt::format("{}, domain of {}{}",
-                                  FormatBandwidth(ch.nvlink->bandwidth),
-                                  ch.nvlink->domain_size,
-                                  ch.nvlink->in_network_reduction
-                                      ? ", NVLS"
-                                      : ""),
-                      src("nvlink.bandwidth")});
+      rows.push_back(
+          {"NVLink (per direction)",
+           fmt::format("{}, domain of {}{}",
+                       FormatBandwidth(ch.nvlink->bandwidth),
+                       ch.nvlink->domain_size,
+                       ch.nvlink->in_network_reduction ? ", NVLS" : ""),
+           src("nvlink.bandwidth")});
     }
     if (ch.scale_out) {
       rows.push_back({ch.is_tpu() ? "DCN (per chip, per direction)"
@@ -181,19 +179,20 @@ Command AddChipCommand(CLI::App& app) {
                     FormatBandwidth(ch.pcie_bandwidth),
                     src("host.pcie_bandwidth")});
     if (ch.power_watts > 0) {
-      rows.push_back({"Power", fmt::format("{:.0f} W", ch.power_watts),
-                      src("power.tdp")});
+      rows.push_back(
+          {"Power", fmt::format("{:.0f} W", ch.power_watts), src("power.tdp")});
     }
-    rows.push_back(
-        {"Price", ch.price ? fmt::format("${:.2f} per chip-hour",
-                                         ch.price->usd_per_chip_hour)
-                           : "not in catalog",
-         src("price.usd_per_chip_hour")});
+    rows.push_back({"Price",
+                    ch.price ? fmt::format("${:.2f} per chip-hour",
+                                           ch.price->usd_per_chip_hour)
+                             : "not in catalog",
+                    src("price.usd_per_chip_hour")});
     double bf16 = ch.Peak(hw::Dtype::kBf16).si();
     out.text = ch.name + " (" + ch.id + ")\n\n" + Table(rows) +
-               fmt::format("\nCritical intensity (bf16 vs HBM): {:.0f} "
-                           "FLOP/byte\n",
-                           bf16 / ch.hbm_bandwidth.si());
+               fmt::format(
+                   "\nCritical intensity (bf16 vs HBM): {:.0f} "
+                   "FLOP/byte\n",
+                   bf16 / ch.hbm_bandwidth.si());
     return out;
   };
   return c;
@@ -243,8 +242,9 @@ Command AddSystemCommand(CLI::App& app) {
   c.app->add_option("name", *name, "Catalog system or CHIP:SHAPE")->required();
   c.action = [name](const catalog::Catalog& cat) -> Result<Output> {
     auto sys = cat.FindSystem(*name);
-    if (!sys) return tl::unexpected(Error{sys.error().code,
-                                          sys.error().message, "system"});
+    if (!sys)
+      return tl::unexpected(
+          Error{sys.error().code, sys.error().message, "system"});
     Output out;
     out.json = Document(Json{{"system", *name}}, io::ToJson(*sys));
     std::vector<std::vector<std::string>> rows = {
@@ -256,12 +256,11 @@ Command AddSystemCommand(CLI::App& app) {
       }
       if (a.in_network_reduction) notes += "in-network reduction";
       for (const hw::SwitchTier& t : a.tiers) {
-        notes += fmt::format("{}{} of {}{}", notes.empty() ? "" : "; ",
-                             t.name, t.group_size,
-                             t.oversubscription > 1
-                                 ? fmt::format(" ({:.0f}:1 oversubscribed)",
-                                               t.oversubscription)
-                                 : "");
+        notes += fmt::format(
+            "{}{} of {}{}", notes.empty() ? "" : "; ", t.name, t.group_size,
+            t.oversubscription > 1
+                ? fmt::format(" ({:.0f}:1 oversubscribed)", t.oversubscription)
+                : "");
       }
       rows.push_back({a.name, std::string(hw::AxisKindName(a.kind)),
                       std::to_string(a.size), FormatBandwidth(a.bandwidth),
@@ -272,8 +271,8 @@ Command AddSystemCommand(CLI::App& app) {
         sys->num_chips(), Table(rows),
         FormatFlopRate(units::FlopsPerSecond(
             sys->num_chips() * sys->chip.Peak(hw::Dtype::kBf16).si())),
-        FormatBytes(units::Bytes(sys->num_chips() *
-                                 sys->chip.hbm_capacity.si())));
+        FormatBytes(
+            units::Bytes(sys->num_chips() * sys->chip.hbm_capacity.si())));
     return out;
   };
   return c;
@@ -295,9 +294,8 @@ struct RooflineOptions {
 Result<roofline::MatmulShape> ParseMatmul(const std::string& text) {
   std::vector<std::string> parts = Split(text, 'x');
   if (parts.size() != 3) {
-    return InvalidArgument("expected BxDxF such as 512x8192x8192, got '" +
-                               text + "'",
-                           "--matmul");
+    return InvalidArgument(
+        "expected BxDxF such as 512x8192x8192, got '" + text + "'", "--matmul");
   }
   double v[3];
   for (int i = 0; i < 3; ++i) {
@@ -332,21 +330,24 @@ Command AddRooflineCommand(CLI::App& app) {
   c.app->add_option("--matmul", o->matmul,
                     "Matmul shape BxDxF: B tokens, D contracting, F output "
                     "features (suffixes OK: 4Kx8Kx8K)");
-  c.app->add_option("--flops", o->flops, "FLOPs of an arbitrary op (1e12, 1.5T)");
+  c.app->add_option("--flops", o->flops,
+                    "FLOPs of an arbitrary op (1e12, 1.5T)");
   c.app->add_option("--bytes", o->bytes,
                     "Bytes it moves (4096, 128MiB, 1.5GB)");
-  c.app->add_option("--dtype", o->dtype,
-                    "Activation (and default compute) dtype: fp32, bf16, "
-                    "fp16, fp8, int8, int4")
+  c.app
+      ->add_option("--dtype", o->dtype,
+                   "Activation (and default compute) dtype: fp32, bf16, "
+                   "fp16, fp8, int8, int4")
       ->capture_default_str();
   c.app->add_option("--weight-dtype", o->weight_dtype,
                     "Weight dtype (default: --dtype). int8 weights with bf16 "
                     "activations compute in bf16");
   c.app->add_option("--compute-dtype", o->compute_dtype,
                     "Override the dtype whose peak rate is used");
-  c.app->add_option("--level", o->level,
-                    "Memory level: hbm, or onchip (VMEM / L2 where the catalog "
-                    "has a bandwidth)")
+  c.app
+      ->add_option("--level", o->level,
+                   "Memory level: hbm, or onchip (VMEM / L2 where the catalog "
+                   "has a bandwidth)")
       ->capture_default_str();
   c.action = [o](const catalog::Catalog& cat) -> Result<Output> {
     auto chip = cat.FindChip(o->chip);
@@ -381,9 +382,8 @@ Command AddRooflineCommand(CLI::App& app) {
                lvl == "smem") {
       level = roofline::MemoryLevel::kOnChip;
     } else {
-      return InvalidArgument("expected 'hbm' or 'onchip', got '" + o->level +
-                                 "'",
-                             "--level");
+      return InvalidArgument(
+          "expected 'hbm' or 'onchip', got '" + o->level + "'", "--level");
     }
     bool matmul = !o->matmul.empty();
     bool raw = !o->flops.empty() || !o->bytes.empty();
@@ -418,13 +418,11 @@ Command AddRooflineCommand(CLI::App& app) {
       if (o->flops.empty() || o->bytes.empty()) {
         return InvalidArgument("give both --flops and --bytes", "roofline");
       }
-      auto f = ParseOption<units::Flops>("--flops", o->flops, [](auto& t) {
-        return units::ParseFlops(t);
-      });
+      auto f = ParseOption<units::Flops>(
+          "--flops", o->flops, [](auto& t) { return units::ParseFlops(t); });
       if (!f) return tl::unexpected(f.error());
-      auto b = ParseOption<units::Bytes>("--bytes", o->bytes, [](auto& t) {
-        return units::ParseBytes(t);
-      });
+      auto b = ParseOption<units::Bytes>(
+          "--bytes", o->bytes, [](auto& t) { return units::ParseBytes(t); });
       if (!b) return tl::unexpected(b.error());
       auto res = roofline::AnalyzeOp(**chip, *f, *b, roofline::ComputeDtype(dt),
                                      level);
@@ -448,10 +446,10 @@ Command AddRooflineCommand(CLI::App& app) {
         {"upper bound", FormatSeconds(r->t_upper) + " (no overlap)"},
         {"achieved", FormatFlopRate(r->achieved)},
     };
-    out.text = fmt::format(
-        "{} on {}: {}-bound\n\n{}\n{}", matmul ? "matmul " + o->matmul : "op",
-        (*chip)->id, r->compute_bound ? "compute" : "memory", Table(rows),
-        extra);
+    out.text = fmt::format("{} on {}: {}-bound\n\n{}\n{}",
+                           matmul ? "matmul " + o->matmul : "op", (*chip)->id,
+                           r->compute_bound ? "compute" : "memory", Table(rows),
+                           extra);
     return out;
   };
   return c;

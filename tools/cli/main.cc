@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "scalemodel/base/strings.h"
 
 int main(int argc, char** argv) {
   using namespace scalemodel;
@@ -37,6 +38,21 @@ int main(int argc, char** argv) {
       cli::AddRooflineCommand(app),
   };
 
+  // An unknown command gets a suggestion rather than CLI11's generic text.
+  if (argc > 1 && argv[1][0] != '-') {
+    std::vector<std::string> names;
+    bool known = false;
+    for (const cli::Command& c : commands) {
+      names.push_back(c.app->get_name());
+      known = known || c.app->get_name() == argv[1];
+    }
+    if (!known) {
+      std::fprintf(stderr,
+                   "error: unknown command '%s'%s; see `scalemodel --help`\n",
+                   argv[1], DidYouMean(argv[1], names).c_str());
+      return 2;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -8,11 +8,11 @@ namespace scalemodel::internal {
                               int line);
 }  // namespace scalemodel::internal
 
-#define SCALEMODEL_CHECK(cond)                                            \
-  do {                                                                    \
-    if (!(cond)) {                                                        \
-      ::scalemodel::internal::CheckFailed(#cond, __FILE__, __LINE__);     \
-    }                                                                     \
+#define SCALEMODEL_CHECK(cond)                                        \
+  do {                                                                \
+    if (!(cond)) {                                                    \
+      ::scalemodel::internal::CheckFailed(#cond, __FILE__, __LINE__); \
+    }                                                                 \
   } while (false)
 
 #endif  // SCALEMODEL_BASE_CHECK_H_

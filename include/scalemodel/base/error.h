@@ -29,8 +29,8 @@ using Result = tl::expected<T, Error>;
 // Shorthands that build an unexpected Error, for `return InvalidArgument(..)`.
 inline tl::unexpected<Error> InvalidArgument(std::string message,
                                              std::string where = "") {
-  return tl::unexpected<Error>(Error{ErrorCode::kInvalidArgument,
-                                     std::move(message), std::move(where)});
+  return tl::unexpected<Error>(
+      Error{ErrorCode::kInvalidArgument, std::move(message), std::move(where)});
 }
 inline tl::unexpected<Error> NotFound(std::string message,
                                       std::string where = "") {

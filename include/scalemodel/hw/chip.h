@@ -32,29 +32,29 @@ enum class WraparoundRule {
 };
 
 struct IciLinks {
-  int links_per_chip = 0;             // 4 on 2D tori, 6 on 3D tori
+  int links_per_chip = 0;                // 4 on 2D tori, 6 on 3D tori
   units::BytesPerSecond link_bandwidth;  // one-way, per link
-  units::Seconds hop_latency;         // per hop
-  int torus_dims = 0;                 // 2 or 3
+  units::Seconds hop_latency;            // per hop
+  int torus_dims = 0;                    // 2 or 3
   WraparoundRule wraparound = WraparoundRule::kNone;
-  int wrap_unit = 0;                  // 16 (full axis) or 4 (cube edge)
-  std::vector<int> max_slice;         // largest ICI slice, e.g. {16, 20, 28}
+  int wrap_unit = 0;           // 16 (full axis) or 4 (cube edge)
+  std::vector<int> max_slice;  // largest ICI slice, e.g. {16, 20, 28}
   int chips_per_host = 0;
   int cores_per_chip = 1;
 };
 
 struct NvLinks {
-  units::BytesPerSecond bandwidth;  // per GPU, per direction
-  int domain_size = 0;              // GPUs in one NVLink/NVSwitch domain
-  units::Seconds hop_latency;       // per ring step
+  units::BytesPerSecond bandwidth;    // per GPU, per direction
+  int domain_size = 0;                // GPUs in one NVLink/NVSwitch domain
+  units::Seconds hop_latency;         // per ring step
   bool in_network_reduction = false;  // NVLink SHARP (NVLS)
 };
 
 struct ScaleOut {
-  units::BytesPerSecond bandwidth;  // per chip, per direction
-  units::Seconds latency;           // per step
+  units::BytesPerSecond bandwidth;    // per chip, per direction
+  units::Seconds latency;             // per step
   bool in_network_reduction = false;  // InfiniBand SHARP
-  std::string fabric;               // "InfiniBand NDR", "DCN"
+  std::string fabric;                 // "InfiniBand NDR", "DCN"
 };
 
 struct OnChipMemory {
@@ -83,9 +83,9 @@ struct Chip {
   units::BytesPerSecond hbm_bandwidth;
   std::vector<OnChipMemory> on_chip;
 
-  std::optional<IciLinks> ici;       // TPUs
-  std::optional<NvLinks> nvlink;     // GPUs
-  std::optional<ScaleOut> scale_out;  // GPU NIC or TPU DCN
+  std::optional<IciLinks> ici;           // TPUs
+  std::optional<NvLinks> nvlink;         // GPUs
+  std::optional<ScaleOut> scale_out;     // GPU NIC or TPU DCN
   units::BytesPerSecond pcie_bandwidth;  // host link, per direction
 
   double power_watts = 0;  // 0 when unknown

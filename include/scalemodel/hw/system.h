@@ -22,7 +22,7 @@ std::string_view AxisKindName(AxisKind k);
 // One level of a scale-out fat tree: `radix` children per switch group and
 // the oversubscription of its uplinks (1 = full bisection bandwidth).
 struct SwitchTier {
-  std::string name;  // "leaf", "spine"
+  std::string name;    // "leaf", "spine"
   int group_size = 0;  // NVLink domains under one switch group of this tier
   double oversubscription = 1.0;
 };

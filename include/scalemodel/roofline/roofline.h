@@ -22,16 +22,16 @@ enum class MemoryLevel { kHbm, kOnChip };
 struct Roofline {
   units::Flops flops;
   units::Bytes bytes;
-  units::FlopsPerSecond peak;      // the compute roof used
+  units::FlopsPerSecond peak;       // the compute roof used
   units::BytesPerSecond bandwidth;  // the memory roof used
-  double intensity = 0;            // FLOP per byte of the operation
-  double critical_intensity = 0;   // peak / bandwidth
-  units::Seconds t_math;           // flops / peak
-  units::Seconds t_mem;            // bytes / bandwidth
-  units::Seconds t_lower;          // max(t_math, t_mem): perfect overlap
-  units::Seconds t_upper;          // t_math + t_mem: no overlap
-  bool compute_bound = false;      // t_math >= t_mem
-  units::FlopsPerSecond achieved;  // flops / t_lower = min(peak, I * bw)
+  double intensity = 0;             // FLOP per byte of the operation
+  double critical_intensity = 0;    // peak / bandwidth
+  units::Seconds t_math;            // flops / peak
+  units::Seconds t_mem;             // bytes / bandwidth
+  units::Seconds t_lower;           // max(t_math, t_mem): perfect overlap
+  units::Seconds t_upper;           // t_math + t_mem: no overlap
+  bool compute_bound = false;       // t_math >= t_mem
+  units::FlopsPerSecond achieved;   // flops / t_lower = min(peak, I * bw)
 };
 
 // REQUIRES: peak > 0 and bandwidth > 0; flops and bytes >= 0, not both 0.

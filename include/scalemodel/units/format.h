@@ -11,9 +11,9 @@
 
 namespace scalemodel::units {
 
-std::string FormatSeconds(Seconds t);        // "812 ms", "3.2 days"
-std::string FormatBytes(Bytes b);            // "85.9 GB"
-std::string FormatBytesBinary(Bytes b);      // "80 GiB"
+std::string FormatSeconds(Seconds t);           // "812 ms", "3.2 days"
+std::string FormatBytes(Bytes b);               // "85.9 GB"
+std::string FormatBytesBinary(Bytes b);         // "80 GiB"
 std::string FormatBandwidth(BytesPerSecond r);  // "3.35 TB/s"
 std::string FormatFlopRate(FlopsPerSecond r);   // "989 TFLOP/s"
 std::string FormatFlops(Flops f);               // "6.3e24 FLOP"
@@ -24,7 +24,8 @@ std::string FormatCount(double n);
 
 // fmt formatters, so `fmt::format("{}", seconds)` prints "1.23 ms".
 template <>
-struct fmt::formatter<scalemodel::units::Seconds> : fmt::formatter<std::string> {
+struct fmt::formatter<scalemodel::units::Seconds>
+    : fmt::formatter<std::string> {
   template <typename Ctx>
   auto format(scalemodel::units::Seconds v, Ctx& ctx) const {
     return fmt::formatter<std::string>::format(

@@ -2,7 +2,8 @@
 // bytes/s, FLOP/s. Prefixes (GB vs GiB, TFLOP/s) exist only at the edges:
 // units/parse.h reads them and units/format.h prints them.
 //
-// Example: units::Seconds t = units::Gigabytes(2) / units::GigabytesPerSecond(4);
+// Example: units::Seconds t = units::Gigabytes(2) /
+// units::GigabytesPerSecond(4);
 #ifndef SCALEMODEL_UNITS_QUANTITY_H_
 #define SCALEMODEL_UNITS_QUANTITY_H_
 
@@ -47,8 +48,7 @@ class Quantity {
     si_ -= o.si_;
     return *this;
   }
-  friend constexpr auto operator<=>(const Quantity&,
-                                    const Quantity&) = default;
+  friend constexpr auto operator<=>(const Quantity&, const Quantity&) = default;
 
  private:
   double si_ = 0;
