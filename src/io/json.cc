@@ -149,6 +149,30 @@ Json ToJson(const roofline::MatmulRoofline& m) {
   return j;
 }
 
+Json ToJson(const net::CollectiveCost& c) {
+  Json j;
+  j["kind"] = std::string(net::CollectiveName(c.op));
+  j["bytes"] = c.bytes.si();
+  j["group_size"] = c.group_size;
+  j["time_s"] = c.time.si();
+  j["bandwidth_time_s"] = c.bandwidth_time.si();
+  j["latency_time_s"] = c.latency_time.si();
+  j["bound"] = c.latency_bound ? "latency" : "bandwidth";
+  j["algorithm"] = c.algorithm;
+  Json axes = Json::array();
+  for (const net::AxisCost& a : c.per_axis) {
+    axes.push_back({{"axis", a.axis},
+                    {"size", a.size},
+                    {"bytes", a.bytes.si()},
+                    {"time_s", a.time.si()},
+                    {"bandwidth_time_s", a.bandwidth_time.si()},
+                    {"latency_time_s", a.latency_time.si()},
+                    {"algorithm", a.algorithm}});
+  }
+  j["per_axis"] = axes;
+  return j;
+}
+
 std::string Dump(const Json& j) { return j.dump(2) + "\n"; }
 
 }  // namespace scalemodel::io

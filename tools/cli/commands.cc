@@ -5,6 +5,7 @@
 
 #include "fmt/format.h"
 #include "scalemodel/base/strings.h"
+#include "scalemodel/net/collective.h"
 #include "scalemodel/roofline/roofline.h"
 #include "scalemodel/units/format.h"
 #include "scalemodel/units/parse.h"
@@ -450,6 +451,111 @@ Command AddRooflineCommand(CLI::App& app) {
                            matmul ? "matmul " + o->matmul : "op", (*chip)->id,
                            r->compute_bound ? "compute" : "memory", Table(rows),
                            extra);
+    return out;
+  };
+  return c;
+}
+
+}  // namespace scalemodel::cli
+
+namespace scalemodel::cli {
+
+namespace {
+struct CollectiveOptionsCli {
+  std::string kind;
+  std::string system;
+  std::string axes;
+  std::string bytes;
+  std::string mode = "peak";
+};
+
+Result<net::Mode> ParseMode(const std::string& text, const char* where) {
+  std::string m = ToLower(text);
+  if (m == "peak") return net::Mode::kPeak;
+  if (m == "realistic") return net::Mode::kRealistic;
+  return InvalidArgument("expected 'peak' or 'realistic', got '" + text + "'",
+                         where);
+}
+}  // namespace
+
+Command AddCollectiveCommand(CLI::App& app) {
+  Command c;
+  auto o = std::make_shared<CollectiveOptionsCli>();
+  c.app = app.add_subcommand(
+      "collective",
+      "How long does one collective take on a system's physical axes?\n"
+      "--bytes is the whole (unsharded) array, as in the book: an all-gather "
+      "of V bytes\nleaves every chip with all V bytes.\n\nExamples:\n"
+      "  scalemodel collective all-gather --system tpu-v5p:4x4x4 --axes x "
+      "--bytes 2MiB\n"
+      "  scalemodel collective all-reduce --system h100:8x128 --axes node,net "
+      "--bytes 1GB --mode realistic\n"
+      "  scalemodel collective all-to-all --system tpu-v5e:16x16 --axes x,y "
+      "--bytes 64MB");
+  c.app
+      ->add_option("kind", o->kind,
+                   "all-gather, reduce-scatter, all-reduce, all-to-all or "
+                   "permute")
+      ->required();
+  c.app->add_option("--system", o->system, "Catalog system or CHIP:SHAPE")
+      ->required();
+  c.app
+      ->add_option("--axes", o->axes,
+                   "Comma list of physical axes: x,y,z,dcn (TPU) or node,net "
+                   "(GPU)")
+      ->required();
+  c.app
+      ->add_option("--bytes", o->bytes,
+                   "Size of the whole array (1GB, 128MiB, 4096)")
+      ->required();
+  c.app
+      ->add_option("--mode", o->mode,
+                   "peak: the book's bound (peak links, latency overlapped); "
+                   "realistic: measured fabric efficiency, latency added, "
+                   "launch cost")
+      ->capture_default_str();
+  c.action = [o](const catalog::Catalog& cat) -> Result<Output> {
+    auto kind = net::ParseCollective(o->kind);
+    if (!kind) {
+      return tl::unexpected(
+          Error{kind.error().code, kind.error().message, "collective"});
+    }
+    auto sys = cat.FindSystem(o->system);
+    if (!sys) {
+      return tl::unexpected(
+          Error{sys.error().code, sys.error().message, "--system"});
+    }
+    auto bytes = ParseOption<units::Bytes>(
+        "--bytes", o->bytes, [](auto& t) { return units::ParseBytes(t); });
+    if (!bytes) return tl::unexpected(bytes.error());
+    auto mode = ParseMode(o->mode, "--mode");
+    if (!mode) return tl::unexpected(mode.error());
+    std::vector<std::string> axes = Split(o->axes, ',');
+    auto cost = net::EstimateCollective(*sys, *kind, *bytes, axes,
+                                        net::CollectiveOptions{*mode});
+    if (!cost) return tl::unexpected(cost.error());
+    Output out;
+    Json inputs = {{"kind", std::string(net::CollectiveName(*kind))},
+                   {"system", sys->id},
+                   {"axes", axes},
+                   {"bytes", bytes->si()},
+                   {"mode", *mode == net::Mode::kPeak ? "peak" : "realistic"}};
+    out.json = Document(inputs, io::ToJson(*cost));
+    std::vector<std::vector<std::string>> rows = {
+        {"axis", "size", "bytes", "bandwidth", "latency", "time", "algorithm"}};
+    for (const net::AxisCost& a : cost->per_axis) {
+      rows.push_back({a.axis, std::to_string(a.size), FormatBytes(a.bytes),
+                      FormatSeconds(a.bandwidth_time),
+                      FormatSeconds(a.latency_time), FormatSeconds(a.time),
+                      a.algorithm});
+    }
+    out.text = fmt::format(
+        "{} of {} over {} ({} chips) on {}: {} ({}-bound)\n\n{}\n"
+        "Algorithm: {}\n",
+        net::CollectiveName(*kind), FormatBytes(*bytes), o->axes,
+        cost->group_size, sys->id, FormatSeconds(cost->time),
+        cost->latency_bound ? "latency" : "bandwidth", Table(rows),
+        cost->algorithm);
     return out;
   };
   return c;

@@ -19,7 +19,9 @@ int main(int argc, char** argv) {
       "  scalemodel chip h100\n"
       "  scalemodel system tpu-v5p:16x20x28\n"
       "  scalemodel roofline --chip tpu-v5e --matmul 512x8192x8192\n"
-      "  scalemodel roofline --chip h100 --flops 1e12 --bytes 1GB --json\n",
+      "  scalemodel roofline --chip h100 --flops 1e12 --bytes 1GB --json\n"
+      "  scalemodel collective all-gather --system tpu-v5p:4x4x4 --axes x,y "
+      "--bytes 8MiB\n",
       "scalemodel"};
   app.set_version_flag("--version", "scalemodel 0.1.0");
   app.require_subcommand(1);
@@ -35,7 +37,7 @@ int main(int argc, char** argv) {
   std::vector<cli::Command> commands = {
       cli::AddChipsCommand(app),    cli::AddChipCommand(app),
       cli::AddSystemsCommand(app),  cli::AddSystemCommand(app),
-      cli::AddRooflineCommand(app),
+      cli::AddRooflineCommand(app), cli::AddCollectiveCommand(app),
   };
 
   // An unknown command gets a suggestion rather than CLI11's generic text.

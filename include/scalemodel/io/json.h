@@ -10,6 +10,7 @@
 #include "scalemodel/catalog/catalog.h"
 #include "scalemodel/hw/chip.h"
 #include "scalemodel/hw/system.h"
+#include "scalemodel/net/collective.h"
 #include "scalemodel/roofline/roofline.h"
 
 namespace scalemodel::io {
@@ -28,6 +29,7 @@ Json ToJson(const hw::System& system);
 Json ToJson(const catalog::SystemEntry& entry);
 Json ToJson(const roofline::Roofline& r);
 Json ToJson(const roofline::MatmulRoofline& m);
+Json ToJson(const net::CollectiveCost& c);
 
 // Pretty-prints with 2-space indentation and a trailing newline.
 std::string Dump(const Json& j);
