@@ -5,6 +5,8 @@
 
 #include "fmt/format.h"
 #include "scalemodel/base/strings.h"
+#include "scalemodel/io/hf_config.h"
+#include "scalemodel/model/transformer.h"
 #include "scalemodel/net/collective.h"
 #include "scalemodel/roofline/roofline.h"
 #include "scalemodel/units/format.h"
@@ -556,6 +558,229 @@ Command AddCollectiveCommand(CLI::App& app) {
         cost->group_size, sys->id, FormatSeconds(cost->time),
         cost->latency_bound ? "latency" : "bandwidth", Table(rows),
         cost->algorithm);
+    return out;
+  };
+  return c;
+}
+
+}  // namespace scalemodel::cli
+
+namespace scalemodel::cli {
+namespace {
+
+Json ModelJson(const model::ModelSpec& m, double seq, hw::Dtype kv,
+               model::AttentionFlops conv) {
+  model::ParamCounts p = model::CountParams(m);
+  Json j;
+  j["id"] = m.id;
+  j["name"] = m.name;
+  j["params"] = p.total;
+  j["active_params"] = p.active;
+  j["params_by_component"] = {
+      {"embedding", p.embedding}, {"unembedding", p.unembedding},
+      {"attention", p.attention}, {"mlp", p.mlp},
+      {"experts", p.experts},     {"shared_experts", p.shared_experts},
+      {"router", p.router},       {"norms", p.norms}};
+  j["matmul_params_active"] = p.matmul_active;
+  j["train_flops_per_token"] = model::TrainFlopsPerToken(m, seq, conv);
+  j["forward_flops_per_token"] = model::ForwardFlopsPerToken(m, seq, conv);
+  j["attention_flops_per_token"] = model::AttentionFlopsPerToken(m, seq, conv);
+  j["attention_flops_convention"] =
+      conv == model::AttentionFlops::kCausal ? "causal (halved)" : "full";
+  j["kv_cache_bytes_per_token"] = model::KvCacheBytes(m, seq, kv) / seq;
+  j["kv_cache_bytes_per_sequence"] = model::KvCacheBytes(m, seq, kv);
+  j["weight_bytes"] = p.total * hw::BytesPerElement(m.weight_dtype);
+  Json acts = Json::object();
+  for (model::Remat r :
+       {model::Remat::kNone, model::Remat::kSelective,
+        model::Remat::kSaveMatmulOutputs, model::Remat::kFull}) {
+    model::ActivationCost a = model::Activations(m, r, seq);
+    acts[std::string(model::RematName(r))] = {
+        {"bytes_per_token_per_layer", a.bytes_per_token_per_layer},
+        {"recompute_flops_per_token", a.recompute_flops_per_token}};
+  }
+  j["activations_bf16"] = acts;
+  Json arch;
+  arch["num_layers"] = m.num_layers;
+  arch["d_model"] = m.d_model;
+  arch["ffn"] = m.ffn;
+  arch["num_heads"] = m.num_heads;
+  arch["num_kv_heads"] = m.num_kv_heads;
+  arch["head_dim"] = m.head_dim;
+  arch["vocab"] = m.vocab;
+  arch["tied_embeddings"] = m.tied_embeddings;
+  arch["gated_mlp"] = m.gated_mlp;
+  arch["positions"] = m.learned_positions ? "learned" : "rotary";
+  arch["weight_dtype"] = std::string(hw::DtypeName(m.weight_dtype));
+  if (m.is_moe()) {
+    arch["moe"] = {{"num_experts", m.moe.num_experts},
+                   {"top_k", m.moe.top_k},
+                   {"num_shared_experts", m.moe.num_shared_experts},
+                   {"expert_ffn", m.moe.expert_ffn},
+                   {"first_dense_layers", m.moe.first_dense_layers},
+                   {"layer_freq", m.moe.layer_freq}};
+  } else {
+    arch["moe"] = nullptr;
+  }
+  if (m.mla) {
+    arch["mla"] = {{"q_lora_rank", m.mla->q_lora_rank},
+                   {"kv_lora_rank", m.mla->kv_lora_rank},
+                   {"qk_nope_head_dim", m.mla->qk_nope_head_dim},
+                   {"qk_rope_head_dim", m.mla->qk_rope_head_dim},
+                   {"v_head_dim", m.mla->v_head_dim}};
+  } else {
+    arch["mla"] = nullptr;
+  }
+  int sliding = 0;
+  for (int l = 0; l < m.num_layers; ++l) sliding += m.IsSlidingLayer(l);
+  arch["sliding_window"] = m.sliding_window;
+  arch["sliding_layers"] = sliding;
+  j["architecture"] = arch;
+  j["source"] = m.source;
+  return j;
+}
+
+struct ModelOptionsCli {
+  std::string name;
+  std::string seq = "4096";
+  std::string kv = "bf16";
+  std::string attention = "causal";
+};
+
+}  // namespace
+
+Command AddModelsCommand(CLI::App& app) {
+  Command c;
+  c.app = app.add_subcommand(
+      "models",
+      "List the models in the catalog with parameters and KV cache.\n"
+      "Any HuggingFace config.json works as a model too (scalemodel model "
+      "PATH).");
+  c.action = [](const catalog::Catalog& cat) -> Result<Output> {
+    Output out;
+    Json list = Json::array();
+    std::vector<std::vector<std::string>> rows = {
+        {"model", "params", "active", "layers", "d_model", "heads/kv",
+         "KV/token bf16", "name"}};
+    for (const std::string& id : io::ModelIds(cat)) {
+      auto m = io::FindModel(cat, id);
+      if (!m) return tl::unexpected(m.error());
+      const model::ModelSpec& s = m->spec;
+      model::ParamCounts p = model::CountParams(s);
+      list.push_back(
+          ModelJson(s, 4096, hw::Dtype::kBf16, model::AttentionFlops::kCausal));
+      rows.push_back(
+          {s.id, units::FormatCount(p.total), units::FormatCount(p.active),
+           std::to_string(s.num_layers), std::to_string(s.d_model),
+           fmt::format("{}/{}", s.num_heads, s.num_kv_heads),
+           FormatBytes(
+               units::Bytes(model::KvCacheBytesPerToken(s, hw::Dtype::kBf16))),
+           s.name});
+    }
+    out.json = Document(Json::object(), Json{{"models", list}});
+    out.text = Table(rows);
+    return out;
+  };
+  return c;
+}
+
+Command AddModelCommand(CLI::App& app) {
+  Command c;
+  auto o = std::make_shared<ModelOptionsCli>();
+  c.app = app.add_subcommand(
+      "model",
+      "Parameters by component, FLOPs per token, KV cache and activation "
+      "memory of one model.\nNAME is a catalog model or a path to a "
+      "HuggingFace config.json.\n\nExamples:\n"
+      "  scalemodel model llama3-70b\n"
+      "  scalemodel model deepseek-v3 --seq 32K --kv-dtype fp8\n"
+      "  scalemodel model ./config.json --json");
+  c.app->add_option("name", o->name, "Catalog model or config.json path")
+      ->required();
+  c.app
+      ->add_option("--seq", o->seq,
+                   "Sequence length for attention FLOPs and KV cache")
+      ->capture_default_str();
+  c.app->add_option("--kv-dtype", o->kv, "KV-cache dtype: bf16, fp8, int8")
+      ->capture_default_str();
+  c.app
+      ->add_option("--attention", o->attention,
+                   "Attention FLOP convention: causal (halved, as MaxText and "
+                   "Megatron count) or full (as torchtitan and the book's "
+                   "12BT^2NH)")
+      ->capture_default_str();
+  c.action = [o](const catalog::Catalog& cat) -> Result<Output> {
+    auto imported = io::FindModel(cat, o->name);
+    if (!imported) return tl::unexpected(imported.error());
+    auto seq = ParseOption<double>(
+        "--seq", o->seq, [](auto& t) { return units::ParseCount(t); });
+    if (!seq) return tl::unexpected(seq.error());
+    auto kv = hw::ParseDtype(o->kv);
+    if (!kv)
+      return tl::unexpected(
+          Error{kv.error().code, kv.error().message, "--kv-dtype"});
+    model::AttentionFlops conv;
+    if (o->attention == "causal") {
+      conv = model::AttentionFlops::kCausal;
+    } else if (o->attention == "full") {
+      conv = model::AttentionFlops::kFull;
+    } else {
+      return InvalidArgument(
+          "expected 'causal' or 'full', got '" + o->attention + "'",
+          "--attention");
+    }
+    const model::ModelSpec& m = imported->spec;
+    Output out;
+    Json results = ModelJson(m, *seq, *kv, conv);
+    results["notes"] = imported->notes;
+    out.json = Document({{"model", o->name},
+                         {"seq", *seq},
+                         {"kv_dtype", std::string(hw::DtypeName(*kv))},
+                         {"attention", o->attention}},
+                        results);
+    model::ParamCounts p = model::CountParams(m);
+    std::vector<std::vector<std::string>> rows = {
+        {"component", "parameters"},
+        {"embedding", units::FormatCount(p.embedding)},
+        {"unembedding",
+         m.tied_embeddings ? "tied" : units::FormatCount(p.unembedding)},
+        {"attention", units::FormatCount(p.attention)},
+        {"dense MLP", units::FormatCount(p.mlp)}};
+    if (m.is_moe()) {
+      rows.push_back({"routed experts", units::FormatCount(p.experts)});
+      rows.push_back({"shared experts", units::FormatCount(p.shared_experts)});
+      rows.push_back({"router", units::FormatCount(p.router)});
+    }
+    rows.push_back({"norms", units::FormatCount(p.norms)});
+    rows.push_back({"total", units::FormatCount(p.total)});
+    rows.push_back({"active per token", units::FormatCount(p.active)});
+    std::vector<std::vector<std::string>> acts = {
+        {"remat", "saved per token per layer", "recompute FLOPs/token"}};
+    for (model::Remat r :
+         {model::Remat::kNone, model::Remat::kSelective,
+          model::Remat::kSaveMatmulOutputs, model::Remat::kFull}) {
+      model::ActivationCost a = model::Activations(m, r, *seq);
+      acts.push_back(
+          {std::string(model::RematName(r)),
+           FormatBytes(units::Bytes(a.bytes_per_token_per_layer)),
+           units::FormatFlops(units::Flops(a.recompute_flops_per_token))});
+    }
+    std::string notes;
+    for (const std::string& n : imported->notes) notes += "note: " + n + "\n";
+    out.text = fmt::format(
+        "{} ({})\n\n{}\nFLOPs per token at seq {:.0f} (attention {}): "
+        "forward {}, training {}\nKV cache ({}): {} per token, {} per "
+        "sequence\n\nActivations (bf16):\n{}{}",
+        m.name, m.id, Table(rows), *seq,
+        conv == model::AttentionFlops::kCausal ? "causal, halved" : "full",
+        units::FormatFlops(
+            units::Flops(model::ForwardFlopsPerToken(m, *seq, conv))),
+        units::FormatFlops(
+            units::Flops(model::TrainFlopsPerToken(m, *seq, conv))),
+        hw::DtypeName(*kv),
+        FormatBytes(units::Bytes(model::KvCacheBytes(m, *seq, *kv) / *seq)),
+        FormatBytes(units::Bytes(model::KvCacheBytes(m, *seq, *kv))),
+        Table(acts), notes.empty() ? "" : "\n" + notes);
     return out;
   };
   return c;

@@ -44,6 +44,8 @@ Command AddSystemsCommand(CLI::App& app);
 Command AddSystemCommand(CLI::App& app);
 Command AddRooflineCommand(CLI::App& app);
 Command AddCollectiveCommand(CLI::App& app);
+Command AddModelsCommand(CLI::App& app);
+Command AddModelCommand(CLI::App& app);
 
 // Builds the {"schema_version", "inputs", ...results} document.
 io::Json Document(const io::Json& inputs, const io::Json& results);

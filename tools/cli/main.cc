@@ -20,6 +20,8 @@ int main(int argc, char** argv) {
       "  scalemodel system tpu-v5p:16x20x28\n"
       "  scalemodel roofline --chip tpu-v5e --matmul 512x8192x8192\n"
       "  scalemodel roofline --chip h100 --flops 1e12 --bytes 1GB --json\n"
+      "  scalemodel model llama3-70b --seq 8192\n"
+      "  scalemodel model ./config.json --json\n"
       "  scalemodel collective all-gather --system tpu-v5p:4x4x4 --axes x,y "
       "--bytes 8MiB\n",
       "scalemodel"};
@@ -38,6 +40,7 @@ int main(int argc, char** argv) {
       cli::AddChipsCommand(app),    cli::AddChipCommand(app),
       cli::AddSystemsCommand(app),  cli::AddSystemCommand(app),
       cli::AddRooflineCommand(app), cli::AddCollectiveCommand(app),
+      cli::AddModelsCommand(app),   cli::AddModelCommand(app),
   };
 
   // An unknown command gets a suggestion rather than CLI11's generic text.

@@ -1,0 +1,40 @@
+// Reading models: HuggingFace config.json (transformers v4 and v5 field
+// names, language-model fields nested under text_config, MoE aliases, MLA,
+// dense-layer placement, FP8 quantization_config) and the catalog's model
+// files, which are config.json files with a "_scalemodel" block naming the
+// id, display name and source.
+#ifndef SCALEMODEL_IO_HF_CONFIG_H_
+#define SCALEMODEL_IO_HF_CONFIG_H_
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "scalemodel/base/error.h"
+#include "scalemodel/catalog/catalog.h"
+#include "scalemodel/model/transformer.h"
+
+namespace scalemodel::io {
+
+struct ImportedModel {
+  model::ModelSpec spec;
+  // Keys that were present but not used ("ignored keys: a, b"), and other
+  // remarks on how fields were read. Never errors.
+  std::vector<std::string> notes;
+};
+
+// Parses a config.json. Missing required keys are one error naming all of
+// them; `path` is used in messages.
+Result<ImportedModel> ParseHfConfig(std::string_view json_text,
+                                    const std::string& path);
+
+// A catalog model id (or alias) or a path to a config.json on disk.
+Result<ImportedModel> FindModel(const catalog::Catalog& catalog,
+                                const std::string& name_or_path);
+
+// Ids of the catalog's models, sorted.
+std::vector<std::string> ModelIds(const catalog::Catalog& catalog);
+
+}  // namespace scalemodel::io
+
+#endif  // SCALEMODEL_IO_HF_CONFIG_H_

@@ -1,0 +1,170 @@
+// Import of HuggingFace config.json files. The inline configs carry the
+// official field values of each model's published config.json.
+#include "scalemodel/io/hf_config.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "../testing/catalog.h"
+
+namespace scalemodel::io {
+namespace {
+
+using scalemodel::testing::BuiltinCatalog;
+
+ImportedModel Parse(const char* text) {
+  auto m = ParseHfConfig(text, "config.json");
+  EXPECT_TRUE(m.has_value()) << m.error().ToString();
+  return m.has_value() ? *m : ImportedModel{};
+}
+
+// transformers v5 names: rope_parameters instead of rope_scaling, dtype
+// instead of torch_dtype (Llama 3.1 8B values).
+TEST(HfConfigTest, TransformersV5Llama) {
+  ImportedModel m = Parse(R"({
+    "architectures": ["LlamaForCausalLM"], "model_type": "llama",
+    "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
+    "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256,
+    "max_position_embeddings": 131072, "tie_word_embeddings": false,
+    "rope_parameters": {"rope_type": "llama3", "rope_theta": 500000.0,
+      "factor": 8.0}, "dtype": "bfloat16", "transformers_version": "5.0.0"})");
+  EXPECT_EQ(m.spec.head_dim, 128);  // D / N when head_dim is absent
+  EXPECT_EQ(m.spec.weight_dtype, hw::Dtype::kBf16);
+  EXPECT_NEAR(model::CountParams(m.spec).total, 8.03e9, 0.01e9);
+  EXPECT_TRUE(m.notes.empty());
+}
+
+// Qwen1.5-MoE-A2.7B (qwen2_moe): 60 experts top-4 of width 1408, one shared
+// expert of width 5632, qkv biases implied by the architecture. The model
+// card: 14.3B total, 2.7B activated.
+TEST(HfConfigTest, Qwen2MoeSharedExpert) {
+  ImportedModel m = Parse(R"({
+    "model_type": "qwen2_moe", "hidden_size": 2048, "intermediate_size": 5632,
+    "moe_intermediate_size": 1408, "shared_expert_intermediate_size": 5632,
+    "num_experts": 60, "num_experts_per_tok": 4, "decoder_sparse_step": 1,
+    "num_hidden_layers": 24, "num_attention_heads": 16,
+    "num_key_value_heads": 16, "vocab_size": 151936,
+    "tie_word_embeddings": false, "torch_dtype": "bfloat16"})");
+  EXPECT_EQ(m.spec.moe.num_experts, 60);
+  EXPECT_EQ(m.spec.moe.num_shared_experts, 1);
+  EXPECT_TRUE(m.spec.attention_bias);
+  model::ParamCounts p = model::CountParams(m.spec);
+  EXPECT_NEAR(p.total / 1e9, 14.3, 0.1);
+  EXPECT_NEAR(p.active / 1e9, 2.7, 0.05);
+}
+
+// Gemma 3 nests the language model under text_config and lists layer types.
+TEST(HfConfigTest, Gemma3TextConfigAndLayerTypes) {
+  ImportedModel m = Parse(R"({
+    "model_type": "gemma3", "architectures": ["Gemma3ForConditionalGeneration"],
+    "text_config": {"model_type": "gemma3_text", "hidden_size": 2560,
+      "intermediate_size": 10240, "num_hidden_layers": 6,
+      "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256,
+      "vocab_size": 262208, "sliding_window": 1024,
+      "layer_types": ["sliding_attention", "sliding_attention",
+        "sliding_attention", "sliding_attention", "sliding_attention",
+        "full_attention"]},
+    "vision_config": {"hidden_size": 1152}, "torch_dtype": "bfloat16"})");
+  EXPECT_EQ(m.spec.d_model, 2560);
+  EXPECT_EQ(m.spec.head_dim, 256);  // N H = 2048 != D
+  EXPECT_TRUE(m.spec.IsSlidingLayer(0));
+  EXPECT_FALSE(m.spec.IsSlidingLayer(5));
+  EXPECT_TRUE(m.spec.tied_embeddings);  // HF default
+  ASSERT_FALSE(m.notes.empty());
+  EXPECT_EQ(m.notes[0], "read the language model from text_config");
+}
+
+// GPT-2 small: GPT-2 field names, learned positions, plain MLP, biases;
+// 124.4M parameters.
+TEST(HfConfigTest, Gpt2) {
+  ImportedModel m = Parse(R"({"model_type": "gpt2", "n_embd": 768,
+    "n_layer": 12, "n_head": 12, "n_positions": 1024, "vocab_size": 50257,
+    "activation_function": "gelu_new", "n_inner": null})");
+  EXPECT_FALSE(m.spec.gated_mlp);
+  EXPECT_TRUE(m.spec.learned_positions);
+  EXPECT_EQ(m.spec.ffn, 4 * 768);
+  EXPECT_NEAR(model::CountParams(m.spec).total / 1e6, 124.4, 0.2);
+}
+
+// DeepSeek-V3 from the catalog: MLA, MoE alias n_routed_experts, dense layer
+// placement, FP8 weights, the MTP module noted and not counted.
+TEST(HfConfigTest, DeepSeekV3) {
+  auto m = FindModel(BuiltinCatalog(), "deepseek-v3");
+  ASSERT_TRUE(m.has_value());
+  EXPECT_TRUE(m->spec.mla.has_value());
+  EXPECT_EQ(m->spec.moe.num_experts, 256);
+  EXPECT_EQ(m->spec.moe.first_dense_layers, 3);
+  EXPECT_FALSE(m->spec.IsMoeLayer(2));
+  EXPECT_TRUE(m->spec.IsMoeLayer(3));
+  EXPECT_EQ(m->spec.weight_dtype, hw::Dtype::kFp8);
+  EXPECT_EQ(m->notes[0],
+            "the 1 multi-token-prediction module(s) are not counted");
+}
+
+// Mixtral's alias num_local_experts; experts as wide as intermediate_size.
+TEST(HfConfigTest, Mixtral) {
+  auto m = FindModel(BuiltinCatalog(), "mixtral-8x7b");
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ(m->spec.moe.num_experts, 8);
+  EXPECT_EQ(m->spec.moe.expert_ffn, 14336);
+}
+
+TEST(HfConfigTest, UnknownKeysAreNotedMissingKeysAreOneError) {
+  ImportedModel m = Parse(R"({"model_type": "llama", "hidden_size": 64,
+    "intermediate_size": 128, "num_hidden_layers": 2,
+    "num_attention_heads": 4, "vocab_size": 100, "my_custom_flag": 3,
+    "another": "x"})");
+  ASSERT_EQ(m.notes.size(), 1u);
+  EXPECT_EQ(m.notes[0], "ignored keys: another, my_custom_flag");
+
+  EXPECT_EQ(
+      ParseHfConfig(R"({"model_type": "llama", "hidden_size": 64})", "cfg.json")
+          .error()
+          .ToString(),
+      "cfg.json: missing required keys num_hidden_layers, "
+      "num_attention_heads, vocab_size");
+  EXPECT_EQ(
+      ParseHfConfig("{not json", "cfg.json").error().ToString().substr(0, 28),
+      "cfg.json: not valid JSON ([j");
+  EXPECT_EQ(ParseHfConfig(R"({"hidden_size": "big", "num_hidden_layers": 2,
+    "num_attention_heads": 4, "vocab_size": 10})",
+                          "cfg.json")
+                .error()
+                .ToString(),
+            "cfg.json: /hidden_size: expected a non-negative integer, got "
+            "\"big\"");
+  EXPECT_EQ(ParseHfConfig(R"({"hidden_size": 64, "num_hidden_layers": 2,
+    "num_attention_heads": 4, "num_key_value_heads": 3, "vocab_size": 10,
+    "intermediate_size": 8})",
+                          "cfg.json")
+                .error()
+                .ToString(),
+            "cfg.json: num_key_value_heads: 3 must divide num_heads=4");
+}
+
+TEST(HfConfigTest, FindModelErrors) {
+  EXPECT_EQ(
+      FindModel(BuiltinCatalog(), "lama3-405b").error().ToString(),
+      "--model: unknown model 'lama3-405b' (did you mean 'llama3-405b'?); "
+      "`scalemodel models` lists all 25, or pass a path to a "
+      "config.json");
+  EXPECT_EQ(
+      FindModel(BuiltinCatalog(), "/no/such/config.json").error().ToString(),
+      "--model: no such file '/no/such/config.json' (expected a "
+      "HuggingFace config.json or a catalog model)");
+}
+
+// Every catalog model parses, validates, and has a source.
+TEST(HfConfigTest, EveryCatalogModelLoads) {
+  for (const std::string& id : ModelIds(BuiltinCatalog())) {
+    auto m = FindModel(BuiltinCatalog(), id);
+    ASSERT_TRUE(m.has_value()) << id << ": " << m.error().ToString();
+    EXPECT_EQ(m->spec.id, id);
+    EXPECT_FALSE(m->spec.source.empty()) << id;
+    EXPECT_GT(model::CountParams(m->spec).total, 1e9) << id;
+  }
+}
+
+}  // namespace
+}  // namespace scalemodel::io
