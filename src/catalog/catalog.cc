@@ -11,31 +11,17 @@
 namespace scalemodel::catalog {
 namespace {
 
-using units::ParseBandwidth;
-using units::ParseBytes;
-using units::ParseDuration;
-using units::ParseFlopRate;
-
-Result<double> AsBytes(std::string_view t) {
-  auto v = ParseBytes(t);
+// Adapts a typed unit parser to the reader's Result<double> (SI value).
+template <auto Parse>
+Result<double> AsSi(std::string_view t) {
+  auto v = Parse(t, units::ParseOptions{});
   if (!v) return tl::unexpected(v.error());
   return v->si();
 }
-Result<double> AsBandwidth(std::string_view t) {
-  auto v = ParseBandwidth(t);
-  if (!v) return tl::unexpected(v.error());
-  return v->si();
-}
-Result<double> AsFlopRate(std::string_view t) {
-  auto v = ParseFlopRate(t);
-  if (!v) return tl::unexpected(v.error());
-  return v->si();
-}
-Result<double> AsDuration(std::string_view t) {
-  auto v = ParseDuration(t);
-  if (!v) return tl::unexpected(v.error());
-  return v->si();
-}
+constexpr auto AsBytes = AsSi<units::ParseBytes>;
+constexpr auto AsBandwidth = AsSi<units::ParseBandwidth>;
+constexpr auto AsFlopRate = AsSi<units::ParseFlopRate>;
+constexpr auto AsDuration = AsSi<units::ParseDuration>;
 Result<double> AsWatts(std::string_view t) { return units::ParseWatts(t); }
 
 Result<toml::table> ParseToml(std::string_view contents,
