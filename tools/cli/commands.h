@@ -45,6 +45,8 @@ Command AddSystemCommand(CLI::App& app);
 Command AddRooflineCommand(CLI::App& app);
 Command AddCollectiveCommand(CLI::App& app);
 Command AddModelsCommand(CLI::App& app);
+Command AddShardCommand(CLI::App& app);
+Command AddMatmulCommand(CLI::App& app);
 Command AddModelCommand(CLI::App& app);
 
 // Builds the {"schema_version", "inputs", ...results} document.

@@ -21,6 +21,8 @@ int main(int argc, char** argv) {
       "  scalemodel roofline --chip tpu-v5e --matmul 512x8192x8192\n"
       "  scalemodel roofline --chip h100 --flops 1e12 --bytes 1GB --json\n"
       "  scalemodel model llama3-70b --seq 8192\n"
+      "  scalemodel matmul 'A[I_X, J] @ B[J, K_Y] -> C[I_X, K_Y]' --system "
+      "tpu-v5e:4x4 --mesh X=4,Y=4 --dims I=8192,J=8192,K=32768\n"
       "  scalemodel model ./config.json --json\n"
       "  scalemodel collective all-gather --system tpu-v5p:4x4x4 --axes x,y "
       "--bytes 8MiB\n",
@@ -41,6 +43,7 @@ int main(int argc, char** argv) {
       cli::AddSystemsCommand(app),  cli::AddSystemCommand(app),
       cli::AddRooflineCommand(app), cli::AddCollectiveCommand(app),
       cli::AddModelsCommand(app),   cli::AddModelCommand(app),
+      cli::AddShardCommand(app),    cli::AddMatmulCommand(app),
   };
 
   // An unknown command gets a suggestion rather than CLI11's generic text.
