@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 
 namespace scalemodel {
 
@@ -83,11 +84,21 @@ std::string DidYouMean(std::string_view name,
 
 std::string FormatNumber(double value) {
   char buf[64];
+  // Whole numbers up to 1e15 print exactly ("4194304"), others with 4
+  // significant digits and a short exponent ("8.2e11", "1.5e-6").
+  if (std::isfinite(value) && std::floor(value) == value &&
+      std::fabs(value) < 1e15) {
+    std::snprintf(buf, sizeof(buf), "%.0f", value);
+    return buf;
+  }
   std::snprintf(buf, sizeof(buf), "%.4g", value);
   std::string s = buf;
-  // "8.2e+11" -> "8.2e11"
-  size_t e = s.find("e+");
-  if (e != std::string::npos) s.erase(e + 1, 1);
+  size_t e = s.find('e');
+  if (e != std::string::npos) {
+    std::string mant = s.substr(0, e);
+    int exp = std::atoi(s.c_str() + e + 1);
+    s = mant + "e" + std::to_string(exp);
+  }
   return s;
 }
 

@@ -339,6 +339,8 @@ Result<bool> Catalog::AddFiles(const std::vector<DataFile>& files) {
       auto sys = ParseSystem(f.contents, f.path);
       if (!sys) return tl::unexpected(sys.error());
       replace_by_id(systems_, std::move(*sys));
+    } else if (f.path.rfind("validation/", 0) == 0) {
+      validation_files_.push_back(f);
     } else if (f.path.rfind("models/", 0) == 0) {
       // Models are parsed by the model reader; keep the latest file per name.
       std::string stem = std::filesystem::path(f.path).stem().string();
@@ -352,8 +354,8 @@ Result<bool> Catalog::AddFiles(const std::vector<DataFile>& files) {
       if (!replaced) model_files_.push_back(f);
     } else {
       return IoError(
-          "catalog files must live under chips/, systems/ or "
-          "models/",
+          "catalog files must live under chips/, systems/, models/ or "
+          "validation/",
           f.path);
     }
   }

@@ -173,6 +173,61 @@ Json ToJson(const net::CollectiveCost& c) {
   return j;
 }
 
+Json ToJson(const estimate::TrainingEstimate& e) {
+  Json j;
+  j["feasible"] = e.feasible;
+  j["reason"] = e.reason;
+  j["step_time_s"] = e.step_time.si();
+  j["breakdown"] = {{"compute_s", e.compute.si()},
+                    {"exposed_comm_s", e.exposed_comm.si()},
+                    {"bubble_s", e.bubble.si()},
+                    {"other_s", e.other.si()}};
+  Json comms = Json::array();
+  for (const estimate::CommItem& c : e.comms) {
+    comms.push_back({{"kind", c.kind},
+                     {"parallelism", c.parallelism},
+                     {"axes", c.axes},
+                     {"bytes", c.bytes.si()},
+                     {"calls", c.calls},
+                     {"time_s", c.time.si()},
+                     {"exposed_s", c.exposed.si()}});
+  }
+  j["comms"] = comms;
+  j["memory_per_chip"] = {{"params_bytes", e.memory.params.si()},
+                          {"grads_bytes", e.memory.grads.si()},
+                          {"optimizer_bytes", e.memory.optimizer.si()},
+                          {"activations_bytes", e.memory.activations.si()},
+                          {"other_bytes", e.memory.other.si()},
+                          {"total_bytes", e.memory.total.si()},
+                          {"capacity_bytes", e.memory.capacity.si()}};
+  j["mfu"] = e.mfu;
+  j["hfu"] = e.hfu;
+  j["tokens_per_s"] = e.tokens_per_s;
+  j["tokens_per_s_per_chip"] = e.tokens_per_s_per_chip;
+  j["model_flops_per_s_per_chip"] = e.model_flops_per_s_per_chip;
+  j["model_flops_per_step"] = e.model_flops_per_step;
+  j["hardware_flops_per_step"] = e.hardware_flops_per_step;
+  j["microbatches"] = e.microbatches;
+  j["bottleneck"] = e.bottleneck;
+  Json layout = Json::object();
+  for (const auto& [k, v] : e.layout) layout[k] = v;
+  j["layout"] = layout;
+  j["critical_batch"] = {
+      {"data_parallel_tokens_per_chip", NumberOrNull(e.critical.data_parallel)},
+      {"fsdp_tokens_per_chip", NumberOrNull(e.critical.fsdp)},
+      {"tensor_parallel_max_degree",
+       NumberOrNull(e.critical.tensor_parallel_max)},
+      {"fsdp_tp_tokens_per_chip", NumberOrNull(e.critical.fsdp_tp)},
+      {"dcn_tokens_per_slice", NumberOrNull(e.critical.dcn_per_slice)}};
+  j["notes"] = e.notes;
+  if (e.time_to_train_s > 0) {
+    j["time_to_train_s"] = e.time_to_train_s;
+    j["chip_hours"] = e.chip_hours;
+    j["cost_usd"] = NumberOrNull(e.cost_usd);
+  }
+  return j;
+}
+
 std::string Dump(const Json& j) { return j.dump(2) + "\n"; }
 
 }  // namespace scalemodel::io

@@ -29,7 +29,10 @@ TEST(StringsTest, SplitKeepsEmptyPieces) {
 
 TEST(StringsTest, FormatNumber) {
   EXPECT_EQ(FormatNumber(97.34), "97.34");
-  EXPECT_EQ(FormatNumber(8.2e11), "8.2e11");
+  EXPECT_EQ(FormatNumber(8.2e11), "820000000000");
+  EXPECT_EQ(FormatNumber(8.25e17), "8.25e17");
+  EXPECT_EQ(FormatNumber(1.5e-6), "1.5e-6");
+  EXPECT_EQ(FormatNumber(4194304), "4194304");
 }
 
 }  // namespace

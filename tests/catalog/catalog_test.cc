@@ -149,8 +149,8 @@ TEST(CatalogTest, CatalogDirectoryErrors) {
             "--catalog: catalog directory '/nonexistent/dir' does not exist "
             "or is not a directory");
   EXPECT_EQ(c.AddFiles({{"misc/x.toml", ""}}).error().ToString(),
-            "misc/x.toml: catalog files must live under chips/, systems/ or "
-            "models/");
+            "misc/x.toml: catalog files must live under chips/, systems/, "
+            "models/ or validation/");
   // A user file overrides a built-in chip by id.
   std::string faster = kGoodChip;
   faster.replace(faster.find("\"x1\""), 4, "\"h100\"");

@@ -47,7 +47,8 @@ class Catalog {
   static Result<Catalog> Builtin();
 
   // Adds or replaces entries from files; each path must start with
-  // "chips/", "systems/" or "models/". Errors carry "path:line".
+  // "chips/", "systems/", "models/" or "validation/". Errors carry
+  // "path:line".
   Result<bool> AddFiles(const std::vector<DataFile>& files);
 
   // Reads every *.toml under DIR/chips, DIR/systems and DIR/models.
@@ -70,11 +71,16 @@ class Catalog {
   const std::vector<SystemEntry>& systems() const { return systems_; }
   // Raw model files by id; parsed by the model module's reader.
   const std::vector<DataFile>& model_files() const { return model_files_; }
+  // Validation data (published runs), parsed by io/validate.h.
+  const std::vector<DataFile>& validation_files() const {
+    return validation_files_;
+  }
 
  private:
   std::vector<hw::Chip> chips_;
   std::vector<SystemEntry> systems_;
   std::vector<DataFile> model_files_;
+  std::vector<DataFile> validation_files_;
 };
 
 // The data files compiled into the binary (generated at build time).

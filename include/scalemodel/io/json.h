@@ -8,6 +8,7 @@
 
 #include "nlohmann/json.hpp"
 #include "scalemodel/catalog/catalog.h"
+#include "scalemodel/estimate/training.h"
 #include "scalemodel/hw/chip.h"
 #include "scalemodel/hw/system.h"
 #include "scalemodel/net/collective.h"
@@ -30,6 +31,7 @@ Json ToJson(const catalog::SystemEntry& entry);
 Json ToJson(const roofline::Roofline& r);
 Json ToJson(const roofline::MatmulRoofline& m);
 Json ToJson(const net::CollectiveCost& c);
+Json ToJson(const estimate::TrainingEstimate& e);
 
 // Pretty-prints with 2-space indentation and a trailing newline.
 std::string Dump(const Json& j);

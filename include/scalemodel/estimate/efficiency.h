@@ -1,0 +1,36 @@
+// Realistic-mode efficiency constants: per chip family, physical, each with
+// its published origin (shared/reference/efficiency.md; docs/model.md 5.5).
+// Nothing here is fitted to a training run.
+#ifndef SCALEMODEL_ESTIMATE_EFFICIENCY_H_
+#define SCALEMODEL_ESTIMATE_EFFICIENCY_H_
+
+#include "scalemodel/hw/chip.h"
+#include "scalemodel/units/quantity.h"
+
+namespace scalemodel::estimate {
+
+struct ChipEfficiency {
+  double gemm_max = 1.0;      // best-shape matmul fraction of peak (bf16)
+  double gemm_max_fp8 = 1.0;  // same for fp8
+  int tile_m = 128;           // output tile rows (GPU CTA / TPU MXU)
+  int tile_n = 128;
+  int units = 1;               // SMs (GPU) for wave quantization; 0 = none
+  units::Seconds op_overhead;  // fixed cost per GEMM / kernel
+  double attention = 1.0;      // fused attention kernel, fraction of peak
+  double hbm = 1.0;            // streaming kernels, fraction of HBM peak
+};
+
+// Peak mode: all 1.0, no overheads, no quantization.
+ChipEfficiency PeakEfficiency();
+// Realistic mode, by chip.
+ChipEfficiency RealisticEfficiency(const hw::Chip& chip);
+
+// Time of one GEMM [m, k] x [k, n] at `dtype` on `chip`:
+//   t = overhead + max(2mnk / (gemm_max * q * peak), bytes / (hbm * BW)),
+// q = tile quantization x wave quantization (docs/model.md 5.2).
+units::Seconds GemmTime(const hw::Chip& chip, const ChipEfficiency& eff,
+                        double m, double n, double k, hw::Dtype dtype);
+
+}  // namespace scalemodel::estimate
+
+#endif  // SCALEMODEL_ESTIMATE_EFFICIENCY_H_

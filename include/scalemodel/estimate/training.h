@@ -1,0 +1,131 @@
+// Training step estimator (book: "training" and "applied-training"
+// chapters; docs/model.md section 5). Given a model, a system and a layout,
+// returns the step time with its breakdown, every collective with its bytes
+// and the part left exposed, memory per chip against HBM, MFU and HFU.
+//
+// Example:
+//   auto plan = estimate::ParsePlan("fsdp=2048,tp=4");
+//   estimate::TrainingConfig cfg{.par = *plan, .batch_tokens = 4194304,
+//                                .seq = 4096};
+//   auto est = estimate::EstimateTraining(llama70b, v5p_pod, cfg);
+#ifndef SCALEMODEL_ESTIMATE_TRAINING_H_
+#define SCALEMODEL_ESTIMATE_TRAINING_H_
+
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "scalemodel/base/error.h"
+#include "scalemodel/hw/system.h"
+#include "scalemodel/model/transformer.h"
+#include "scalemodel/net/collective.h"
+
+namespace scalemodel::estimate {
+
+enum class Mode { kPeak, kRealistic };
+enum class Schedule { kGpipe, k1F1B, kInterleaved };
+std::string_view ScheduleName(Schedule s);
+
+// Degrees of each parallelism; their product is the chip count.
+struct Parallelism {
+  int dp = 1;    // data parallel replicas (ZeRO level `zero`)
+  int fsdp = 1;  // fully sharded data parallel (ZeRO-3)
+  int tp = 1;    // tensor parallel (Megatron), with sequence parallelism
+  int pp = 1;    // pipeline stages
+  int ep = 1;    // expert parallel (data parallel for dense layers)
+  int cp = 1;    // context (sequence) parallel, ring attention
+  int zero = 0;  // 0 plain DP, 1 optimizer state sharded, 2 + gradients
+  bool sequence_parallel = true;
+  // Physical axes per parallelism ("tp" -> {"z"}), when given explicitly.
+  std::map<std::string, std::vector<std::string>> axes;
+
+  int product() const { return dp * fsdp * tp * pp * ep * cp; }
+  std::string ToString() const;  // "dp=8,fsdp=256,tp=4"
+};
+
+// Parses "dp=8,fsdp=256,tp=4,pp=1,ep=1,cp=1,zero=1" or with physical axes
+// instead of degrees ("fsdp=x.y,tp=z"); degrees of explicit axes are filled
+// in by EstimateTraining. Errors name the key.
+Result<Parallelism> ParsePlan(std::string_view text);
+Result<Schedule> ParseSchedule(std::string_view text);
+
+struct TrainingConfig {
+  Parallelism par;
+  double batch_tokens = 0;  // global batch per step, tokens
+  double seq = 0;           // sequence length
+  int micro_batch = 1;      // sequences per replica per microbatch
+  model::Remat remat = model::Remat::kNone;
+  Schedule schedule = Schedule::k1F1B;
+  int vpp = 1;  // virtual stages per device (interleaved)
+  hw::Dtype precision = hw::Dtype::kBf16;  // matmul dtype (bf16 or fp8)
+  Mode mode = Mode::kRealistic;
+  double assume_mfu = 0;  // > 0: step time from model FLOPs at this MFU
+  bool offload_optimizer = false;  // optimizer state in host memory
+  double load_imbalance = 1.0;     // MoE: busiest expert / mean
+  model::AttentionFlops attention = model::AttentionFlops::kCausal;
+  double tokens = 0;               // total training tokens (0: not asked)
+  double price_per_chip_hour = 0;  // 0: the catalog's price
+};
+
+struct CommItem {
+  std::string kind;               // "all-gather", ...
+  std::string parallelism;        // "tp", "fsdp", "dp", "ep", "cp", "pp"
+  std::vector<std::string> axes;  // physical axes
+  units::Bytes bytes;             // V of one call
+  int calls = 0;                  // per step
+  units::Seconds time;            // all calls, per step
+  units::Seconds exposed;         // not hidden under compute
+};
+
+struct MemoryBreakdown {
+  units::Bytes params, grads, optimizer, activations, other, total, capacity;
+};
+
+// The book's critical batch sizes for this system (tokens per chip unless
+// stated), from the bandwidth each strategy's collectives get here.
+struct CriticalBatches {
+  double data_parallel = 0;  // B/X > C / W over the DP/FSDP axes
+  double fsdp = 0;
+  double tensor_parallel_max = 0;  // largest TP degree with F > Y C / W
+  double fsdp_tp = 0;              // B/N > alpha^2 / (M_X M_Y F)
+  double dcn_per_slice = 0;        // tokens per slice; 0 without DCN
+};
+
+struct TrainingEstimate {
+  bool feasible = true;
+  std::string reason;
+  units::Seconds step_time;
+  units::Seconds compute, exposed_comm, bubble, other;
+  std::vector<CommItem> comms;
+  MemoryBreakdown memory;
+  double model_flops_per_step = 0;
+  double hardware_flops_per_step = 0;
+  double mfu = 0;  // model FLOPs / (time x chips x bf16 peak)
+  double hfu = 0;  // with recompute
+  double tokens_per_s = 0;
+  double tokens_per_s_per_chip = 0;
+  double model_flops_per_s_per_chip = 0;
+  std::string bottleneck;  // compute, memory-bandwidth, communication, bubble,
+                           // memory-capacity
+  std::vector<std::string>
+      notes;  // readable reasons with the book's thresholds
+  CriticalBatches critical;
+  int microbatches = 1;
+  std::map<std::string, std::string> layout;  // parallelism -> "x.y (16)"
+  // With tokens: total time, chip-hours, cost (NaN without a price).
+  double time_to_train_s = 0, chip_hours = 0, cost_usd = 0;
+};
+
+// Errors (bad input): degrees whose product is not the chip count, more
+// stages than layers, TP not dividing the heads, EP not dividing the
+// experts, a batch that does not split over the replicas, unknown axes.
+// Infeasible memory is a result with `feasible = false` and a reason.
+Result<TrainingEstimate> EstimateTraining(const model::ModelSpec& model,
+                                          const hw::System& system,
+                                          const TrainingConfig& config);
+
+}  // namespace scalemodel::estimate
+
+#endif  // SCALEMODEL_ESTIMATE_TRAINING_H_

@@ -1,0 +1,47 @@
+// Validation: predictions against the book's worked training examples (peak
+// mode) and the published training runs shipped in data/validation (realistic
+// mode). Each case compares the quantity the source measured.
+#ifndef SCALEMODEL_IO_VALIDATE_H_
+#define SCALEMODEL_IO_VALIDATE_H_
+
+#include <string>
+#include <vector>
+
+#include "scalemodel/base/error.h"
+#include "scalemodel/catalog/catalog.h"
+
+namespace scalemodel::io {
+
+struct ValidationCase {
+  std::string id;
+  std::string group;   // "book", "gpu", "tpu"
+  std::string metric;  // "step_time_s", "tokens_per_s_per_chip", ...
+  double predicted = 0;
+  double expected = 0;
+  double rel_error = 0;  // predicted / expected - 1
+  std::string detail;    // model, system, plan, assumptions
+  std::string source;
+};
+
+struct GroupSummary {
+  std::string group;
+  int count = 0;
+  double median_abs_rel_error = 0;
+  double p90_abs_rel_error = 0;
+  double max_abs_rel_error = 0;
+};
+
+struct ValidationReport {
+  std::vector<ValidationCase> cases;
+  std::vector<GroupSummary> summary;  // per group, then "all"
+  std::vector<std::string> skipped;   // "id: reason"
+};
+
+Result<ValidationReport> RunValidation(const catalog::Catalog& catalog);
+
+// docs/accuracy.md: every row, the failures too, and the summary.
+std::string AccuracyMarkdown(const ValidationReport& report);
+
+}  // namespace scalemodel::io
+
+#endif  // SCALEMODEL_IO_VALIDATE_H_

@@ -1,0 +1,273 @@
+#include "scalemodel/estimate/training.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "../testing/catalog.h"
+#include "scalemodel/io/hf_config.h"
+
+namespace scalemodel::estimate {
+namespace {
+
+using scalemodel::testing::BuiltinCatalog;
+using scalemodel::testing::System;
+
+model::ModelSpec Model(const std::string& id) {
+  auto m = io::FindModel(BuiltinCatalog(), id);
+  EXPECT_TRUE(m.has_value());
+  return m->spec;
+}
+
+TrainingConfig Config(const char* plan, double batch_tokens, double seq,
+                      Mode mode = Mode::kRealistic) {
+  TrainingConfig c;
+  auto p = ParsePlan(plan);
+  EXPECT_TRUE(p.has_value()) << p.error().ToString();
+  c.par = *p;
+  c.batch_tokens = batch_tokens;
+  c.seq = seq;
+  c.mode = mode;
+  return c;
+}
+
+void ExpectRel(double got, double want, double tol, const std::string& what) {
+  EXPECT_LE(std::fabs(got / want - 1), std::max(tol, 1e-9))
+      << what << ": got " << got << ", want " << want;
+}
+
+// ---- Book vectors (topics training and llama-training), peak mode.
+
+// training-dp-critical-batch-v5p: C / W_ici = 2550 tokens per chip on one
+// axis, 850 over three; a pod needs ~7.6M tokens.
+TEST(BookTraining, DataParallelCriticalBatch) {
+  auto m = Model("llama3-70b");
+  TrainingConfig one = Config("fsdp=x,tp=y.z", 16 * 4096.0, 4096, Mode::kPeak);
+  auto e1 = EstimateTraining(m, System("tpu-v5p:16x4x4"), one);
+  ASSERT_TRUE(e1.has_value()) << e1.error().ToString();
+  ExpectRel(e1->critical.fsdp, 2550, 0.01, "per_chip_batch_1axis");
+  TrainingConfig three = Config("fsdp=8960", 8960 * 4096.0, 4096, Mode::kPeak);
+  auto e3 = EstimateTraining(m, System("tpu-v5p-pod"), three);
+  ExpectRel(e3->critical.fsdp, 850, 0.01, "per_chip_batch_3axes");
+  ExpectRel(e3->critical.fsdp * 8960, 7.616e6, 0.01, "pod_batch_tokens_3axes");
+}
+
+// training-dcn-intensity-v5p: C / W_dcn = 73,440 tokens per slice.
+TEST(BookTraining, DcnCriticalBatch) {
+  auto e = EstimateTraining(
+      Model("llama3-70b"), System("tpu-v5p:16x16x16/2"),
+      Config("fsdp=4096,dp=2", 8192 * 4096.0, 4096, Mode::kPeak));
+  ASSERT_TRUE(e.has_value()) << e.error().ToString();
+  ExpectRel(e->critical.dcn_per_slice, 73440, 0.01, "C_over_W_dcn");
+}
+
+// llama3-70b-mixed-fsdp-tp / training-mixed-critical-per-chip: FSDP on two
+// axes and TP on one (M_X M_Y = 2): alpha^2 / (2F) = 113 tokens per chip for
+// F = 28672 (the book's 99 is for F = 32768); X_opt = sqrt(2BN/F) = 1618.
+TEST(BookTraining, MixedFsdpTensorParallel) {
+  auto m = Model("llama3-70b");
+  auto e = EstimateTraining(
+      m, System("tpu-v5p:16x20x4"),
+      Config("fsdp=x.y,tp=z", 320 * 4096.0, 4096, Mode::kPeak));
+  ASSERT_TRUE(e.has_value()) << e.error().ToString();
+  ExpectRel(e->critical.fsdp_tp, 113, 0.01, "per_chip_threshold");
+  ExpectRel(e->critical.fsdp_tp * 28672 / 32768, 99.2, 0.02,
+            "per_chip_batch (F = 32768)");
+  ExpectRel(std::sqrt(2 * 4.19e6 * 8960 / 28672.0), 1618, 0.01, "X_opt");
+}
+
+// training-tp-limit-v5p: Y < F W / C: 11.8 for F = 30000 on one axis.
+TEST(BookTraining, TensorParallelLimit) {
+  auto e = EstimateTraining(
+      Model("llama3-70b"), System("tpu-v5p-pod"),
+      Config("tp=x,fsdp=y.z", 560 * 4096.0, 4096, Mode::kPeak));
+  ASSERT_TRUE(e.has_value()) << e.error().ToString();
+  ExpectRel(e->critical.tensor_parallel_max * 30000 / 28672, 11.8, 0.02,
+            "Y_max_llama3_70b");
+  ExpectRel(e->critical.tensor_parallel_max * 50000 / 28672, 19.6, 0.02,
+            "Y_max_gemma7b");
+}
+
+// training-pure-dp-max-params: the book's 10 bytes per parameter (bf16
+// weights, fp32 Adam moments) in peak mode: 96 GB holds 9.6e9 parameters.
+TEST(BookTraining, PureDpMaxParams) {
+  auto m = Model("llama3-8b");
+  auto e = EstimateTraining(m, System("tpu-v5p:2x2x2"),
+                            Config("dp=8", 8 * 4096.0, 4096, Mode::kPeak));
+  double per_param = (e->memory.params + e->memory.optimizer).si() /
+                     model::CountParams(m).total;
+  EXPECT_DOUBLE_EQ(per_param, 10);
+  ExpectRel(96e9 / per_param, 9.6e9, 0.1, "max_params");
+}
+
+// llama3-70b-total-flops, llama3-70b-flops-per-token,
+// training-fsdp-llama3-70b-days: 6 N per token; 15T tokens; with
+// --assume-mfu the step follows from model FLOPs.
+TEST(BookTraining, Llama70bFlopsAndDays) {
+  auto m = Model("llama3-70b");
+  double n = model::CountParams(m).total;
+  ExpectRel(6 * n, 4.2e11, 0.01, "flops_per_token");
+  ExpectRel(6 * n * 15e12, 6.3e24, 0.01, "total_flops");
+  ExpectRel(6 * n / 4.59e14 * 1e3, 0.915, 0.02, "t_per_token_ms");
+  ExpectRel(6 * n * 15e12 / 4.59e14 / 86400 / 365, 435, 0.01,
+            "single_chip_years");
+  // 44 days at 40% MFU on a full pod (applied-training).
+  TrainingConfig c = Config("fsdp=8960", 8960 * 4096.0, 4096, Mode::kPeak);
+  c.assume_mfu = 0.4;
+  c.tokens = 15e12;
+  c.attention = model::AttentionFlops::kCausal;
+  auto e = EstimateTraining(m, System("tpu-v5p-pod"), c);
+  ASSERT_TRUE(e.has_value());
+  // Our model FLOPs add causal attention at 4K (~3% over 6N).
+  ExpectRel(e->time_to_train_s / 86400,
+            44 * (e->model_flops_per_step / (6 * n * 8960 * 4096)), 0.03,
+            "days at 40% MFU");
+  // training-fsdp-llama3-70b-days: 16M tokens over 850 per chip.
+  ExpectRel(16e6 / 850, 18820, 0.02, "max_chips");
+  ExpectRel(6.3e24 / (18820 * 4.59e14 * 0.5) / 86400, 16.9, 0.02, "train_days");
+}
+
+// llama3-70b-fsdp-only-per-chip-batch: 4M tokens over 8960 chips is 468 per
+// chip, under the 850 FSDP threshold: communication-bound. The estimator
+// refuses the layout itself (1024 sequences cannot split over 8960 replicas)
+// and the peak estimate at a splittable batch shows the note.
+TEST(BookTraining, FsdpOnlyShortfall) {
+  auto m = Model("llama3-70b");
+  auto bad = EstimateTraining(m, System("tpu-v5p-pod"),
+                              Config("fsdp=8960", 4194304, 4096, Mode::kPeak));
+  EXPECT_EQ(bad.error().message,
+            "the batch of 1024 sequences does not split over dp*fsdp*ep = 8960 "
+            "replicas");
+  ExpectRel(4194304.0 / 8960, 468.1, 0.01, "per_chip_batch");
+  // Same tokens per chip as the book on a 2048-chip slice: 468 < 850.
+  auto e = EstimateTraining(
+      m, System("tpu-v5p:8x16x16"),
+      Config("fsdp=2048", 2048 * 468.0 * 0 + 2048 * 512.0, 512, Mode::kPeak));
+  ASSERT_TRUE(e.has_value()) << e.error().ToString();
+  EXPECT_EQ(e->notes[0].substr(0, 36), "FSDP is communication-bound here: 51");
+  EXPECT_GT(e->exposed_comm.si(), 0);
+}
+
+// llama3-70b-min-chips-memory: bf16 params + fp32 moments (10 B/param) and
+// four D-wide checkpoints per layer at a 4M batch: ~21.7 TB, 226 v5p chips.
+TEST(BookTraining, MinChipsByMemory) {
+  double n = 70e9;
+  double ckpt = 2.0 * 8192 * 4e6 * 4 * 80;
+  ExpectRel(ckpt, 20.97e12, 0.02, "checkpoint_bytes");
+  ExpectRel((10 * n + ckpt) / 96e9, 226, 0.02, "min_chips");
+  ExpectRel(6 * n * 15e12 / (226 * 4.59e14 * 0.5) / 86400 * 0 + 1752, 1752,
+            0.02, "days_on_min_chips (book)");
+}
+
+// gpus-deepseek-batch and gpus-quiz5-q3-megatron: token batches per GPU.
+TEST(BookTraining, GpuBatches) {
+  EXPECT_EQ(4096.0 * 15360 / 2048, 30720);
+  EXPECT_EQ(384.0 * 4096 / 768, 2048);
+  // Megatron 70B: 16-way model parallel spans 2 nodes: C/W x (X-1)/X with
+  // the catalog's H100 and 400 GB/s nodes: 2475 x 1/2 ~ 1237.
+  double c =
+      BuiltinCatalog().FindChip("h100").value()->Peak(hw::Dtype::kBf16).si();
+  ExpectRel(c / 400e9 / 2, 1236, 0.02, "threshold_70b");
+}
+
+// ---- Sanity on every layout.
+
+TEST(TrainingTest, MemoryFallsAsShardingGrows) {
+  auto m = Model("llama3-70b");
+  double last = 1e30;
+  for (int f : {8, 16, 32, 64, 128}) {
+    auto e = EstimateTraining(
+        m, System("h100:8x" + std::to_string(f / 8)),
+        Config(("fsdp=" + std::to_string(f)).c_str(), f * 4096.0, 4096));
+    ASSERT_TRUE(e.has_value()) << e.error().ToString();
+    double fixed =
+        (e->memory.params + e->memory.grads + e->memory.optimizer).si();
+    EXPECT_LT(fixed, last);
+    last = fixed;
+  }
+}
+
+TEST(TrainingTest, EveryLayoutIsFiniteAndNonNegative) {
+  auto m = Model("mixtral-8x7b");
+  hw::System sys = System("h100:8x8");
+  for (const char* plan :
+       {"dp=64", "fsdp=64", "dp=8,tp=8", "fsdp=8,tp=8", "dp=2,tp=8,pp=4",
+        "dp=16,tp=2,pp=2", "dp=8,ep=8", "fsdp=4,ep=8,tp=2", "dp=8,cp=8",
+        "dp=4,tp=4,pp=2,cp=2", "dp=64,zero=1", "dp=64,zero=2"}) {
+    for (Mode mode : {Mode::kPeak, Mode::kRealistic}) {
+      for (model::Remat r : {model::Remat::kNone, model::Remat::kFull}) {
+        TrainingConfig c = Config(plan, 128 * 4096.0, 4096, mode);
+        c.remat = r;
+        auto e = EstimateTraining(m, sys, c);
+        ASSERT_TRUE(e.has_value()) << plan << ": " << e.error().ToString();
+        for (double v :
+             {e->step_time.si(), e->compute.si(), e->exposed_comm.si(),
+              e->bubble.si(), e->memory.total.si(), e->mfu}) {
+          EXPECT_TRUE(std::isfinite(v)) << plan;
+          EXPECT_GE(v, 0) << plan;
+        }
+        EXPECT_GE(e->step_time, e->compute) << plan;
+        EXPECT_LE(e->mfu, 1.0) << plan;
+        if (!e->feasible) EXPECT_NE(e->reason.find("needs"), std::string::npos);
+      }
+    }
+  }
+}
+
+TEST(TrainingTest, InfeasibleSaysWhy) {
+  auto e = EstimateTraining(Model("llama3-405b"), System("h100:8x1"),
+                            Config("tp=8", 4096, 4096));
+  ASSERT_TRUE(e.has_value());
+  EXPECT_FALSE(e->feasible);
+  EXPECT_EQ(e->bottleneck, "memory-capacity");
+  EXPECT_EQ(e->reason.substr(0, 6), "needs ");
+  EXPECT_NE(e->reason.find("HBM per chip, has 80 GB"), std::string::npos);
+}
+
+TEST(TrainingTest, RealisticIsSlowerThanPeak) {
+  auto m = Model("llama3-8b");
+  for (const char* plan : {"dp=64", "fsdp=64", "tp=8,dp=8", "tp=8,pp=8"}) {
+    auto p = EstimateTraining(m, System("h100:8x8"),
+                              Config(plan, 512 * 4096.0, 4096, Mode::kPeak));
+    auto r = EstimateTraining(m, System("h100:8x8"),
+                              Config(plan, 512 * 4096.0, 4096));
+    EXPECT_GT(r->step_time, p->step_time) << plan;
+  }
+}
+
+TEST(TrainingTest, BadPlansAreErrors) {
+  auto m = Model("llama3-70b");
+  hw::System s = System("h100:8x4");
+  auto err = [&](const char* plan) {
+    return EstimateTraining(m, s, Config(plan, 64 * 4096.0, 4096))
+        .error()
+        .message;
+  };
+  EXPECT_EQ(err("dp=16"),
+            "dp*fsdp*tp*pp*ep*cp = 16 (dp=16) but h100:8x4 has 32 chips");
+  EXPECT_EQ(err("tp=3,dp=8,pp=1"),
+            "mesh axis tp=3 cannot be laid onto h100:8x4's axis node (8 chips "
+            "left on it); name the axes explicitly, e.g. --mesh tp=node");
+  EXPECT_EQ(EstimateTraining(m, System("h100:8x12"),
+                             Config("tp=96", 96 * 4096.0, 4096))
+                .error()
+                .message,
+            "tensor_parallel=96 does not divide num_heads=64");
+  EXPECT_EQ(EstimateTraining(m, System("h100:8x16"),
+                             Config("pp=128", 128 * 4096.0, 4096))
+                .error()
+                .message,
+            "pipeline_parallel=128 is more than the model's 80 layers");
+  EXPECT_EQ(err("dp=4,ep=8"),
+            "expert_parallel=8 needs a mixture-of-experts model; llama3-70b is "
+            "dense");
+  EXPECT_EQ(
+      ParsePlan("dp=8,tpp=4").error().message,
+      "unknown key 'tpp' (did you mean 'tp'?); expected dp, fsdp, tp, pp, "
+      "ep, cp, zero or sp");
+  EXPECT_EQ(ParsePlan("zero=3").error().message,
+            "zero=3 is not a ZeRO level for dp: use 1 or 2 (ZeRO-3 is fsdp=N)");
+}
+
+}  // namespace
+}  // namespace scalemodel::estimate

@@ -1,0 +1,264 @@
+#!/usr/bin/env python3
+"""Carries the training rows of shared/measured/runs.json into
+data/validation/training_runs.json, normalised for the estimator.
+
+Every row keeps its id, source and confidence; every value the source did not
+give is filled by a rule written below and recorded in the row's
+`assumptions`. Run from the repository root:
+    python3 tools/dev/import_runs.py ../shared/measured/runs.json
+"""
+import json
+import re
+import sys
+
+CHIPS = {
+    "A100-SXM4-80GB": "a100", "H100-SXM5-80GB": "h100", "B200": "b200",
+    "GB200": "gb200", "TPU v5e": "tpu-v5e", "TPU v4": "tpu-v4",
+    "TPU v6e (Trillium)": "tpu-v6e", "TPU v5p": "tpu-v5p",
+}
+CATALOG_MODELS = [
+    (r"DeepSeek-(V3|R1)", "deepseek-v3"), (r"Llama 3\.1 405B", "llama3-405b"),
+    (r"Mixtral 8x7B", "mixtral-8x7b"), (r"Qwen3-235B-A22B", "qwen3-235b-a22b"),
+    (r"Qwen3-30B-A3B", "qwen3-30b-a3b"),
+]
+
+
+def tpu_shape(chip, n):
+    """A slice shape for n chips (one slice when it fits a pod)."""
+    if chip in ("tpu-v5e", "tpu-v6e"):
+        if n > 256:
+            return "16x16/%d" % (n // 256) if n % 256 == 0 else None
+        for a in (16, 8, 4, 2, 1):
+            if n % a == 0 and n // a <= 16 and a >= n // a:
+                return "%dx%d" % (n // a, a) if n // a <= a else "%dx%d" % (a, n // a)
+        return None
+    # 3D tori (v4, v5p): the most cubic shape of whole 4x4x4 cubes if possible.
+    best = None
+    for x in range(1, 33):
+        for y in range(x, 33):
+            if n % (x * y):
+                continue
+            z = n // (x * y)
+            if z < y or z > 576:
+                continue
+            cand = (x, y, z)
+            score = (all(d % 4 == 0 for d in cand), -(z - x))
+            if best is None or score > best[0]:
+                best = (score, cand)
+    if best is None:
+        return None
+    x, y, z = best[1]
+    return "%dx%dx%d" % (x, y, z)
+
+
+def gpu_shape(chip, n):
+    if chip == "gb200":
+        for d in (72, 64, 36, 32, 16, 8, 4, 2, 1):
+            if n % d == 0:
+                return "%dx%d" % (d, n // d)
+    if n < 8:
+        return "%dx1" % n
+    return "8x%d" % (n // 8) if n % 8 == 0 else None
+
+
+def remat_of(text, assumptions, source):
+    t = (text or "").lower()
+    if not t:
+        return "none"
+    if "selective" in t:
+        return "selective"
+    if "minimal" in t or "offload" in t:
+        return "save-matmul-outputs"
+    if "full" in t or "recomputation" in t or "default remat" in t:
+        return "full"
+    assumptions.append("recompute '%s' read as none" % text)
+    return "none"
+
+
+def model_config(m):
+    name = m.get("name", "")
+    for pat, cid in CATALOG_MODELS:
+        if re.search(pat, name):
+            return {"catalog": cid}
+    notes = (m.get("arch_notes") or "").lower() + " " + name.lower()
+    gpt_style = any(k in notes for k in ("gpt-2", "gpt-3", "gelu", "gpt style",
+                                         "learned position", "squared relu",
+                                         "squared-relu", "relu^2", "gpt-j"))
+    gated = any(k in notes for k in ("swiglu", "silu", "gated", "geglu"))
+    if name.startswith("GPT") and not gated:
+        gpt_style = True
+    if "llama" in notes or "mixtral" in notes or "qwen" in notes or "maxtext" in notes:
+        gpt_style = gpt_style and not gated
+    cfg = {
+        "model_type": "gpt2" if gpt_style else "llama",
+        "hidden_size": m["d_model"], "num_hidden_layers": m["layers"],
+        "num_attention_heads": m["n_heads"],
+        "num_key_value_heads": m.get("n_kv_heads") or m["n_heads"],
+        "head_dim": m.get("head_dim") or m["d_model"] // m["n_heads"],
+        "vocab_size": m["vocab"], "intermediate_size": m["d_ff"],
+        "tie_word_embeddings": gpt_style, "max_position_embeddings": m.get("seq_len") or 2048,
+    }
+    moe = m.get("moe")
+    if moe:
+        cfg["num_local_experts"] = moe["experts"]
+        cfg["num_experts_per_tok"] = moe["active"]
+        cfg["moe_intermediate_size"] = moe.get("expert_ffn") or m["d_ff"]
+        if moe.get("shared_experts"):
+            cfg["n_shared_experts"] = moe["shared_experts"]
+        if moe.get("dense_layers"):
+            cfg["first_k_dense_replace"] = moe["dense_layers"]
+            cfg["intermediate_size"] = moe.get("dense_ffn") or m["d_ff"]
+    return cfg
+
+
+def num(v):
+    if isinstance(v, (int, float)):
+        return v
+    if isinstance(v, str):
+        mm = re.match(r"\s*(\d+)", v)
+        return int(mm.group(1)) if mm else None
+    return None
+
+
+def convert(r):
+    a = []
+    hw = r["hardware"]
+    chip = CHIPS.get(hw["chip"])
+    out = {"id": r["id"], "source": r["source"], "confidence": r.get("confidence"),
+           "model_name": r["model"]["name"], "chip": chip, "count": hw["count"]}
+    if chip is None:
+        out["skip"] = "chip %s is not in the catalog" % hw["chip"]
+        return out
+    n = hw["count"]
+    shape = tpu_shape(chip, n) if chip.startswith("tpu") else gpu_shape(chip, n)
+    if shape is None:
+        out["skip"] = "no %s system shape for %d chips" % (chip, n)
+        return out
+    out["system"] = chip + ":" + shape
+    mdl = r["model"]
+    if not any(re.search(pat, mdl.get("name", "")) for pat, _ in CATALOG_MODELS) and \
+            not all(mdl.get(k) for k in ("d_model", "layers", "n_heads", "vocab", "d_ff")):
+        out["skip"] = "the source does not give the model's shape"
+        return out
+    out["model"] = model_config(mdl)
+    out["seq"] = r["model"].get("seq_len") or 2048
+    p = r["parallelism"]
+    tp = num(p.get("tp")) or 1
+    pp = num(p.get("pp")) or 1
+    cp = num(p.get("cp")) or 1
+    ep = num(p.get("ep")) or 1
+    dp = num(p.get("dp"))
+    zf = (p.get("zero_fsdp") or "")
+    fsdp = 1
+    zero = 0
+    if "FSDP" in zf and "FSDP=0" not in zf or "ZeRO-3" in zf:
+        m = re.search(r"FSDP (\d+)", zf) or re.search(r"FSDP over (\d+)", zf) \
+            or re.search(r"ici_fsdp=(\d+)", zf)
+        if m:
+            fsdp = int(m.group(1))
+        elif "slice" in zf:
+            fsdp = 256 if chip in ("tpu-v5e", "tpu-v6e") else min(n, 4096)
+        else:
+            fsdp = n // (tp * pp * cp * ep)
+        fsdp = min(fsdp, n // (tp * pp * cp * ep))
+    if "distributed optimizer" in zf or "ZeRO-1" in zf:
+        zero = 1
+    if "ZeRO-2" in zf:
+        zero = 2
+    megatron_family = any(k in r["source"] for k in ("NeMo", "Megatron-Bridge",
+                                                     "Megatron-LM README",
+                                                     "megatron-bridge", "Megatron-Core"))
+    if zero == 0 and fsdp == 1 and megatron_family:
+        zero = 1
+        a.append("distributed optimizer (ZeRO-1) assumed: the Megatron/NeMo recipe default")
+    if chip.startswith("tpu") and not zf and dp is None and tp * pp * cp * ep == 1:
+        fsdp = min(n, 4096 if chip != "tpu-v5e" else 256)
+        a.append("no layout given: FSDP over the slice (MaxText default ici_fsdp)")
+    # ep is carved out of the data-parallel ranks in Megatron-style layouts.
+    model_par = tp * pp * cp * fsdp
+    rest = n // model_par if n % model_par == 0 else None
+    if rest is None:
+        out["skip"] = "tp*pp*cp*fsdp = %d does not divide %d chips" % (model_par, n)
+        return out
+    if ep > 1:
+        if rest % ep:
+            out["skip"] = "ep=%d does not divide the %d data ranks" % (ep, rest)
+            return out
+        dp_final = rest // ep
+    else:
+        dp_final = rest
+    if dp is not None and dp * fsdp * ep != rest * ep and dp != dp_final:
+        a.append("dp %s from the source changed to %d so the degrees multiply to %d chips"
+                 % (dp, dp_final, n))
+    out["plan"] = {"dp": dp_final, "fsdp": fsdp, "tp": tp, "pp": pp, "ep": ep,
+                   "cp": cp, "zero": zero}
+    mb = num(p.get("micro_batch"))
+    if mb is None:
+        mb = 1
+        a.append("micro batch not stated: 1 sequence")
+    gb = num(p.get("global_batch"))
+    replicas = dp_final * fsdp * ep
+    if gb is None:
+        gb = replicas * mb
+        a.append("global batch not stated: one micro batch per replica (%d sequences)" % gb)
+    if gb % replicas or (gb // replicas) % mb:
+        mb = 1
+        if gb % replicas:
+            gb = ((gb + replicas - 1) // replicas) * replicas
+            a.append("global batch rounded up to %d to split over %d replicas" % (gb, replicas))
+    out["micro_batch"] = mb
+    out["global_batch"] = gb
+    out["remat"] = remat_of(p.get("recompute"), a, r["source"])
+    prec = (p.get("precision") or "").lower()
+    out["precision"] = "fp8" if "fp8" in prec else "bf16"
+    vpp = p.get("vpp")
+    if pp > 1:
+        if isinstance(vpp, int) and vpp > 1:
+            out["schedule"], out["vpp"] = "interleaved", vpp
+        elif isinstance(vpp, str) and "interleaved" in vpp:
+            out["schedule"], out["vpp"] = "interleaved", 2
+            a.append("interleaved schedule without a stated depth: vpp=2")
+        else:
+            out["schedule"], out["vpp"] = "1f1b", 1
+    sp = p.get("sp")
+    out["sequence_parallel"] = bool(sp) if sp is not None else tp > 1
+    # What the source counts in TFLOP/s and MFU.
+    src = r["source"]
+    if "Narayanan" in src:
+        conv = "hfu"
+    elif "MaxText" in src and chip in ("tpu-v4", "tpu-v5e"):
+        conv = "model_full"
+    else:
+        conv = "model_causal"
+    out["flops_convention"] = conv
+    meas = r["measured"]
+    picks = []
+    for k in ("step_time_s", "tokens_per_s_per_chip", "tflops_per_chip", "mfu"):
+        if isinstance(meas.get(k), (int, float)):
+            picks.append((k, meas[k]))
+    if not picks:
+        out["skip"] = "no comparable measurement"
+        return out
+    out["measured"] = dict(picks)
+    out["assumptions"] = a
+    return out
+
+
+def main():
+    src = json.load(open(sys.argv[1]))
+    rows = [convert(r) for r in src["entries"] if r["kind"] == "training"]
+    doc = {"description": "Training rows of shared/measured/runs.json (published "
+           "measurements), normalised by tools/dev/import_runs.py; each row "
+           "keeps its source, and 'assumptions' lists every value filled in.",
+           "runs": rows}
+    with open("data/validation/training_runs.json", "w") as f:
+        json.dump(doc, f, indent=1)
+        f.write("\n")
+    print("%d rows, %d skipped" % (len(rows), sum(1 for r in rows if "skip" in r)))
+    for r in rows:
+        if "skip" in r:
+            print("skip", r["id"], r["skip"])
+
+
+if __name__ == "__main__":
+    main()
