@@ -1,0 +1,117 @@
+// The allocation-free core of the training estimator, shared by
+// EstimateTraining (one plan, decorated with notes and a comms list) and the
+// plan search (millions of plans). Everything that depends only on the
+// layout is prepared once in LayoutCoefficients; EvaluateCore is arithmetic.
+#ifndef SCALEMODEL_ESTIMATE_CORE_H_
+#define SCALEMODEL_ESTIMATE_CORE_H_
+
+#include <array>
+
+#include "scalemodel/estimate/efficiency.h"
+#include "scalemodel/estimate/training.h"
+
+namespace scalemodel::estimate {
+
+// A collective on fixed axes as a line in its bytes: bandwidth part
+// `per_byte * V`, latency part `latency`; peak mode takes their max (the
+// book's overlap), realistic mode their sum plus the launch cost.
+struct CollCoef {
+  double per_byte = 0;  // s / byte
+  double latency = 0;   // s
+  double launch = 0;    // s, realistic only
+  bool active = false;
+  double Time(double bytes, bool peak) const {
+    if (!active || bytes <= 0) return 0;
+    double bw = per_byte * bytes;
+    return peak ? (bw > latency ? bw : latency) : bw + latency + launch;
+  }
+};
+
+enum CollIndex {
+  kTpAg,
+  kTpRs,
+  kTpAr,
+  kEpA2a,
+  kCpPermute,
+  kPpPermute,
+  kFsdpAg,
+  kFsdpRs,
+  kDpAr,
+  kDenseAr,
+  kNumColl
+};
+
+// Per-layer forward times of an average layer at one (tp, ep, tokens).
+struct LayerCompute {
+  double gemm_fwd = 0;
+  double attn_fwd = 0;
+  double elem_fwd = 0;
+  double logits_fwd = 0;
+};
+
+// Model numbers that do not depend on the plan.
+struct ModelConsts {
+  double layers = 0, moe_frac = 0, d = 0, heads = 0, kv_heads = 0;
+  double head_dim = 0, kv_per_token_layer = 0, top_k = 0, experts = 0;
+  double dense_params = 0, expert_params = 0, total_params = 0;
+  double vocab = 0;
+  double model_flops_per_token = 0;
+  std::array<double, 4> recompute_flops_per_token{};  // per Remat
+  std::array<double, 4> act_bytes_per_token_layer{};  // per Remat, bf16
+  double act_none_per_token_layer = 0;
+};
+ModelConsts PrepareModel(const model::ModelSpec& m, const TrainingConfig& cfg);
+
+LayerCompute ComputeLayer(const model::ModelSpec& m, const ModelConsts& mc,
+                          const hw::Chip& chip, const ChipEfficiency& eff,
+                          double tp, double ep, double tokens,
+                          const TrainingConfig& cfg);
+
+// Everything that is fixed once degrees and their placement are.
+struct LayoutCoefficients {
+  std::array<CollCoef, kNumColl> coll;
+};
+
+// Parallelisms in their default placement order, innermost first.
+enum ParIndex { kTp, kCp, kEp, kFsdp, kDp, kPp, kNumPar };
+const char* ParName(int index);
+int& DegreeOf(Parallelism& p, int index);
+
+struct Placement {
+  std::vector<int> axes;   // physical axis indices
+  std::vector<int> sizes;  // group size on each
+};
+using Placements = std::array<Placement, kNumPar>;
+
+// Lays the plan's degrees onto the system's physical axes: explicit axes when
+// the plan names them, else innermost-first in `order` (default tp, cp, ep,
+// fsdp, dp, pp). Fills degrees given by axes.
+Result<Placements> PlaceParallelism(
+    Parallelism& par, const hw::System& sys,
+    const std::array<int, kNumPar>* order = nullptr);
+
+// Collective coefficients for a placement.
+LayoutCoefficients BuildCoefficients(const hw::System& sys,
+                                     const Placements& pl, Mode mode);
+
+// One plan's numbers (SI units as plain doubles: the hot path).
+struct CoreResult {
+  bool feasible = true;
+  double step = 0, compute = 0, exposed = 0, bubble = 0, other = 0;
+  double params = 0, grads = 0, optimizer = 0, activations = 0, reserve = 0;
+  double total_mem = 0, capacity = 0;
+  double elem_total = 0;  // memory-bound part of compute (for the verdict)
+  // Per-collective totals per step (time, exposed) in CollIndex order.
+  std::array<double, kNumColl> coll_time{}, coll_exposed{}, coll_bytes{};
+  std::array<int, kNumColl> coll_calls{};
+};
+
+// REQUIRES: the plan validated (degrees, divisibility) by the caller.
+void EvaluateCore(const ModelConsts& mc, const LayerCompute& lc,
+                  const LayoutCoefficients& lay, const Parallelism& par,
+                  const TrainingConfig& cfg, const hw::Chip& chip,
+                  const ChipEfficiency& eff, int microbatches, CoreResult* out);
+
+}  // namespace scalemodel::estimate
+
+#endif  // SCALEMODEL_ESTIMATE_CORE_H_

@@ -1,0 +1,428 @@
+#include "scalemodel/estimate/core.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace scalemodel::estimate {
+
+ModelConsts PrepareModel(const model::ModelSpec& m, const TrainingConfig& cfg) {
+  ModelConsts mc;
+  const model::ParamCounts pc = model::CountParams(m);
+  mc.layers = m.num_layers;
+  int moe_layers = 0;
+  for (int l = 0; l < m.num_layers; ++l) moe_layers += m.IsMoeLayer(l);
+  mc.moe_frac = static_cast<double>(moe_layers) / m.num_layers;
+  mc.d = m.d_model;
+  mc.heads = m.num_heads;
+  mc.kv_heads = m.num_kv_heads;
+  mc.head_dim = m.head_dim;
+  mc.kv_per_token_layer = m.mla ? m.mla->kv_lora_rank + m.mla->qk_rope_head_dim
+                                : 2.0 * m.num_kv_heads * m.head_dim;
+  mc.top_k = m.moe.top_k;
+  mc.experts = m.moe.num_experts;
+  mc.total_params = pc.total;
+  mc.expert_params = pc.experts;
+  mc.dense_params = pc.total - pc.experts;
+  mc.vocab = m.vocab;
+  mc.model_flops_per_token =
+      model::TrainFlopsPerToken(m, cfg.seq, cfg.attention);
+  for (model::Remat r :
+       {model::Remat::kNone, model::Remat::kSelective,
+        model::Remat::kSaveMatmulOutputs, model::Remat::kFull}) {
+    model::ActivationCost a =
+        model::Activations(m, r, cfg.seq, hw::Dtype::kBf16, cfg.attention);
+    mc.recompute_flops_per_token[static_cast<int>(r)] =
+        a.recompute_flops_per_token;
+    mc.act_bytes_per_token_layer[static_cast<int>(r)] =
+        a.bytes_per_token_per_layer;
+  }
+  mc.act_none_per_token_layer = mc.act_bytes_per_token_layer[0];
+  return mc;
+}
+
+LayerCompute ComputeLayer(const model::ModelSpec& m, const ModelConsts& mc,
+                          const hw::Chip& chip, const ChipEfficiency& eff,
+                          double tp, double ep, double t,
+                          const TrainingConfig& cfg) {
+  LayerCompute lc;
+  const double D = mc.d;
+  const hw::Dtype dt = cfg.precision;
+  auto gemm = [&](double mm, double n, double k) {
+    return GemmTime(chip, eff, mm, n, k, dt).si();
+  };
+  double attn_proj;
+  if (m.mla) {
+    model::ParamCounts pc = model::CountParams(m);
+    double width = (pc.attention / m.num_layers) / D;
+    attn_proj = gemm(t, width / tp, D);
+  } else {
+    double qkv = (m.num_heads + 2.0 * m.num_kv_heads) * m.head_dim;
+    attn_proj =
+        gemm(t, qkv / tp, D) + gemm(t, D, m.num_heads * m.head_dim / tp);
+  }
+  double up = m.gated_mlp ? 2 : 1;
+  double dense_mlp = gemm(t, up * m.ffn / tp, D) + gemm(t, D, m.ffn / tp);
+  double moe_mlp = 0;
+  double f_active = (1 - mc.moe_frac) * m.ffn;
+  if (m.is_moe()) {
+    double local = static_cast<double>(m.moe.num_experts) / ep;
+    double per_expert = t * m.moe.top_k * cfg.load_imbalance / local;
+    double fe = m.moe.expert_ffn;
+    moe_mlp = local * (gemm(per_expert, up * fe / tp, D) +
+                       gemm(per_expert, D, fe / tp));
+    double fs = 0;
+    if (m.moe.num_shared_experts > 0) {
+      fs = (m.moe.shared_ffn > 0 ? m.moe.shared_ffn : fe) *
+           m.moe.num_shared_experts;
+      moe_mlp += gemm(t, up * fs / tp, D) + gemm(t, D, fs / tp);
+    }
+    moe_mlp +=
+        GemmTime(chip, eff, t, m.moe.num_experts, D, hw::Dtype::kBf16).si();
+    f_active += mc.moe_frac * (fe * m.moe.top_k + fs);
+  }
+  lc.gemm_fwd =
+      attn_proj + (1 - mc.moe_frac) * dense_mlp + mc.moe_frac * moe_mlp;
+  lc.logits_fwd = gemm(t, m.vocab / tp, D);
+  const double C_bf16 = chip.Peak(hw::Dtype::kBf16).si();
+  double attn_flops = model::AttentionFlopsPerToken(
+                          m, cfg.seq, model::AttentionFlops::kCausal) /
+                      m.num_layers * t / tp;
+  lc.attn_fwd = attn_flops / (eff.attention * C_bf16);
+  // Memory-bound elementwise work per token per layer, forward (docs 5.2).
+  double elem =
+      10 * D + 3 * f_active + 2.0 * (m.num_heads + m.num_kv_heads) * m.head_dim;
+  if (m.is_moe()) elem += mc.moe_frac * 4.0 * m.moe.top_k * D;
+  if (cfg.precision == hw::Dtype::kFp8) {
+    elem += 1.5 * (2 * D + m.num_heads * m.head_dim + f_active);
+  }
+  const bool peak = cfg.mode == Mode::kPeak;
+  lc.elem_fwd =
+      peak ? 0.0 : elem * 2 * t / tp / (chip.hbm_bandwidth.si() * eff.hbm);
+  return lc;
+}
+
+void EvaluateCore(const ModelConsts& mc, const LayerCompute& lc,
+                  const LayoutCoefficients& lay, const Parallelism& par,
+                  const TrainingConfig& cfg, const hw::Chip& chip,
+                  const ChipEfficiency& eff, int m, CoreResult* r) {
+  const bool peak = cfg.mode == Mode::kPeak;
+  const double chips = par.product();
+  const double pp = par.pp, tp = par.tp, ep = par.ep, cp = par.cp;
+  const double lps = std::ceil(mc.layers / pp);
+  const double t = cfg.micro_batch * cfg.seq / cp;
+  const double D = mc.d;
+  const int remat = static_cast<int>(cfg.remat);
+  const bool full = cfg.remat == model::Remat::kFull;
+  const int vpp =
+      cfg.schedule == Schedule::kInterleaved ? std::max(1, cfg.vpp) : 1;
+  const double C_bf16 = chip.Peak(hw::Dtype::kBf16).si();
+  const double C = chip.Peak(cfg.precision).si();
+  *r = CoreResult{};
+
+  // Compute per microbatch per stage.
+  double stage_mb, elem_mb;
+  if (peak) {
+    double hw_flops =
+        (mc.model_flops_per_token + mc.recompute_flops_per_token[remat]) *
+        cfg.batch_tokens;
+    stage_mb = hw_flops / chips / m / C;
+    elem_mb = 0;
+  } else {
+    double recompute = 0;
+    switch (cfg.remat) {
+      case model::Remat::kNone:
+        break;
+      case model::Remat::kSelective:
+        recompute = lc.attn_fwd;
+        break;
+      case model::Remat::kSaveMatmulOutputs:
+        recompute = lc.attn_fwd + lc.elem_fwd;
+        break;
+      case model::Remat::kFull:
+        recompute = lc.gemm_fwd + lc.attn_fwd + lc.elem_fwd;
+        break;
+    }
+    double layer =
+        3 * lc.gemm_fwd + 3.5 * lc.attn_fwd + 3 * lc.elem_fwd + recompute;
+    stage_mb = lps * layer + 3 * lc.logits_fwd / pp;
+    elem_mb = lps * 3 * lc.elem_fwd;
+  }
+  auto& T = r->coll_time;
+  auto& N = r->coll_calls;
+  auto& V = r->coll_bytes;
+  auto put = [&](int i, double bytes, int calls) {
+    V[i] = bytes;
+    N[i] = calls;
+    T[i] = calls * lay.coll[i].Time(bytes, peak);
+  };
+  // Tensor parallel.
+  double tp_mb = 0;
+  if (par.tp > 1) {
+    double v = t * D * 2;
+    int passes = 2 + (full ? 1 : 0);
+    int calls = static_cast<int>(lps) * 2 * passes * m;
+    if (par.sequence_parallel) {
+      put(kTpAg, v, calls / 2);
+      put(kTpRs, v, calls / 2);
+      tp_mb = (T[kTpAg] + T[kTpRs]) / m;
+    } else {
+      put(kTpAr, v, calls);
+      tp_mb = T[kTpAr] / m;
+    }
+  }
+  // Expert parallel.
+  double ep_mb = 0;
+  if (par.ep > 1) {
+    double v = ep * t * mc.top_k * D * 2 / tp;
+    int per_layer = 4 + (full ? 2 : 0);
+    put(kEpA2a, v,
+        static_cast<int>(std::round(lps * mc.moe_frac * per_layer * m)));
+    ep_mb = T[kEpA2a] / m;
+  }
+  // Context parallel (ring attention).
+  double cp_mb = 0, cp_exposed_mb = 0;
+  if (par.cp > 1) {
+    double v = cp * t * mc.kv_per_token_layer * 2 / tp;
+    double hop = lay.coll[kCpPermute].Time(v, peak);
+    double per_layer = (cp - 1) * 3 * hop;
+    cp_mb = lps * per_layer;
+    cp_exposed_mb = lps * std::max(0.0, per_layer - 3.5 * lc.attn_fwd);
+    put(kCpPermute, v, static_cast<int>(lps) * (par.cp - 1) * 3 * m);
+  }
+  // Pipeline.
+  double pp_total = 0, pp_exposed = 0;
+  if (par.pp > 1) {
+    double v = pp * t * D * 2 / tp;
+    double send = lay.coll[kPpPermute].Time(v, peak);
+    put(kPpPermute, v, 2 * m * vpp);
+    pp_total = T[kPpPermute];
+    pp_exposed = 2.0 * (pp - 1) * send;
+  }
+  // FSDP.
+  const double stage_dense = mc.dense_params / pp / tp;
+  const double stage_expert = mc.expert_params / pp / tp / ep;
+  const double stage = stage_dense + stage_expert;
+  double fsdp_total = 0;
+  if (par.fsdp > 1) {
+    double v = stage * 2;
+    put(kFsdpAg, v, 2 * m);
+    put(kFsdpRs, v, m);
+    fsdp_total = T[kFsdpAg] + T[kFsdpRs];
+  }
+  // Data parallel gradient reduction (dense parameters over dp x ep).
+  double dp_total = 0;
+  if (par.dp > 1 || par.ep > 1) {
+    double vd = stage_dense * 2 / par.fsdp, ve = stage_expert * 2 / par.fsdp;
+    if (par.dp > 1 && par.ep > 1) {
+      put(kDenseAr, vd, 1);
+      put(kDpAr, ve, 1);
+    } else if (par.dp > 1) {
+      put(kDpAr, vd + ve, 1);
+    } else {
+      put(kDenseAr, vd, 1);
+    }
+    dp_total = T[kDenseAr] + T[kDpAr];
+  }
+  // Optimizer.
+  const double opt_shard =
+      (par.fsdp > 1 || par.zero >= 1)
+          ? par.fsdp *
+                (par.zero >= 1 ? static_cast<double>(par.dp) * par.cp : 1.0)
+          : 1.0;
+  const double owned = stage / opt_shard;
+  double t_opt = peak ? 0.0 : owned * 30 / (chip.hbm_bandwidth.si() * eff.hbm);
+  double offload = 0;
+  if (cfg.offload_optimizer) {
+    offload = owned * 4 / (chip.pcie_bandwidth.si() * (peak ? 1.0 : 0.85));
+    t_opt = 0;
+  }
+  // Step.
+  double compute = m * stage_mb;
+  double bubble = 0;
+  if (par.pp > 1) {
+    double idle =
+        cfg.schedule == Schedule::kInterleaved ? (pp - 1) / vpp : pp - 1;
+    bubble = idle * stage_mb;
+  }
+  double comm_total =
+      m * (tp_mb + ep_mb + cp_mb) + pp_total + fsdp_total + dp_total + offload;
+  double exposed, step;
+  auto& X = r->coll_exposed;
+  if (peak) {
+    exposed = std::max(0.0, comm_total - compute);
+    step = compute + exposed + bubble;
+    for (int i = 0; i < kNumColl; ++i) {
+      X[i] = comm_total > 0 ? T[i] / comm_total * exposed : 0;
+    }
+  } else {
+    double backward_last = 2.0 / 3.0 * stage_mb;
+    double fsdp_exposed =
+        par.fsdp > 1
+            ? std::max({0.0, fsdp_total / (m * 3 * lps), fsdp_total - compute})
+            : 0.0;
+    double dp_exposed =
+        dp_total > 0 ? std::max(dp_total / lps, dp_total - backward_last) : 0.0;
+    exposed = m * (tp_mb + ep_mb + cp_exposed_mb) + pp_exposed + fsdp_exposed +
+              dp_exposed + offload;
+    step = compute + exposed + bubble + t_opt;
+    X[kTpAg] = T[kTpAg];
+    X[kTpRs] = T[kTpRs];
+    X[kTpAr] = T[kTpAr];
+    X[kEpA2a] = T[kEpA2a];
+    X[kCpPermute] = m * cp_exposed_mb;
+    X[kPpPermute] = pp_exposed;
+    if (fsdp_total > 0) {
+      X[kFsdpAg] = T[kFsdpAg] / fsdp_total * fsdp_exposed;
+      X[kFsdpRs] = T[kFsdpRs] / fsdp_total * fsdp_exposed;
+    }
+    if (dp_total > 0) {
+      X[kDpAr] = T[kDpAr] / dp_total * dp_exposed;
+      X[kDenseAr] = T[kDenseAr] / dp_total * dp_exposed;
+    }
+  }
+  if (cfg.assume_mfu > 0) {
+    step = mc.model_flops_per_token * cfg.batch_tokens /
+           (chips * C_bf16 * cfg.assume_mfu);
+  }
+  r->step = step;
+  r->compute = compute;
+  r->exposed = exposed;
+  r->bubble = bubble;
+  r->other = t_opt;
+  r->elem_total = m * elem_mb + t_opt;
+  // Memory per chip.
+  double grad_b = peak ? 0 : 4, opt_b = peak ? 8 : 12;
+  r->params = stage * 2 / par.fsdp;
+  r->grads =
+      stage * grad_b /
+      (par.fsdp * (par.zero >= 2 ? static_cast<double>(par.dp) * par.cp : 1.0));
+  r->optimizer = cfg.offload_optimizer ? 0 : stage * opt_b / opt_shard;
+  double in_flight = 1;
+  if (par.pp > 1) {
+    in_flight = cfg.schedule == Schedule::kGpipe ? m : std::min<double>(m, pp);
+  }
+  double acts = in_flight * t * lps * mc.act_bytes_per_token_layer[remat] /
+                (par.sequence_parallel ? tp : 1.0);
+  if (full) acts += t * mc.act_none_per_token_layer / tp;
+  acts += t * mc.vocab / tp * 4 * 2;
+  r->activations = acts;
+  r->capacity = chip.hbm_capacity.si();
+  r->reserve = peak ? 0 : 0.05 * r->capacity;
+  r->total_mem =
+      r->params + r->grads + r->optimizer + r->activations + r->reserve;
+  r->feasible = r->total_mem <= r->capacity;
+}
+
+}  // namespace scalemodel::estimate
+
+#include "scalemodel/sharding/matmul.h"
+
+namespace scalemodel::estimate {
+
+const char* ParName(int i) {
+  static const char* kNames[] = {"tp", "cp", "ep", "fsdp", "dp", "pp"};
+  return kNames[i];
+}
+
+int& DegreeOf(Parallelism& p, int i) {
+  switch (i) {
+    case kTp:
+      return p.tp;
+    case kCp:
+      return p.cp;
+    case kEp:
+      return p.ep;
+    case kFsdp:
+      return p.fsdp;
+    case kDp:
+      return p.dp;
+    default:
+      return p.pp;
+  }
+}
+
+Result<Placements> PlaceParallelism(Parallelism& par, const hw::System& sys,
+                                    const std::array<int, kNumPar>* order) {
+  static const std::array<int, kNumPar> kDefault = {kTp,   kCp, kEp,
+                                                    kFsdp, kDp, kPp};
+  const std::array<int, kNumPar>& ord = order ? *order : kDefault;
+  sharding::Mesh mesh;
+  std::vector<int> which;
+  const bool explicit_axes = !par.axes.empty();
+  for (int i : ord) {
+    std::string key = ParName(i);
+    if (explicit_axes) {
+      auto it = par.axes.find(key);
+      if (it == par.axes.end()) {
+        if (DegreeOf(par, i) > 1) {
+          return InvalidArgument(
+              "give every parallelism physical axes or none: " + key + "=" +
+                  std::to_string(DegreeOf(par, i)) +
+                  " has a degree while others name axes",
+              "--plan");
+        }
+        continue;
+      }
+      mesh.names.push_back(key);
+      mesh.sizes.push_back(0);
+      mesh.physical.push_back(it->second);
+    } else if (DegreeOf(par, i) > 1) {
+      mesh.names.push_back(key);
+      mesh.sizes.push_back(DegreeOf(par, i));
+      mesh.physical.emplace_back();
+    } else {
+      continue;
+    }
+    which.push_back(i);
+  }
+  Placements out;
+  if (mesh.names.empty()) return out;
+  auto layout = sharding::LayMesh(mesh, sys);
+  if (!layout) {
+    return tl::unexpected(
+        Error{layout.error().code, layout.error().message, "--plan"});
+  }
+  for (size_t k = 0; k < which.size(); ++k) {
+    DegreeOf(par, which[k]) = mesh.sizes[k];
+    out[which[k]] = {layout->physical[k], layout->sizes[k]};
+  }
+  return out;
+}
+
+LayoutCoefficients BuildCoefficients(const hw::System& sys,
+                                     const Placements& pl, Mode mode) {
+  LayoutCoefficients lay;
+  const net::Mode nm =
+      mode == Mode::kPeak ? net::Mode::kPeak : net::Mode::kRealistic;
+  auto coef = [&](int slot, net::Collective op, const Placement& p) {
+    if (p.axes.empty()) return;
+    const double v = 1e9;
+    net::CollectiveCost c =
+        net::EstimateOnAxes(sys, op, units::Bytes(v), p.axes, p.sizes, {nm});
+    CollCoef& k = lay.coll[slot];
+    k.active = true;
+    k.per_byte = c.bandwidth_time.si() / v;
+    k.latency = c.latency_time.si();
+    k.launch = mode == Mode::kPeak
+                   ? 0.0
+                   : std::max(0.0, c.time.si() - c.bandwidth_time.si() -
+                                       c.latency_time.si());
+  };
+  coef(kTpAg, net::Collective::kAllGather, pl[kTp]);
+  coef(kTpRs, net::Collective::kReduceScatter, pl[kTp]);
+  coef(kTpAr, net::Collective::kAllReduce, pl[kTp]);
+  coef(kEpA2a, net::Collective::kAllToAll, pl[kEp]);
+  coef(kCpPermute, net::Collective::kPermute, pl[kCp]);
+  coef(kPpPermute, net::Collective::kPermute, pl[kPp]);
+  coef(kFsdpAg, net::Collective::kAllGather, pl[kFsdp]);
+  coef(kFsdpRs, net::Collective::kReduceScatter, pl[kFsdp]);
+  coef(kDpAr, net::Collective::kAllReduce, pl[kDp]);
+  Placement dense = pl[kDp];
+  dense.axes.insert(dense.axes.end(), pl[kEp].axes.begin(), pl[kEp].axes.end());
+  dense.sizes.insert(dense.sizes.end(), pl[kEp].sizes.begin(),
+                     pl[kEp].sizes.end());
+  coef(kDenseAr, net::Collective::kAllReduce, dense);
+  return lay;
+}
+
+}  // namespace scalemodel::estimate
