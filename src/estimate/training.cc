@@ -125,7 +125,12 @@ Result<TrainingEstimate> EstimateTraining(const model::ModelSpec& m,
                                           const TrainingConfig& cfg_in) {
   TrainingConfig cfg = cfg_in;
   Parallelism& par = cfg.par;
-  auto placement = PlaceParallelism(par, sys);
+  std::array<int, kNumPar> order{};
+  const bool has_order = cfg.placement_order.size() == kNumPar;
+  if (has_order)
+    std::copy(cfg.placement_order.begin(), cfg.placement_order.end(),
+              order.begin());
+  auto placement = PlaceParallelism(par, sys, has_order ? &order : nullptr);
   if (!placement) return tl::unexpected(placement.error());
   const int chips = sys.num_chips();
   // ---- Validation (bad input).
@@ -382,6 +387,12 @@ Result<TrainingEstimate> EstimateTraining(const model::ModelSpec& m,
         "across slices: {:.0f} tokens per slice vs the DCN threshold C / W_dcn "
         "= {:.0f}",
         per_slice, cb.dcn_per_slice));
+  }
+  if (par.pp > 1 && m.num_layers % par.pp != 0) {
+    est.notes.push_back(fmt::format(
+        "uneven pipeline: {} layers over {} stages, the busiest stage holds {} "
+        "and sets the pace",
+        m.num_layers, par.pp, (m.num_layers + par.pp - 1) / par.pp));
   }
   if (par.pp > 1) {
     est.notes.push_back(fmt::format(

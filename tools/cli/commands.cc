@@ -1,7 +1,9 @@
 #include "commands.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <cstdio>
 
 #include "fmt/format.h"
 #include "scalemodel/base/strings.h"
@@ -11,6 +13,7 @@
 #include "scalemodel/model/transformer.h"
 #include "scalemodel/net/collective.h"
 #include "scalemodel/roofline/roofline.h"
+#include "scalemodel/search/parallelism.h"
 #include "scalemodel/sharding/matmul.h"
 #include "scalemodel/units/format.h"
 #include "scalemodel/units/parse.h"
@@ -1336,6 +1339,192 @@ Command AddValidateCommand(CLI::App& app) {
                  fmt::format("\n{} rows not compared (see --markdown)\n",
                              rep->skipped.size());
     }
+    return out;
+  };
+  return c;
+}
+
+}  // namespace scalemodel::cli
+
+namespace scalemodel::cli {
+
+namespace {
+struct PlanOptionsCli {
+  TrainOptionsCli train;
+  int top = 5;
+  std::string objective = "time";
+  std::string explain;
+  int threads = 0;
+};
+}  // namespace
+
+Command AddPlanCommand(CLI::App& app) {
+  Command c;
+  c.app = app.add_subcommand(
+      "plan", "Search plans. `scalemodel plan train --help` for training.");
+  c.app->require_subcommand(1);
+  CLI::App* tr = c.app->add_subcommand(
+      "train",
+      "Search every valid training plan (degrees of dp, fsdp with ZeRO "
+      "level, tp, pp, ep, cp;\ntheir placement on the physical axes; micro "
+      "batch; remat; schedule and virtual stages;\noptimizer offload), "
+      "evaluate each with the realistic (or peak) model, show the best.\n\n"
+      "Examples:\n"
+      "  scalemodel plan train --model llama3-70b --system tpu-v5p:8x16x16 "
+      "--batch-tokens 4Mi --seq 4096 --tokens 15T\n"
+      "  scalemodel plan train --model gpt3-175b --system a100:8x128 "
+      "--batch-tokens 1536x2048 --seq 2048 --explain dp=8,tp=8,pp=16");
+  auto o = std::make_shared<PlanOptionsCli>();
+  AddTrainOptions(tr, o->train, false);
+  tr->add_option("--top", o->top, "How many plans to show")
+      ->capture_default_str();
+  tr->add_option("--objective", o->objective,
+                 "time (step time) or cost (dollars for --tokens; with a fixed "
+                 "system it ranks like time)")
+      ->capture_default_str();
+  tr->add_option("--explain", o->explain,
+                 "A plan (as for train --plan) to estimate and rank among the "
+                 "plans found");
+  tr->add_option("--threads", o->threads, "Worker threads (0: all cores)");
+  c.action = [o, tr](const catalog::Catalog& cat) -> Result<Output> {
+    if (!tr->parsed()) {
+      return InvalidArgument("expected `scalemodel plan train ...`", "plan");
+    }
+    if (o->top <= 0)
+      return InvalidArgument("expected a positive number", "--top");
+    if (o->objective != "time" && o->objective != "cost") {
+      return InvalidArgument(
+          "expected 'time' or 'cost', got '" + o->objective + "'",
+          "--objective");
+    }
+    TrainOptionsCli opts = o->train;
+    if (opts.batch_tokens.find('x') != std::string::npos) {
+      auto parts = Split(opts.batch_tokens, 'x');
+      auto a = units::ParseCount(parts[0]);
+      auto b = parts.size() == 2 ? units::ParseCount(parts[1]) : a;
+      if (!a || !b || parts.size() != 2) {
+        return InvalidArgument(
+            "expected tokens (4Mi) or SEQUENCESxLENGTH "
+            "(1536x2048), got '" +
+                opts.batch_tokens + "'",
+            "--batch-tokens");
+      }
+      opts.batch_tokens = fmt::format("{:.0f}", *a * *b);
+    }
+    auto in = ResolveTrain(cat, opts, false);
+    if (!in) return tl::unexpected(in.error());
+    search::SearchOptions so;
+    so.base = in->config;
+    so.top_k = o->top;
+    so.objective = o->objective == "cost" ? search::Objective::kCost
+                                          : search::Objective::kTime;
+    so.threads = o->threads;
+    auto start = std::chrono::steady_clock::now();
+    bool printed = false;
+    so.progress = [&](double fraction, double configs) {
+      double el = std::chrono::duration<double>(
+                      std::chrono::steady_clock::now() - start)
+                      .count();
+      if (el < 2) return;
+      printed = true;
+      std::fprintf(
+          stderr,
+          "\rsearching: %3.0f%% of layouts, %.3g configurations, %.1f s",
+          100 * fraction, configs, el);
+    };
+    auto res = search::SearchTraining(in->model.spec, in->system, so);
+    if (printed) std::fprintf(stderr, "\n");
+    if (!res) return tl::unexpected(res.error());
+    Output out;
+    Json plans = Json::array();
+    std::string text = fmt::format(
+        "{} on {} ({} chips), batch {} tokens x seq {}: {:.4g} configurations "
+        "({:.4g} scored, {:.4g} pruned by memory, {:.4g} over HBM) in {:.3f} s "
+        "on {} threads\n\n",
+        in->model.spec.name, in->system.id, in->system.num_chips(),
+        FormatNumber(in->config.batch_tokens), FormatNumber(in->config.seq),
+        res->configs_evaluated, res->configs_scored, res->configs_pruned,
+        res->configs_infeasible, res->search_time_s, res->threads);
+    if (res->plans.empty()) {
+      text += "No plan fits: every layout needs more HBM per chip than the " +
+              units::FormatBytes(in->system.chip.hbm_capacity) +
+              " available. Try more chips, a shorter sequence, or FP8.\n";
+    }
+    std::vector<std::vector<std::string>> rows = {
+        {"#", "plan", "step", "vs best", "MFU", "memory", "bottleneck"}};
+    const double best = res->plans.empty() ? 0 : res->plans[0].step_time_s;
+    int rank = 0;
+    for (const search::PlanCandidate& p : res->plans) {
+      ++rank;
+      // Re-run the decorated estimator on the plan with the search's
+      // placement order, so the detail is the plan that was ranked.
+      estimate::TrainingConfig cfg = p.config;
+      cfg.placement_order.assign(p.order.begin(), p.order.end());
+      auto est = estimate::EstimateTraining(in->model.spec, in->system, cfg);
+      Json j = est ? io::ToJson(*est) : Json::object();
+      j["plan"] = cfg.par.ToString();
+      j["key"] = p.Key();
+      j["micro_batch"] = cfg.micro_batch;
+      j["remat"] = std::string(model::RematName(cfg.remat));
+      j["schedule"] = std::string(estimate::ScheduleName(cfg.schedule));
+      j["vpp"] = cfg.vpp;
+      j["offload_optimizer"] = cfg.offload_optimizer;
+      j["search_step_time_s"] = p.step_time_s;
+      j["behind_best"] = best > 0 ? p.step_time_s / best - 1 : 0;
+      plans.push_back(j);
+      rows.push_back({std::to_string(rank), p.Key(),
+                      FormatSeconds(units::Seconds(p.step_time_s)),
+                      fmt::format("+{:.1f}%", 100 * (p.step_time_s / best - 1)),
+                      fmt::format("{:.1f}%", 100 * p.mfu),
+                      FormatBytes(units::Bytes(p.memory_bytes)),
+                      est ? est->bottleneck : "?"});
+    }
+    text += Table(rows);
+    if (!res->plans.empty()) {
+      estimate::TrainingConfig best_cfg = res->plans[0].config;
+      best_cfg.placement_order.assign(res->plans[0].order.begin(),
+                                      res->plans[0].order.end());
+      auto est =
+          estimate::EstimateTraining(in->model.spec, in->system, best_cfg);
+      if (est) text += "\nBest plan in detail:\n" + TrainText(*est, in->system);
+    }
+    Json results = {{"plans", plans},
+                    {"configs_evaluated", res->configs_evaluated},
+                    {"configs_scored", res->configs_scored},
+                    {"configs_pruned", res->configs_pruned},
+                    {"configs_infeasible", res->configs_infeasible},
+                    {"search_time_s", res->search_time_s},
+                    {"threads", res->threads}};
+    if (!o->explain.empty()) {
+      estimate::TrainingConfig cfg = in->config;
+      auto plan = estimate::ParsePlan(o->explain);
+      if (!plan)
+        return tl::unexpected(
+            Error{plan.error().code, plan.error().message, "--explain"});
+      cfg.par = *plan;
+      auto est = estimate::EstimateTraining(in->model.spec, in->system, cfg);
+      if (!est)
+        return tl::unexpected(
+            Error{est.error().code, est.error().message, "--explain"});
+      int r = search::RankAmong(*res, est->step_time.si());
+      std::string where =
+          r > o->top ? "> " + std::to_string(o->top) : std::to_string(r);
+      results["explain"] = {
+          {"plan", o->explain},
+          {"step_time_s", est->step_time.si()},
+          {"feasible", est->feasible},
+          {"rank", r},
+          {"behind_best", best > 0 ? est->step_time.si() / best - 1 : 0}};
+      text += fmt::format(
+          "\n--explain {}: step {} ({}), rank {} among the plans found, "
+          "{:+.1f}% vs "
+          "the best\n",
+          o->explain, FormatSeconds(est->step_time),
+          est->feasible ? "fits" : "does not fit: " + est->reason, where,
+          best > 0 ? 100 * (est->step_time.si() / best - 1) : 0.0);
+    }
+    out.json = Document(in->inputs, results);
+    out.text = text;
     return out;
   };
   return c;

@@ -20,6 +20,8 @@ int main(int argc, char** argv) {
       "  scalemodel system tpu-v5p:16x20x28\n"
       "  scalemodel roofline --chip tpu-v5e --matmul 512x8192x8192\n"
       "  scalemodel roofline --chip h100 --flops 1e12 --bytes 1GB --json\n"
+      "  scalemodel plan train --model llama3-70b --system tpu-v5p:8x16x16 "
+      "--batch-tokens 4Mi --seq 4096\n"
       "  scalemodel train --model llama3-70b --system tpu-v5p:8x16x16 --plan "
       "fsdp=256,tp=8 --batch-tokens 4M --seq 4096\n"
       "  scalemodel model llama3-70b --seq 8192\n"
@@ -47,6 +49,7 @@ int main(int argc, char** argv) {
       cli::AddModelsCommand(app),   cli::AddModelCommand(app),
       cli::AddShardCommand(app),    cli::AddMatmulCommand(app),
       cli::AddTrainCommand(app),    cli::AddValidateCommand(app),
+      cli::AddPlanCommand(app),
   };
 
   // An unknown command gets a suggestion rather than CLI11's generic text.

@@ -65,7 +65,10 @@ struct TrainingConfig {
   bool offload_optimizer = false;  // optimizer state in host memory
   double load_imbalance = 1.0;     // MoE: busiest expert / mean
   model::AttentionFlops attention = model::AttentionFlops::kCausal;
-  double tokens = 0;               // total training tokens (0: not asked)
+  double tokens = 0;  // total training tokens (0: not asked)
+  // Order in which degrees are laid onto physical axes, innermost first
+  // (indices of estimate::ParIndex); empty: tp, cp, ep, fsdp, dp, pp.
+  std::vector<int> placement_order;
   double price_per_chip_hour = 0;  // 0: the catalog's price
 };
 

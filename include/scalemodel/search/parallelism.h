@@ -1,0 +1,84 @@
+// Plan search for training: every valid layout of a model on a system,
+// evaluated with the estimator's core and ranked (docs/model.md section 6).
+//
+// The space: degrees of dp, fsdp, tp, pp, ep, cp whose product is the chip
+// count (tp dividing the heads, pp at most the layers, ep dividing the
+// experts, cp dividing the sequence, the batch splitting over the replicas);
+// every order in which they can be laid onto the physical axes; ZeRO level
+// for data parallelism; micro batch size; remat policy; pipeline schedule and
+// virtual stages; optimizer offload.
+//
+// Example:
+//   search::SearchOptions opt;
+//   opt.base.batch_tokens = 4194304; opt.base.seq = 4096;
+//   auto r = search::SearchTraining(llama70b, v5p_pod, opt);
+//   // r->plans[0].config is the fastest feasible plan
+#ifndef SCALEMODEL_SEARCH_PARALLELISM_H_
+#define SCALEMODEL_SEARCH_PARALLELISM_H_
+
+#include <array>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "scalemodel/base/error.h"
+#include "scalemodel/estimate/core.h"
+#include "scalemodel/estimate/training.h"
+
+namespace scalemodel::search {
+
+enum class Objective { kTime, kCost };
+
+struct SearchOptions {
+  // Batch, sequence, precision, mode, tokens, price; the layout fields are
+  // what the search varies.
+  estimate::TrainingConfig base;
+  int top_k = 10;
+  Objective objective = Objective::kTime;
+  int threads = 0;  // 0: all cores
+  bool search_offload = true;
+  bool search_remat = true;
+  int max_micro_batch = 64;  // largest micro batch (sequences) tried
+  // Called about every 100 ms from the calling thread with the fraction of
+  // the space covered and the configurations so far.
+  std::function<void(double fraction, double configs)> progress;
+  // Test hook: called (from worker threads) with the least-memory variant of
+  // every pruned block (micro batch 1, full remat, 1F1B); when it does not
+  // fit, no variant of the block does.
+  std::function<void(const estimate::TrainingConfig&)> on_pruned;
+};
+
+struct PlanCandidate {
+  estimate::TrainingConfig config;  // par (with zero), micro batch, remat, ...
+  std::array<int, estimate::kNumPar> order{};  // placement order used
+  double step_time_s = 0;
+  double mfu = 0;
+  double memory_bytes = 0;
+  std::string Key() const;  // "tp=8,pp=4,dp=32 mb=1 remat=full 1f1b order=..."
+};
+
+struct SearchResult {
+  std::vector<PlanCandidate> plans;  // best first, feasible only
+  double configs_evaluated = 0;      // every configuration covered
+  double configs_scored = 0;         // of which evaluated by the model
+  double configs_pruned = 0;      // of which skipped by a proven memory bound
+  double configs_infeasible = 0;  // scored but over HBM
+  double search_time_s = 0;
+  int threads = 1;
+};
+
+// Errors only for inputs that make every plan impossible (a batch that is
+// not whole sequences); an empty `plans` means nothing fits, and the caller
+// should say why.
+Result<SearchResult> SearchTraining(const model::ModelSpec& model,
+                                    const hw::System& system,
+                                    const SearchOptions& options);
+
+// Position of `config` among the feasible plans of `result`'s space, by the
+// search objective: 1 + the number of found plans strictly faster. Only the
+// top plans are kept, so a rank past top_k reads "> top_k".
+int RankAmong(const SearchResult& result, double step_time_s);
+
+}  // namespace scalemodel::search
+
+#endif  // SCALEMODEL_SEARCH_PARALLELISM_H_

@@ -1,0 +1,369 @@
+#include "scalemodel/search/parallelism.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <future>
+#include <map>
+#include <set>
+#include <thread>
+
+#include "scalemodel/base/strings.h"
+
+namespace scalemodel::search {
+
+using estimate::CoreResult;
+using estimate::kNumPar;
+using estimate::LayerCompute;
+using estimate::LayoutCoefficients;
+using estimate::Parallelism;
+using estimate::Placements;
+using estimate::Schedule;
+using estimate::TrainingConfig;
+
+std::string PlanCandidate::Key() const {
+  std::string s = config.par.ToString();
+  s += " mb=" + std::to_string(config.micro_batch);
+  s += " remat=" + std::string(model::RematName(config.remat));
+  if (config.par.pp > 1) {
+    s += " " + std::string(estimate::ScheduleName(config.schedule));
+    if (config.schedule == Schedule::kInterleaved)
+      s += " vpp=" + std::to_string(config.vpp);
+  }
+  if (config.offload_optimizer) s += " offload";
+  // The placement order of the parallelisms that are in use.
+  std::string ord;
+  Parallelism p = config.par;
+  for (int i : order) {
+    if (estimate::DegreeOf(p, i) > 1)
+      ord += (ord.empty() ? "" : ">") + std::string(estimate::ParName(i));
+  }
+  if (!ord.empty()) s += " order=" + ord;
+  return s;
+}
+
+int RankAmong(const SearchResult& r, double step) {
+  int rank = 1;
+  for (const PlanCandidate& p : r.plans) rank += p.step_time_s < step;
+  return rank;
+}
+
+namespace {
+
+std::vector<int> Divisors(long n) {
+  std::vector<int> d;
+  for (long i = 1; i * i <= n; ++i) {
+    if (n % i == 0) {
+      d.push_back(static_cast<int>(i));
+      if (i != n / i) d.push_back(static_cast<int>(n / i));
+    }
+  }
+  std::sort(d.begin(), d.end());
+  return d;
+}
+
+struct Degrees {
+  int tp, pp, cp, ep, fsdp, dp;
+};
+
+// Lower bound of the memory a plan needs whatever its micro batch, remat and
+// schedule: parameters, gradients and optimizer state (offloaded optimizer
+// counted as zero), plus the fp32 logits of the smallest micro batch and the
+// full-remat activations of one sequence. Over capacity: every variant is
+// infeasible, which the prune test checks.
+double MemoryFloor(const estimate::ModelConsts& mc, const Degrees& g, int zero,
+                   bool offload, bool peak, double seq, double capacity) {
+  double stage =
+      mc.dense_params / g.pp / g.tp + mc.expert_params / g.pp / g.tp / g.ep;
+  double params = stage * 2 / g.fsdp;
+  double grads =
+      stage * (peak ? 0 : 4) / (g.fsdp * (zero >= 2 ? 1.0 * g.dp * g.cp : 1.0));
+  double opt_shard = (g.fsdp > 1 || zero >= 1)
+                         ? g.fsdp * (zero >= 1 ? 1.0 * g.dp * g.cp : 1.0)
+                         : 1.0;
+  double opt = offload ? 0 : stage * (peak ? 8 : 12) / opt_shard;
+  double t = seq / g.cp;
+  double acts =
+      t * std::ceil(mc.layers / g.pp) * mc.act_bytes_per_token_layer[3] / g.tp +
+      t * mc.vocab / g.tp * 8;
+  return params + grads + opt + acts + (peak ? 0 : 0.05 * capacity);
+}
+
+struct Worker {
+  const model::ModelSpec* model;
+  const hw::System* sys;
+  const SearchOptions* opt;
+  const estimate::ModelConsts* mc;
+  estimate::ChipEfficiency eff;
+  double seqs = 0;
+  // Outputs.
+  std::vector<PlanCandidate> top;
+  double evaluated = 0, scored = 0, pruned = 0, infeasible = 0;
+  std::map<std::string, estimate::CollCoef> coef_cache;
+
+  void Keep(const PlanCandidate& c) {
+    // Bounded top-k, deterministic tie-break by key.
+    auto better = [](const PlanCandidate& a, const PlanCandidate& b) {
+      if (a.step_time_s != b.step_time_s) return a.step_time_s < b.step_time_s;
+      return a.Key() < b.Key();
+    };
+    if (static_cast<int>(top.size()) >= opt->top_k && !better(c, top.back())) {
+      return;
+    }
+    top.insert(std::upper_bound(top.begin(), top.end(), c, better), c);
+    if (static_cast<int>(top.size()) > opt->top_k) top.pop_back();
+  }
+
+  void Run(const Degrees& g, std::atomic<long>* done) {
+    const TrainingConfig& base = opt->base;
+    const bool peak = base.mode == estimate::Mode::kPeak;
+    const double capacity = sys->chip.hbm_capacity.si();
+    const double replicas = 1.0 * g.dp * g.fsdp * g.ep;
+    const double per_replica = seqs / replicas;
+    // Micro batches: divisors of the sequences per replica.
+    std::vector<int> mbs;
+    for (int d : Divisors(static_cast<long>(per_replica))) {
+      if (d <= opt->max_micro_batch) mbs.push_back(d);
+    }
+    std::vector<model::Remat> remats =
+        opt->search_remat
+            ? std::vector<model::Remat>{model::Remat::kNone,
+                                        model::Remat::kSelective,
+                                        model::Remat::kSaveMatmulOutputs,
+                                        model::Remat::kFull}
+            : std::vector<model::Remat>{base.remat};
+    std::vector<std::pair<Schedule, int>> scheds = {{Schedule::k1F1B, 1}};
+    if (g.pp > 1) {
+      int lps = static_cast<int>(std::ceil(mc->layers / g.pp));
+      for (int v : Divisors(lps)) {
+        if (v >= 2 && v <= 16) scheds.push_back({Schedule::kInterleaved, v});
+      }
+    }
+    std::vector<int> zeros =
+        g.dp > 1 ? std::vector<int>{0, 1, 2} : std::vector<int>{0};
+    std::vector<bool> offloads =
+        opt->search_offload ? std::vector<bool>{false, true}
+                            : std::vector<bool>{base.offload_optimizer};
+    const double variants = static_cast<double>(mbs.size()) * remats.size() *
+                            scheds.size() * offloads.size() * zeros.size();
+    // Orders: distinct placements of the active parallelisms.
+    std::array<int, kNumPar> ord = {estimate::kTp, estimate::kCp,
+                                    estimate::kEp, estimate::kFsdp,
+                                    estimate::kDp, estimate::kPp};
+    Parallelism par;
+    par.tp = g.tp;
+    par.pp = g.pp;
+    par.cp = g.cp;
+    par.ep = g.ep;
+    par.fsdp = g.fsdp;
+    par.dp = g.dp;
+    std::vector<int> active;
+    for (int i = 0; i < kNumPar; ++i) {
+      if (estimate::DegreeOf(par, i) > 1) active.push_back(i);
+    }
+    std::sort(active.begin(), active.end());
+    std::set<std::string> seen_placements;
+    // Layer compute per micro batch (depends on tp, ep, tokens).
+    std::vector<LayerCompute> lcs(mbs.size());
+    TrainingConfig cfg = base;
+    for (size_t k = 0; k < mbs.size(); ++k) {
+      lcs[k] = estimate::ComputeLayer(*model, *mc, sys->chip, eff, g.tp, g.ep,
+                                      mbs[k] * base.seq / g.cp, base);
+    }
+    do {
+      std::array<int, kNumPar> order = ord;
+      // Active ones in this permutation first, then the rest.
+      int n = 0;
+      for (int i : active) order[n++] = i;
+      for (int i = 0; i < kNumPar; ++i) {
+        if (std::find(active.begin(), active.end(), i) == active.end())
+          order[n++] = i;
+      }
+      Parallelism p = par;
+      auto pl = estimate::PlaceParallelism(p, *sys, &order);
+      if (!pl) continue;
+      std::string key;
+      for (const estimate::Placement& x : *pl) {
+        for (size_t k = 0; k < x.axes.size(); ++k) {
+          key += std::to_string(x.axes[k]) + ":" + std::to_string(x.sizes[k]) +
+                 ",";
+        }
+        key += "|";
+      }
+      if (!seen_placements.insert(key).second) continue;
+      LayoutCoefficients lay = Coefficients(*pl);
+      for (int zero : zeros) {
+        p.zero = zero;
+        for (bool off : offloads) {
+          double floor =
+              MemoryFloor(*mc, g, zero, off, peak, base.seq, capacity);
+          double block =
+              static_cast<double>(mbs.size()) * remats.size() * scheds.size();
+          if (floor > capacity) {
+            pruned += block;
+            evaluated += block;
+            if (opt->on_pruned) {
+              TrainingConfig probe = base;
+              probe.par = p;
+              probe.micro_batch = 1;
+              probe.remat = model::Remat::kFull;
+              probe.schedule = Schedule::k1F1B;
+              probe.offload_optimizer = off;
+              opt->on_pruned(probe);
+            }
+            continue;
+          }
+          cfg.offload_optimizer = off;
+          for (size_t k = 0; k < mbs.size(); ++k) {
+            cfg.micro_batch = mbs[k];
+            int microbatches = static_cast<int>(per_replica / mbs[k]);
+            for (model::Remat r : remats) {
+              cfg.remat = r;
+              for (const auto& [s, v] : scheds) {
+                cfg.schedule = s;
+                cfg.vpp = v;
+                CoreResult res;
+                estimate::EvaluateCore(*mc, lcs[k], lay, p, cfg, sys->chip, eff,
+                                       microbatches, &res);
+                ++evaluated;
+                ++scored;
+                if (!res.feasible) {
+                  ++infeasible;
+                  continue;
+                }
+                if (static_cast<int>(top.size()) >= opt->top_k &&
+                    res.step > top.back().step_time_s) {
+                  continue;
+                }
+                PlanCandidate c;
+                c.config = cfg;
+                c.config.par = p;
+                c.order = order;
+                c.step_time_s = res.step;
+                c.memory_bytes = res.total_mem;
+                c.mfu = mc->model_flops_per_token * base.batch_tokens /
+                        (res.step * p.product() *
+                         sys->chip.Peak(hw::Dtype::kBf16).si());
+                Keep(c);
+              }
+            }
+          }
+        }
+      }
+      (void)variants;
+    } while (std::next_permutation(active.begin(), active.end()));
+    done->fetch_add(1);
+  }
+
+  LayoutCoefficients Coefficients(const Placements& pl) {
+    // Each coefficient depends on its own placement only: cache by it.
+    LayoutCoefficients all =
+        estimate::BuildCoefficients(*sys, pl, opt->base.mode);
+    return all;
+  }
+};
+
+}  // namespace
+
+Result<SearchResult> SearchTraining(const model::ModelSpec& m,
+                                    const hw::System& sys,
+                                    const SearchOptions& opt) {
+  auto t0 = std::chrono::steady_clock::now();
+  const TrainingConfig& base = opt.base;
+  if (!(base.seq > 0) || !(base.batch_tokens > 0)) {
+    return InvalidArgument("expected a positive sequence length and batch",
+                           "--batch-tokens");
+  }
+  double seqs = base.batch_tokens / base.seq;
+  if (std::floor(seqs) != seqs) {
+    return InvalidArgument("a batch of " + FormatNumber(base.batch_tokens) +
+                               " tokens is not a whole number of " +
+                               FormatNumber(base.seq) + "-token sequences",
+                           "--batch-tokens");
+  }
+  const int chips = sys.num_chips();
+  const estimate::ModelConsts mc = estimate::PrepareModel(m, base);
+  // Degree tuples.
+  std::vector<Degrees> tuples;
+  for (int tp : Divisors(chips)) {
+    if (m.num_heads % tp) continue;
+    for (int pp : Divisors(chips / tp)) {
+      // Uneven stages are allowed: the busiest holds ceil(L/pp) layers and
+      // sets the pace (Megatron's uneven first/last stage options).
+      if (pp > m.num_layers) continue;
+      for (int cp : Divisors(chips / tp / pp)) {
+        if (std::fmod(base.seq, cp) != 0 || cp > 64) continue;
+        for (int ep : Divisors(chips / tp / pp / cp)) {
+          if (ep > 1 && (!m.is_moe() || m.moe.num_experts % ep)) continue;
+          int rest = chips / tp / pp / cp / ep;
+          for (int fsdp : Divisors(rest)) {
+            int dp = rest / fsdp;
+            if (std::fmod(seqs, 1.0 * dp * fsdp * ep) != 0) continue;
+            tuples.push_back({tp, pp, cp, ep, fsdp, dp});
+          }
+        }
+      }
+    }
+  }
+  int threads = opt.threads > 0
+                    ? opt.threads
+                    : std::max(1u, std::thread::hardware_concurrency());
+  threads = std::min<int>(threads, std::max<size_t>(1, tuples.size()));
+  std::vector<Worker> workers(threads);
+  std::atomic<long> done{0};
+  std::vector<std::future<void>> futures;
+  for (int w = 0; w < threads; ++w) {
+    Worker& wk = workers[w];
+    wk.model = &m;
+    wk.sys = &sys;
+    wk.opt = &opt;
+    wk.mc = &mc;
+    wk.eff = base.mode == estimate::Mode::kPeak
+                 ? estimate::PeakEfficiency()
+                 : estimate::RealisticEfficiency(sys.chip);
+    wk.seqs = seqs;
+    futures.push_back(std::async(std::launch::async, [&, w] {
+      for (size_t i = w; i < tuples.size(); i += threads) {
+        workers[w].Run(tuples[i], &done);
+      }
+    }));
+  }
+  for (auto& f : futures) {
+    while (f.wait_for(std::chrono::milliseconds(100)) !=
+           std::future_status::ready) {
+      if (opt.progress) {
+        double configs = 0;
+        for (const Worker& w : workers) configs += w.evaluated;
+        opt.progress(tuples.empty()
+                         ? 1.0
+                         : static_cast<double>(done.load()) / tuples.size(),
+                     configs);
+      }
+    }
+    f.get();
+  }
+  SearchResult out;
+  out.threads = threads;
+  for (Worker& w : workers) {
+    out.configs_evaluated += w.evaluated;
+    out.configs_scored += w.scored;
+    out.configs_pruned += w.pruned;
+    out.configs_infeasible += w.infeasible;
+    out.plans.insert(out.plans.end(), w.top.begin(), w.top.end());
+  }
+  std::sort(out.plans.begin(), out.plans.end(),
+            [](const PlanCandidate& a, const PlanCandidate& b) {
+              if (a.step_time_s != b.step_time_s)
+                return a.step_time_s < b.step_time_s;
+              return a.Key() < b.Key();
+            });
+  if (static_cast<int>(out.plans.size()) > opt.top_k)
+    out.plans.resize(opt.top_k);
+  out.search_time_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+          .count();
+  return out;
+}
+
+}  // namespace scalemodel::search

@@ -1,0 +1,194 @@
+#include "scalemodel/search/parallelism.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <mutex>
+
+#include "../testing/catalog.h"
+#include "nlohmann/json.hpp"
+#include "scalemodel/io/hf_config.h"
+
+namespace scalemodel::search {
+namespace {
+
+using scalemodel::testing::BuiltinCatalog;
+using scalemodel::testing::System;
+
+model::ModelSpec Model(const std::string& id) {
+  return io::FindModel(BuiltinCatalog(), id)->spec;
+}
+
+std::vector<int> Divs(int n) {
+  std::vector<int> d;
+  for (int i = 1; i <= n; ++i) {
+    if (n % i == 0) d.push_back(i);
+  }
+  return d;
+}
+
+// On a small space the search's best equals the brute-force minimum of the
+// decorated estimator over every plan.
+TEST(SearchTest, BestEqualsBruteForceMinimum) {
+  model::ModelSpec m = Model("megatron-gpt-1.7b");
+  hw::System sys = System("h100:8x1");
+  SearchOptions opt;
+  opt.base.batch_tokens = 16 * 2048.0;
+  opt.base.seq = 2048;
+  opt.top_k = 1;
+  auto r = SearchTraining(m, sys, opt);
+  ASSERT_TRUE(r.has_value());
+  ASSERT_FALSE(r->plans.empty());
+  double best = 1e30;
+  long count = 0;
+  const double seqs = 16;
+  for (int tp : Divs(8)) {
+    if (m.num_heads % tp) continue;
+    for (int pp : Divs(8 / tp)) {
+      for (int cp : Divs(8 / tp / pp)) {
+        int rest = 8 / tp / pp / cp;
+        for (int fsdp : Divs(rest)) {
+          int dp = rest / fsdp;
+          if (std::fmod(seqs, dp * fsdp) != 0) continue;
+          for (int zero :
+               dp > 1 ? std::vector<int>{0, 1, 2} : std::vector<int>{0}) {
+            for (int mb : Divs(static_cast<int>(seqs / (dp * fsdp)))) {
+              for (model::Remat rm :
+                   {model::Remat::kNone, model::Remat::kSelective,
+                    model::Remat::kSaveMatmulOutputs, model::Remat::kFull}) {
+                std::vector<std::pair<estimate::Schedule, int>> sch = {
+                    {estimate::Schedule::k1F1B, 1}};
+                if (pp > 1) {
+                  for (int v : Divs(24 / pp)) {
+                    if (v >= 2 && v <= 16 && (24 / pp) % v == 0) {
+                      sch.push_back({estimate::Schedule::kInterleaved, v});
+                    }
+                  }
+                }
+                for (auto [s, v] : sch) {
+                  for (bool off : {false, true}) {
+                    estimate::TrainingConfig c = opt.base;
+                    c.par.tp = tp;
+                    c.par.pp = pp;
+                    c.par.cp = cp;
+                    c.par.fsdp = fsdp;
+                    c.par.dp = dp;
+                    c.par.zero = zero;
+                    c.micro_batch = mb;
+                    c.remat = rm;
+                    c.schedule = s;
+                    c.vpp = v;
+                    c.offload_optimizer = off;
+                    auto e = estimate::EstimateTraining(m, sys, c);
+                    ASSERT_TRUE(e.has_value()) << e.error().ToString();
+                    ++count;
+                    if (e->feasible) best = std::min(best, e->step_time.si());
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(r->configs_evaluated, count);
+  EXPECT_NEAR(r->plans[0].step_time_s, best, 1e-12 * best);
+}
+
+// Every pruned block's least-memory variant really does not fit.
+TEST(SearchTest, PrunedPlansAreInfeasible) {
+  model::ModelSpec m = Model("llama3-70b");
+  hw::System sys = System("h100:8x2");
+  SearchOptions opt;
+  opt.base.batch_tokens = 64 * 4096.0;
+  opt.base.seq = 4096;
+  std::mutex mu;
+  std::vector<estimate::TrainingConfig> probes;
+  opt.on_pruned = [&](const estimate::TrainingConfig& c) {
+    std::lock_guard<std::mutex> lock(mu);
+    probes.push_back(c);
+  };
+  auto r = SearchTraining(m, sys, opt);
+  ASSERT_TRUE(r.has_value());
+  ASSERT_GT(probes.size(), 10u);
+  EXPECT_GT(r->configs_pruned, 0);
+  for (const estimate::TrainingConfig& c : probes) {
+    auto e = estimate::EstimateTraining(m, sys, c);
+    ASSERT_TRUE(e.has_value()) << e.error().ToString();
+    EXPECT_FALSE(e->feasible) << c.par.ToString();
+  }
+}
+
+TEST(SearchTest, Deterministic) {
+  model::ModelSpec m = Model("mixtral-8x7b");
+  hw::System sys = System("h100:8x8");
+  SearchOptions opt;
+  opt.base.batch_tokens = 512 * 4096.0;
+  opt.base.seq = 4096;
+  auto a = SearchTraining(m, sys, opt);
+  opt.threads = 1;
+  auto b = SearchTraining(m, sys, opt);
+  ASSERT_EQ(a->plans.size(), b->plans.size());
+  for (size_t i = 0; i < a->plans.size(); ++i) {
+    EXPECT_EQ(a->plans[i].Key(), b->plans[i].Key());
+    EXPECT_EQ(a->plans[i].step_time_s, b->plans[i].step_time_s);
+  }
+  EXPECT_EQ(a->configs_evaluated, b->configs_evaluated);
+}
+
+// Quality: for every published run whose layout fits by our model, the
+// search's best plan is at least as fast as the published layout.
+TEST(SearchTest, BestBeatsEveryPublishedLayout) {
+  const auto& files = BuiltinCatalog().validation_files();
+  ASSERT_FALSE(files.empty());
+  int checked = 0;
+  for (const auto& f : files) {
+    nlohmann::json doc = nlohmann::json::parse(f.contents);
+    for (const auto& row : doc["runs"]) {
+      if (row.contains("skip")) continue;
+      auto mdl = row["model"].contains("catalog")
+                     ? io::FindModel(BuiltinCatalog(),
+                                     row["model"]["catalog"].get<std::string>())
+                     : io::ParseHfConfig(row["model"].dump(), "row");
+      ASSERT_TRUE(mdl.has_value());
+      auto sys = BuiltinCatalog().FindSystem(row["system"].get<std::string>());
+      ASSERT_TRUE(sys.has_value());
+      estimate::TrainingConfig c;
+      const auto& p = row["plan"];
+      c.par.dp = p["dp"];
+      c.par.fsdp = p["fsdp"];
+      c.par.tp = p["tp"];
+      c.par.pp = p["pp"];
+      c.par.ep = p["ep"];
+      c.par.cp = p["cp"];
+      c.par.zero = p["zero"];
+      c.seq = row["seq"];
+      c.batch_tokens = row["global_batch"].get<double>() * c.seq;
+      c.micro_batch = row["micro_batch"];
+      c.remat = *model::ParseRemat(row["remat"].get<std::string>());
+      c.precision =
+          row["precision"] == "fp8" ? hw::Dtype::kFp8 : hw::Dtype::kBf16;
+      if (row.contains("schedule")) {
+        c.schedule =
+            *estimate::ParseSchedule(row["schedule"].get<std::string>());
+        c.vpp = row["vpp"];
+      }
+      auto published = estimate::EstimateTraining(mdl->spec, *sys, c);
+      if (!published || !published->feasible) continue;
+      SearchOptions opt;
+      opt.base = c;
+      opt.top_k = 1;
+      auto r = SearchTraining(mdl->spec, *sys, opt);
+      ASSERT_TRUE(r.has_value());
+      ASSERT_FALSE(r->plans.empty()) << row["id"];
+      EXPECT_LE(r->plans[0].step_time_s, published->step_time.si() * (1 + 1e-9))
+          << row["id"] << ": best " << r->plans[0].Key();
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 40);
+}
+
+}  // namespace
+}  // namespace scalemodel::search
