@@ -5,6 +5,8 @@
 
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
+#include "scalemodel/base/strings.h"
+#include "scalemodel/estimate/inference.h"
 #include "scalemodel/estimate/training.h"
 #include "scalemodel/io/hf_config.h"
 
@@ -119,6 +121,78 @@ void BookCases(const catalog::Catalog& cat, ValidationReport& r) {
           6.3e24, "6 x params x tokens", src);
 }
 
+// One published serving row: each measured point is a case.
+void InferenceRow(const catalog::Catalog& cat, const std::string& path,
+                  const json& row, ValidationReport& report) {
+  std::string id = row.value("id", "?");
+  Result<ImportedModel> mdl = tl::unexpected(Error{});
+  if (row["model"].contains("catalog")) {
+    mdl = FindModel(cat, row["model"]["catalog"].get<std::string>());
+  } else {
+    mdl = ParseHfConfig(row["model"].dump(), path + ":" + id);
+  }
+  if (!mdl) {
+    report.skipped.push_back(id + ": " + mdl.error().ToString());
+    return;
+  }
+  auto sys = cat.FindSystem(row["system"].get<std::string>());
+  if (!sys) {
+    report.skipped.push_back(id + ": " + sys.error().message);
+    return;
+  }
+  estimate::ServeConfig cfg;
+  cfg.tp = row["plan"].value("tp", 1);
+  cfg.ep = row["plan"].value("ep", 1);
+  cfg.dp = sys->num_chips() / (cfg.tp * cfg.ep);
+  cfg.weights = *hw::ParseDtype(row.value("weights", "bf16"));
+  cfg.kv = *hw::ParseDtype(row.value("kv", "bf16"));
+  std::string assumptions;
+  for (const json& a : row.value("assumptions", json::array())) {
+    assumptions += "; " + a.get<std::string>();
+  }
+  int k = 0;
+  for (const json& c : row["cases"]) {
+    ++k;
+    cfg.prompt = c["prompt"].get<double>();
+    cfg.output = c["output"].get<double>();
+    if (c["batch"].is_string()) {
+      // Batch chosen by the runtime: the largest that fits, capped at the
+      // 8192 CUDA-graph padding limit the source states.
+      cfg.batch = 1;
+      auto probe = estimate::EstimateServing(mdl->spec, *sys, cfg);
+      if (!probe) {
+        report.skipped.push_back(id + ": " + probe.error().message);
+        return;
+      }
+      cfg.batch = std::max(1.0, std::min(8192.0, probe->max_batch));
+    } else {
+      cfg.batch = c["batch"].get<double>();
+    }
+    auto e = estimate::EstimateServing(mdl->spec, *sys, cfg);
+    if (!e) {
+      report.skipped.push_back(id + ": " + e.error().message);
+      return;
+    }
+    std::string metric = c["metric"];
+    double predicted = metric == "ttft_s" ? e->ttft.si()
+                       : metric == "tokens_per_s_per_user"
+                           ? e->tokens_per_s_per_user
+                           : e->tokens_per_s_per_chip;
+    std::string detail = fmt::format(
+        "{} on {}, tp={} ep={}, batch {}, {} in / {} out, weights {}, KV "
+        "{}{}{}",
+        row.value("model_name", ""), sys->id, cfg.tp, cfg.ep,
+        FormatNumber(cfg.batch), FormatNumber(cfg.prompt),
+        FormatNumber(cfg.output), hw::DtypeName(cfg.weights),
+        hw::DtypeName(cfg.kv),
+        e->feasible ? "" : "; predicted infeasible: " + e->reason, assumptions);
+    AddCase(report, id + "#" + std::to_string(k),
+            sys->chip.is_tpu() ? "inference-tpu" : "inference-gpu", metric,
+            predicted, c["value"].get<double>(), detail,
+            row.value("source", ""));
+  }
+}
+
 }  // namespace
 
 Result<ValidationReport> RunValidation(const catalog::Catalog& cat) {
@@ -131,8 +205,13 @@ Result<ValidationReport> RunValidation(const catalog::Catalog& cat) {
     } catch (const json::exception& e) {
       return ParseError(std::string("not valid JSON: ") + e.what(), f.path);
     }
+    const bool inference = f.path.find("inference") != std::string::npos;
     for (const json& row : doc.value("runs", json::array())) {
       std::string id = row.value("id", "?");
+      if (inference && !row.contains("skip")) {
+        InferenceRow(cat, f.path, row, report);
+        continue;
+      }
       if (row.contains("skip")) {
         report.skipped.push_back(id + ": " + row["skip"].get<std::string>());
         continue;
@@ -227,16 +306,21 @@ Result<ValidationReport> RunValidation(const catalog::Catalog& cat) {
               expected, detail, row.value("source", ""));
     }
   }
-  for (const char* g : {"book", "gpu", "tpu", "all"}) {
+  for (const char* g : {"book", "gpu", "tpu", "all", "inference-gpu",
+                        "inference-tpu", "inference"}) {
     std::vector<double> errs;
+    std::string gs(g);
     for (const ValidationCase& c : report.cases) {
-      if (std::string(g) == "all" ? c.group != "book" : c.group == g) {
-        errs.push_back(std::fabs(c.rel_error));
-      }
+      bool in = gs == "all"         ? (c.group == "gpu" || c.group == "tpu")
+                : gs == "inference" ? c.group.rfind("inference", 0) == 0
+                                    : c.group == gs;
+      if (in) errs.push_back(std::fabs(c.rel_error));
     }
     if (errs.empty()) continue;
     GroupSummary s;
-    s.group = std::string(g) == "all" ? "runs (gpu + tpu)" : g;
+    s.group = gs == "all"         ? "training runs (gpu + tpu)"
+              : gs == "inference" ? "inference runs (gpu + tpu)"
+                                  : gs;
     s.count = static_cast<int>(errs.size());
     s.median_abs_rel_error = Quantile(errs, 0.5);
     s.p90_abs_rel_error = Quantile(errs, 0.9);

@@ -48,6 +48,7 @@ Command AddModelsCommand(CLI::App& app);
 Command AddShardCommand(CLI::App& app);
 Command AddTrainCommand(CLI::App& app);
 Command AddPlanCommand(CLI::App& app);
+Command AddServeCommand(CLI::App& app);
 Command AddValidateCommand(CLI::App& app);
 Command AddMatmulCommand(CLI::App& app);
 Command AddModelCommand(CLI::App& app);

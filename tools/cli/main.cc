@@ -24,6 +24,10 @@ int main(int argc, char** argv) {
       "--batch-tokens 4Mi --seq 4096\n"
       "  scalemodel train --model llama3-70b --system tpu-v5p:8x16x16 --plan "
       "fsdp=256,tp=8 --batch-tokens 4M --seq 4096\n"
+      "  scalemodel serve --model llama3-70b --system h100:8x1 --plan tp=8 "
+      "--batch 64 --prompt 2048 --output 512\n"
+      "  scalemodel plan serve --model llama3-70b --chip tpu-v5e --prompt 8192 "
+      "--output 512 --tpot-max 50ms\n"
       "  scalemodel model llama3-70b --seq 8192\n"
       "  scalemodel matmul 'A[I_X, J] @ B[J, K_Y] -> C[I_X, K_Y]' --system "
       "tpu-v5e:4x4 --mesh X=4,Y=4 --dims I=8192,J=8192,K=32768\n"
@@ -49,7 +53,7 @@ int main(int argc, char** argv) {
       cli::AddModelsCommand(app),   cli::AddModelCommand(app),
       cli::AddShardCommand(app),    cli::AddMatmulCommand(app),
       cli::AddTrainCommand(app),    cli::AddValidateCommand(app),
-      cli::AddPlanCommand(app),
+      cli::AddPlanCommand(app),     cli::AddServeCommand(app),
   };
 
   // An unknown command gets a suggestion rather than CLI11's generic text.

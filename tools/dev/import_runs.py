@@ -262,3 +262,129 @@ def main():
 
 if __name__ == "__main__":
     main()
+
+
+INF_MODELS = [
+    (r"Llama 3\.1 8B|Llama 3 8B", "llama3-8b"), (r"Llama 3\.3 70B", "llama3-70b"),
+    (r"Llama 3\.1 405B", "llama3-405b"), (r"Qwen3-235B", "qwen3-235b-a22b"),
+    (r"Llama 2 13B", "llama2-13b"), (r"Llama 2 70B", "llama2-70b"),
+    (r"Llama 2 7B", "llama2-7b"), (r"DeepSeek-R1", "deepseek-v3"),
+]
+INF_CHIPS = dict(CHIPS, **{"H200-SXM-141GB": "h200"})
+
+
+def convert_inference(r):
+    hw = r["hardware"]
+    chip = INF_CHIPS.get(hw["chip"])
+    out = {"id": r["id"], "source": r["source"], "model_name": r["model"]["name"],
+           "confidence": r.get("confidence")}
+    a = []
+    if chip is None:
+        out["skip"] = "chip %s is not in the catalog" % hw["chip"]
+        return out
+    n = hw["count"]
+    shape = tpu_shape(chip, n) if chip.startswith("tpu") else "%dx1" % n
+    out["system"] = chip + ":" + shape
+    name = r["model"]["name"]
+    cat = next((cid for pat, cid in INF_MODELS if re.search(pat, name)), None)
+    if cat:
+        out["model"] = {"catalog": cat}
+    else:
+        mdl = r["model"]
+        if not all(mdl.get(k) for k in ("d_model", "layers", "n_heads", "vocab", "d_ff")):
+            out["skip"] = "the source does not give the model's shape"
+            return out
+        out["model"] = model_config(mdl)
+    p = r["parallelism"]
+    prec = (p.get("precision") or "").lower()
+    if "fp4" in prec:
+        w, kv = "fp4", "fp8"
+    elif "fp8" in prec:
+        w, kv = "fp8", "fp8"
+    elif "int8" in prec:
+        w, kv = "int8", "int8"
+    else:
+        w, kv = "bf16", "bf16"
+    if "fp16/bf16 kv" in prec:
+        kv = "bf16"
+    if w in ("fp8", "fp4") and "kv" not in prec:
+        a.append("KV cache assumed fp8 with %s weights (TensorRT-LLM checkpoints)" % w)
+    tp = p.get("tp") or 1
+    ep = p.get("ep") or 1
+    moe = cat in ("qwen3-235b-a22b", "deepseek-v3") or bool(r["model"].get("moe"))
+    if moe and ("ep" in prec or "attention-dp" in prec or ep > 1):
+        ep = n if ep == 1 else ep
+        tp = max(1, n // ep)
+        a.append("MoE served with ep=%d, tp=%d over the %d GPUs" % (ep, tp, n))
+    else:
+        tp, ep = n, 1
+    out["plan"] = {"tp": tp, "ep": ep}
+    out["weights"], out["kv"] = w, kv
+    m = r["measured"]
+    cases = []
+    per_group = "whole tp group" in (m.get("metric") or "")
+    if "points" in m:
+        for pt in m["points"]:
+            if pt.get("output_len") is None:
+                if pt.get("ttft_ms") is not None and pt.get("batch"):
+                    cases.append({"batch": pt["batch"], "prompt": pt["input_len"],
+                                  "output": 1, "metric": "ttft_s",
+                                  "value": pt["ttft_ms"] / 1000})
+                continue
+            c = {"batch": pt.get("batch"), "prompt": pt["input_len"],
+                 "output": pt["output_len"]}
+            if pt.get("output_tokens_per_s"):
+                per_chip = pt["output_tokens_per_s"] / n if (per_group or "GPU" not in (m.get("metric") or "")) else pt["output_tokens_per_s"]
+                if "output tokens/s/GPU" in (m.get("metric") or ""):
+                    per_chip = pt["output_tokens_per_s"]
+                cases.append(dict(c, metric="tokens_per_s_per_chip", value=per_chip))
+            if pt.get("ttft_ms") is not None:
+                cases.append(dict(c, metric="ttft_s", value=pt["ttft_ms"] / 1000))
+    else:
+        batch = m.get("batch") or m.get("concurrency")
+        prompt = m.get("input_len") or m.get("max_input_len")
+        output = m.get("output_len") or m.get("max_output_len")
+        if prompt is None and m.get("requests"):
+            prompt = m["input_tokens"] / m["requests"]
+            output = m["output_tokens"] / m["requests"]
+            a.append("mean prompt and output lengths of the request set")
+        c = {"batch": batch, "prompt": prompt, "output": output}
+        if m.get("output_tokens_per_s_per_user") and batch == 1:
+            cases.append(dict(c, metric="tokens_per_s_per_user",
+                              value=m["output_tokens_per_s_per_user"]))
+        elif m.get("output_tokens_per_s_per_chip"):
+            cases.append(dict(c, metric="tokens_per_s_per_chip",
+                              value=m["output_tokens_per_s_per_chip"]))
+        elif m.get("throughput_tokens_per_s"):
+            a.append("JetStream throughput read as output tokens/s for the whole host")
+            cases.append(dict(c, metric="tokens_per_s_per_chip",
+                              value=m["throughput_tokens_per_s"] / n))
+        elif m.get("output_tokens_per_s"):
+            cases.append(dict(c, metric="tokens_per_s_per_chip",
+                              value=m["output_tokens_per_s"] / n))
+    if not cases:
+        out["skip"] = "no comparable measurement"
+        return out
+    for c in cases:
+        if c["batch"] is None:
+            c["batch"] = "max"
+    if any(c["batch"] == "max" for c in cases):
+        a.append("batch not reported (chosen by the runtime): the largest that fits")
+    out["cases"] = cases
+    out["assumptions"] = a
+    return out
+
+
+def main_inference():
+    src = json.load(open(sys.argv[1]))
+    rows = [convert_inference(r) for r in src["entries"] if r["kind"] == "inference"]
+    doc = {"description": "Inference rows of shared/measured/runs.json, normalised "
+           "by tools/dev/import_runs.py; 'assumptions' lists every value filled in.",
+           "runs": rows}
+    with open("data/validation/inference_runs.json", "w") as f:
+        json.dump(doc, f, indent=1)
+        f.write("\n")
+    print("%d inference rows, %d skipped" % (len(rows), sum(1 for r in rows if "skip" in r)))
+
+
+main_inference()
