@@ -88,6 +88,20 @@ LayerCompute ComputeLayer(const model::ModelSpec& m, const ModelConsts& mc,
                           m, cfg.seq, model::AttentionFlops::kCausal) /
                       m.num_layers * t / tp;
   lc.attn_fwd = attn_flops / (eff.attention * C_bf16);
+  if (!cfg.flash_attention && cfg.mode == Mode::kRealistic) {
+    // Materialised attention: QK^T and AV run as batched GEMMs on the full
+    // S x S product (the mask is applied afterwards), and the scores stream
+    // through HBM: written by QK^T, read and written by scale-mask-softmax
+    // and by dropout (with a 1-byte mask), read by AV: ~12 bytes per score
+    // element per forward pass (Korthikanti et al. 2022 count the same
+    // tensors for memory).
+    double full_flops = model::AttentionFlopsPerToken(
+                            m, cfg.seq, model::AttentionFlops::kFull) /
+                        m.num_layers * t / tp;
+    double scores = t * (m.num_heads / tp) * cfg.seq;
+    lc.attn_fwd = full_flops / (eff.gemm_max * C_bf16) +
+                  scores * 12 / (chip.hbm_bandwidth.si() * eff.hbm);
+  }
   // Memory-bound elementwise work per token per layer, forward (docs 5.2).
   double elem =
       10 * D + 3 * f_active + 2.0 * (m.num_heads + m.num_kv_heads) * m.head_dim;
@@ -304,6 +318,13 @@ void EvaluateCore(const ModelConsts& mc, const LayerCompute& lc,
   double acts = in_flight * t * lps * mc.act_bytes_per_token_layer[remat] /
                 (par.sequence_parallel ? tp : 1.0);
   if (full) acts += t * mc.act_none_per_token_layer / tp;
+  // Materialised attention keeps the softmax output, the dropout mask and its
+  // output (2 + 1 + 2 bytes per score element) unless the attention core is
+  // recomputed (selective) or the whole layer is (full).
+  if (!cfg.flash_attention && (cfg.remat == model::Remat::kNone ||
+                               cfg.remat == model::Remat::kSaveMatmulOutputs)) {
+    acts += in_flight * t * lps * (mc.heads / tp) * cfg.seq * 5;
+  }
   acts += t * mc.vocab / tp * 4 * 2;
   r->activations = acts;
   r->capacity = chip.hbm_capacity.si();

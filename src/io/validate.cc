@@ -255,7 +255,28 @@ Result<ValidationReport> RunValidation(const catalog::Catalog& cat) {
         cfg.vpp = row.value("vpp", 1);
       }
       cfg.mode = estimate::Mode::kRealistic;
+      cfg.flash_attention = row.value("flash_attention", true);
       auto est = estimate::EstimateTraining(mdl->spec, *sys, cfg);
+      // A run whose source does not state its recompute policy ran, so it
+      // fit: take the least recompute that fits by our memory model.
+      std::string remat_note;
+      if (est && !est->feasible && !row.value("remat_stated", true)) {
+        for (model::Remat r :
+             {model::Remat::kSelective, model::Remat::kSaveMatmulOutputs,
+              model::Remat::kFull}) {
+          estimate::TrainingConfig c2 = cfg;
+          c2.remat = r;
+          auto e2 = estimate::EstimateTraining(mdl->spec, *sys, c2);
+          if (e2 && e2->feasible) {
+            cfg = c2;
+            est = e2;
+            remat_note = std::string("; recompute not stated: ") +
+                         std::string(model::RematName(r)) +
+                         ", the least that fits";
+            break;
+          }
+        }
+      }
       if (!est) {
         report.skipped.push_back(id + ": " + est.error().message);
         continue;
@@ -295,13 +316,11 @@ Result<ValidationReport> RunValidation(const catalog::Catalog& cat) {
       }
       std::string detail = fmt::format(
           "{} on {}, {}, batch {} x {}, mb {}, remat {}, {}{}{}",
-          m.id.empty() ? row.value("model_name", "")
-                       : row.value("model_name", ""),
-          sys->id, cfg.par.ToString(), row.value("global_batch", 0), cfg.seq,
-          cfg.micro_batch, model::RematName(cfg.remat),
-          hw::DtypeName(cfg.precision),
+          row.value("model_name", ""), sys->id, cfg.par.ToString(),
+          row.value("global_batch", 0), cfg.seq, cfg.micro_batch,
+          model::RematName(cfg.remat), hw::DtypeName(cfg.precision),
           est->feasible ? "" : "; predicted infeasible: " + est->reason,
-          assumptions);
+          assumptions + remat_note);
       AddCase(report, id, sys->chip.is_tpu() ? "tpu" : "gpu", metric, predicted,
               expected, detail, row.value("source", ""));
     }

@@ -209,6 +209,12 @@ def convert(r):
     out["micro_batch"] = mb
     out["global_batch"] = gb
     out["remat"] = remat_of(p.get("recompute"), a, r["source"])
+    out["remat_stated"] = bool(p.get("recompute"))
+    # FlashAttention (Dao et al., May 2022) reached Megatron-LM later; the
+    # 2021-2022 Megatron papers used kernels that materialise the scores.
+    if "Narayanan" in r["source"] or "Korthikanti" in r["source"]:
+        out["flash_attention"] = False
+        a.append("attention materialises the S x S scores (pre-FlashAttention Megatron, 2021-2022)")
     prec = (p.get("precision") or "").lower()
     out["precision"] = "fp8" if "fp8" in prec else "bf16"
     vpp = p.get("vpp")

@@ -65,6 +65,9 @@ struct TrainingConfig {
   bool offload_optimizer = false;  // optimizer state in host memory
   double load_imbalance = 1.0;     // MoE: busiest expert / mean
   model::AttentionFlops attention = model::AttentionFlops::kCausal;
+  // Fused (flash) attention, or the pre-2022 kernels that materialise the
+  // S x S scores in HBM (scale, mask, softmax, dropout as separate passes).
+  bool flash_attention = true;
   double tokens = 0;  // total training tokens (0: not asked)
   // Order in which degrees are laid onto physical axes, innermost first
   // (indices of estimate::ParIndex); empty: tp, cp, ep, fsdp, dp, pp.
