@@ -121,16 +121,57 @@ void BookCases(const catalog::Catalog& cat, ValidationReport& r) {
           6.3e24, "6 x params x tokens", src);
 }
 
+// The model of a validation row: a catalog reference or an inline config.
+Result<ImportedModel> RowModel(const catalog::Catalog& cat,
+                               const std::string& path, const json& row) {
+  if (row["model"].contains("catalog")) {
+    return FindModel(cat, row["model"]["catalog"].get<std::string>());
+  }
+  return ParseHfConfig(row["model"].dump(), path + ":" + row.value("id", "?"));
+}
+
+// A training row's model, system and stated layout.
+Result<TrainingRun> ReadTrainingRun(const catalog::Catalog& cat,
+                                    const std::string& path, const json& row) {
+  TrainingRun run;
+  run.id = row.value("id", "?");
+  auto mdl = RowModel(cat, path, row);
+  if (!mdl) return tl::unexpected(mdl.error());
+  run.model = mdl->spec;
+  auto sys = cat.FindSystem(row["system"].get<std::string>());
+  if (!sys) return tl::unexpected(sys.error());
+  run.system = *sys;
+  estimate::TrainingConfig& cfg = run.config;
+  const json& p = row["plan"];
+  cfg.par.dp = p.value("dp", 1);
+  cfg.par.fsdp = p.value("fsdp", 1);
+  cfg.par.tp = p.value("tp", 1);
+  cfg.par.pp = p.value("pp", 1);
+  cfg.par.ep = p.value("ep", 1);
+  cfg.par.cp = p.value("cp", 1);
+  cfg.par.zero = p.value("zero", 0);
+  cfg.par.sequence_parallel = row.value("sequence_parallel", true);
+  cfg.seq = row.value("seq", 2048.0);
+  cfg.batch_tokens = row.value("global_batch", 1.0) * cfg.seq;
+  cfg.micro_batch = row.value("micro_batch", 1);
+  cfg.remat = *model::ParseRemat(row.value("remat", "none"));
+  cfg.precision = row.value("precision", "bf16") == "fp8" ? hw::Dtype::kFp8
+                                                          : hw::Dtype::kBf16;
+  if (row.contains("schedule")) {
+    cfg.schedule = *estimate::ParseSchedule(row["schedule"].get<std::string>());
+    cfg.vpp = row.value("vpp", 1);
+  }
+  cfg.mode = estimate::Mode::kRealistic;
+  cfg.flash_attention = row.value("flash_attention", true);
+  run.remat_stated = row.value("remat_stated", true);
+  return run;
+}
+
 // One published serving row: each measured point is a case.
 void InferenceRow(const catalog::Catalog& cat, const std::string& path,
                   const json& row, ValidationReport& report) {
   std::string id = row.value("id", "?");
-  Result<ImportedModel> mdl = tl::unexpected(Error{});
-  if (row["model"].contains("catalog")) {
-    mdl = FindModel(cat, row["model"]["catalog"].get<std::string>());
-  } else {
-    mdl = ParseHfConfig(row["model"].dump(), path + ":" + id);
-  }
+  auto mdl = RowModel(cat, path, row);
   if (!mdl) {
     report.skipped.push_back(id + ": " + mdl.error().ToString());
     return;
@@ -216,57 +257,25 @@ Result<ValidationReport> RunValidation(const catalog::Catalog& cat) {
         report.skipped.push_back(id + ": " + row["skip"].get<std::string>());
         continue;
       }
-      // Model: a catalog reference or an inline config.
-      Result<ImportedModel> mdl = tl::unexpected(Error{});
-      if (row["model"].contains("catalog")) {
-        mdl = FindModel(cat, row["model"]["catalog"].get<std::string>());
-      } else {
-        mdl = ParseHfConfig(row["model"].dump(), f.path + ":" + id);
-      }
-      if (!mdl) {
-        report.skipped.push_back(id + ": " + mdl.error().ToString());
+      auto run = ReadTrainingRun(cat, f.path, row);
+      if (!run) {
+        report.skipped.push_back(id + ": " + run.error().ToString());
         continue;
       }
-      auto sys = cat.FindSystem(row["system"].get<std::string>());
-      if (!sys) {
-        report.skipped.push_back(id + ": " + sys.error().message);
-        continue;
-      }
-      estimate::TrainingConfig cfg;
-      const json& p = row["plan"];
-      cfg.par.dp = p.value("dp", 1);
-      cfg.par.fsdp = p.value("fsdp", 1);
-      cfg.par.tp = p.value("tp", 1);
-      cfg.par.pp = p.value("pp", 1);
-      cfg.par.ep = p.value("ep", 1);
-      cfg.par.cp = p.value("cp", 1);
-      cfg.par.zero = p.value("zero", 0);
-      cfg.par.sequence_parallel = row.value("sequence_parallel", true);
-      cfg.seq = row.value("seq", 2048.0);
-      cfg.batch_tokens = row.value("global_batch", 1.0) * cfg.seq;
-      cfg.micro_batch = row.value("micro_batch", 1);
-      cfg.remat = *model::ParseRemat(row.value("remat", "none"));
-      cfg.precision = row.value("precision", "bf16") == "fp8"
-                          ? hw::Dtype::kFp8
-                          : hw::Dtype::kBf16;
-      if (row.contains("schedule")) {
-        cfg.schedule =
-            *estimate::ParseSchedule(row["schedule"].get<std::string>());
-        cfg.vpp = row.value("vpp", 1);
-      }
-      cfg.mode = estimate::Mode::kRealistic;
-      cfg.flash_attention = row.value("flash_attention", true);
-      auto est = estimate::EstimateTraining(mdl->spec, *sys, cfg);
+      estimate::TrainingConfig cfg = run->config;
+      const hw::System* sys = &run->system;
+      const model::ModelSpec& spec = run->model;
+      auto est = estimate::EstimateTraining(spec, *sys, cfg);
       // A run whose source does not state its recompute policy ran, so it
       // fit: take the least recompute that fits by our memory model.
       std::string remat_note;
-      if (est && !est->feasible && !row.value("remat_stated", true)) {
+      if (est && !est->feasible && !run->remat_stated) {
         for (model::Remat r :
              {model::Remat::kSelective, model::Remat::kSaveMatmulOutputs,
               model::Remat::kFull}) {
           estimate::TrainingConfig c2 = cfg;
           c2.remat = r;
-          auto e2 = estimate::EstimateTraining(mdl->spec, *sys, c2);
+          auto e2 = estimate::EstimateTraining(spec, *sys, c2);
           if (e2 && e2->feasible) {
             cfg = c2;
             est = e2;
@@ -281,7 +290,7 @@ Result<ValidationReport> RunValidation(const catalog::Catalog& cat) {
         report.skipped.push_back(id + ": " + est.error().message);
         continue;
       }
-      const model::ModelSpec& m = mdl->spec;
+      const model::ModelSpec& m = spec;
       std::string conv = row.value("flops_convention", "model_causal");
       double per_token = conv == "model_full"
                              ? model::TrainFlopsPerToken(
@@ -382,6 +391,27 @@ std::string AccuracyMarkdown(const ValidationReport& r) {
     for (const std::string& s : r.skipped) out += "- " + s + "\n";
   }
   return out;
+}
+
+std::vector<TrainingRun> TrainingRuns(const catalog::Catalog& cat,
+                                      std::vector<std::string>* skipped) {
+  std::vector<TrainingRun> runs;
+  for (const catalog::DataFile& f : cat.validation_files()) {
+    if (f.path.find("training") == std::string::npos) continue;
+    json doc = json::parse(f.contents, nullptr, false);
+    if (doc.is_discarded()) continue;
+    for (const json& row : doc.value("runs", json::array())) {
+      if (row.contains("skip")) continue;
+      auto run = ReadTrainingRun(cat, f.path, row);
+      if (run) {
+        runs.push_back(*run);
+      } else if (skipped) {
+        skipped->push_back(row.value("id", "?") + ": " +
+                           run.error().ToString());
+      }
+    }
+  }
+  return runs;
 }
 
 }  // namespace scalemodel::io

@@ -6,8 +6,8 @@
 #include <mutex>
 
 #include "../testing/catalog.h"
-#include "nlohmann/json.hpp"
 #include "scalemodel/io/hf_config.h"
+#include "scalemodel/io/validate.h"
 
 namespace scalemodel::search {
 namespace {
@@ -140,53 +140,25 @@ TEST(SearchTest, Deterministic) {
 // Quality: for every published run whose layout fits by our model, the
 // search's best plan is at least as fast as the published layout.
 TEST(SearchTest, BestBeatsEveryPublishedLayout) {
-  const auto& files = BuiltinCatalog().validation_files();
-  ASSERT_FALSE(files.empty());
+  std::vector<std::string> skipped;
+  std::vector<io::TrainingRun> runs =
+      io::TrainingRuns(BuiltinCatalog(), &skipped);
+  EXPECT_TRUE(skipped.empty());
+  ASSERT_GT(runs.size(), 100u);
   int checked = 0;
-  for (const auto& f : files) {
-    if (f.path.find("training") == std::string::npos) continue;
-    nlohmann::json doc = nlohmann::json::parse(f.contents);
-    for (const auto& row : doc["runs"]) {
-      if (row.contains("skip")) continue;
-      auto mdl = row["model"].contains("catalog")
-                     ? io::FindModel(BuiltinCatalog(),
-                                     row["model"]["catalog"].get<std::string>())
-                     : io::ParseHfConfig(row["model"].dump(), "row");
-      ASSERT_TRUE(mdl.has_value());
-      auto sys = BuiltinCatalog().FindSystem(row["system"].get<std::string>());
-      ASSERT_TRUE(sys.has_value());
-      estimate::TrainingConfig c;
-      const auto& p = row["plan"];
-      c.par.dp = p["dp"];
-      c.par.fsdp = p["fsdp"];
-      c.par.tp = p["tp"];
-      c.par.pp = p["pp"];
-      c.par.ep = p["ep"];
-      c.par.cp = p["cp"];
-      c.par.zero = p["zero"];
-      c.seq = row["seq"];
-      c.batch_tokens = row["global_batch"].get<double>() * c.seq;
-      c.micro_batch = row["micro_batch"];
-      c.remat = *model::ParseRemat(row["remat"].get<std::string>());
-      c.precision =
-          row["precision"] == "fp8" ? hw::Dtype::kFp8 : hw::Dtype::kBf16;
-      if (row.contains("schedule")) {
-        c.schedule =
-            *estimate::ParseSchedule(row["schedule"].get<std::string>());
-        c.vpp = row["vpp"];
-      }
-      auto published = estimate::EstimateTraining(mdl->spec, *sys, c);
-      if (!published || !published->feasible) continue;
-      SearchOptions opt;
-      opt.base = c;
-      opt.top_k = 1;
-      auto r = SearchTraining(mdl->spec, *sys, opt);
-      ASSERT_TRUE(r.has_value());
-      ASSERT_FALSE(r->plans.empty()) << row["id"];
-      EXPECT_LE(r->plans[0].step_time_s, published->step_time.si() * (1 + 1e-9))
-          << row["id"] << ": best " << r->plans[0].Key();
-      ++checked;
-    }
+  for (const io::TrainingRun& run : runs) {
+    auto published =
+        estimate::EstimateTraining(run.model, run.system, run.config);
+    if (!published || !published->feasible) continue;
+    SearchOptions opt;
+    opt.base = run.config;
+    opt.top_k = 1;
+    auto r = SearchTraining(run.model, run.system, opt);
+    ASSERT_TRUE(r.has_value());
+    ASSERT_FALSE(r->plans.empty()) << run.id;
+    EXPECT_LE(r->plans[0].step_time_s, published->step_time.si() * (1 + 1e-9))
+        << run.id << ": best " << r->plans[0].Key();
+    ++checked;
   }
   EXPECT_GT(checked, 40);
 }

@@ -1053,8 +1053,26 @@ static Result<TrainInputs> ResolveTrain(const catalog::Catalog& cat,
     if (!plan) return tl::unexpected(plan.error());
     c.par = *plan;
   }
-  auto bt = ParseOption<double>("--batch-tokens", o.batch_tokens,
-                                [](auto& t) { return units::ParseCount(t); });
+  // Tokens ("4Mi") or the SEQUENCESxLENGTH shorthand ("1536x2048").
+  Result<double> bt = tl::unexpected(Error{});
+  if (o.batch_tokens.find('x') != std::string::npos) {
+    auto parts = Split(o.batch_tokens, 'x');
+    auto a =
+        parts.size() == 2 ? units::ParseCount(parts[0]) : Result<double>(0.0);
+    auto b =
+        parts.size() == 2 ? units::ParseCount(parts[1]) : Result<double>(0.0);
+    if (parts.size() != 2 || !a || !b) {
+      return InvalidArgument(
+          "expected tokens (4Mi) or SEQUENCESxLENGTH "
+          "(1536x2048), got '" +
+              o.batch_tokens + "'",
+          "--batch-tokens");
+    }
+    bt = *a * *b;
+  } else {
+    bt = ParseOption<double>("--batch-tokens", o.batch_tokens,
+                             [](auto& t) { return units::ParseCount(t); });
+  }
   if (!bt) return tl::unexpected(bt.error());
   auto seq = ParseOption<double>("--seq", o.seq,
                                  [](auto& t) { return units::ParseCount(t); });
@@ -1248,21 +1266,7 @@ Command AddTrainCommand(CLI::App& app) {
       "--tokens 15T");
   AddTrainOptions(c.app, *o, true);
   c.action = [o](const catalog::Catalog& cat) -> Result<Output> {
-    // "1536x2048" batch shorthand: sequences x length.
     TrainOptionsCli opts = *o;
-    if (opts.batch_tokens.find('x') != std::string::npos) {
-      auto parts = Split(opts.batch_tokens, 'x');
-      auto a = units::ParseCount(parts[0]);
-      auto b = parts.size() == 2 ? units::ParseCount(parts[1]) : a;
-      if (!a || !b || parts.size() != 2) {
-        return InvalidArgument(
-            "expected tokens (4M) or SEQUENCESxLENGTH "
-            "(1536x2048), got '" +
-                opts.batch_tokens + "'",
-            "--batch-tokens");
-      }
-      opts.batch_tokens = fmt::format("{:.0f}", *a * *b);
-    }
     auto in = ResolveTrain(cat, opts, true);
     if (!in) return tl::unexpected(in.error());
     auto est =
@@ -1838,19 +1842,6 @@ Command AddPlanCommand(CLI::App& app) {
           "--objective");
     }
     TrainOptionsCli opts = o->train;
-    if (opts.batch_tokens.find('x') != std::string::npos) {
-      auto parts = Split(opts.batch_tokens, 'x');
-      auto a = units::ParseCount(parts[0]);
-      auto b = parts.size() == 2 ? units::ParseCount(parts[1]) : a;
-      if (!a || !b || parts.size() != 2) {
-        return InvalidArgument(
-            "expected tokens (4Mi) or SEQUENCESxLENGTH "
-            "(1536x2048), got '" +
-                opts.batch_tokens + "'",
-            "--batch-tokens");
-      }
-      opts.batch_tokens = fmt::format("{:.0f}", *a * *b);
-    }
     auto in = ResolveTrain(cat, opts, false);
     if (!in) return tl::unexpected(in.error());
     search::SearchOptions so;

@@ -9,6 +9,8 @@
 
 #include "scalemodel/base/error.h"
 #include "scalemodel/catalog/catalog.h"
+#include "scalemodel/estimate/training.h"
+#include "scalemodel/model/transformer.h"
 
 namespace scalemodel::io {
 
@@ -38,6 +40,20 @@ struct ValidationReport {
 };
 
 Result<ValidationReport> RunValidation(const catalog::Catalog& catalog);
+
+// One published training run from data/validation, ready to estimate: the
+// model (catalog or inline config), the system, and the stated layout.
+struct TrainingRun {
+  std::string id;
+  model::ModelSpec model;
+  hw::System system;
+  estimate::TrainingConfig config;
+  bool remat_stated = true;
+};
+// Reads every training run of the catalog's validation files; rows marked
+// "skip" are left out, and rows that cannot be read go to `skipped`.
+std::vector<TrainingRun> TrainingRuns(const catalog::Catalog& catalog,
+                                      std::vector<std::string>* skipped);
 
 // docs/accuracy.md: every row, the failures too, and the summary.
 std::string AccuracyMarkdown(const ValidationReport& report);
