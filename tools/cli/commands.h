@@ -13,6 +13,8 @@
 #include "scalemodel/base/error.h"
 #include "scalemodel/catalog/catalog.h"
 #include "scalemodel/io/json.h"
+#include "scalemodel/net/collective.h"
+#include "scalemodel/units/format.h"
 
 namespace scalemodel::cli {
 
@@ -70,6 +72,28 @@ Result<T> ParseOption(const std::string& option, const std::string& text,
 
 // Left-aligned text table: first row is the header.
 std::string Table(const std::vector<std::vector<std::string>>& rows);
+
+// "peak" or "realistic"; the error names `where`.
+Result<net::Mode> ParseMode(const std::string& text, const char* where);
+
+// plan serve's options and search (serve_commands.cc), wired into the plan
+// command (train_commands.cc).
+struct ServeSearchCli {
+  std::string model, chip, prompt = "1024", output = "256", weights = "bf16",
+                           kv = "bf16", mode = "realistic", tpot_max, ttft_max;
+  int max_chips = 0;
+  double price = 0;
+};
+void AddServeSearchOptions(CLI::App* app, ServeSearchCli& o);
+Result<Output> RunServeSearch(const catalog::Catalog& cat,
+                              const ServeSearchCli& o);
+
+// Shorthands the command files share.
+using io::Json;
+using units::FormatBandwidth;
+using units::FormatBytes;
+using units::FormatFlopRate;
+using units::FormatSeconds;
 
 }  // namespace scalemodel::cli
 

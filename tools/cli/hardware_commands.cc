@@ -1,0 +1,522 @@
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+
+#include "commands.h"
+#include "fmt/format.h"
+#include "scalemodel/base/strings.h"
+#include "scalemodel/estimate/inference.h"
+#include "scalemodel/estimate/training.h"
+#include "scalemodel/io/hf_config.h"
+#include "scalemodel/io/validate.h"
+#include "scalemodel/model/transformer.h"
+#include "scalemodel/net/collective.h"
+#include "scalemodel/roofline/roofline.h"
+#include "scalemodel/search/parallelism.h"
+#include "scalemodel/sharding/matmul.h"
+#include "scalemodel/units/format.h"
+#include "scalemodel/units/parse.h"
+
+namespace scalemodel::cli {
+namespace {
+
+std::string RateOrDash(units::FlopsPerSecond r) {
+  return r.si() > 0 ? FormatFlopRate(r) : "-";
+}
+
+std::string ChipLinks(const hw::Chip& c) {
+  if (c.ici) {
+    return fmt::format("ICI {} x {} one-way", c.ici->links_per_chip,
+                       FormatBandwidth(c.ici->link_bandwidth));
+  }
+  if (c.nvlink) {
+    return fmt::format("NVLink {}/dir, domain {}",
+                       FormatBandwidth(c.nvlink->bandwidth),
+                       c.nvlink->domain_size);
+  }
+  return "-";
+}
+
+}  // namespace
+
+Command AddChipsCommand(CLI::App& app) {
+  Command c;
+  c.app = app.add_subcommand(
+      "chips",
+      "List the chips in the catalog with their peak rates and memory.\n"
+      "Example: scalemodel chips --json");
+  c.action = [](const catalog::Catalog& cat) -> Result<Output> {
+    Output out;
+    Json list = Json::array();
+    std::vector<std::vector<std::string>> rows = {
+        {"chip", "name", "bf16", "fp8", "int8", "HBM", "HBM bw", "links",
+         "$/chip-h"}};
+    std::vector<const hw::Chip*> chips;
+    for (const hw::Chip& chip : cat.chips()) chips.push_back(&chip);
+    std::sort(chips.begin(), chips.end(),
+              [](auto* a, auto* b) { return a->id < b->id; });
+    for (const hw::Chip* chip : chips) {
+      list.push_back(io::ToJson(*chip));
+      rows.push_back(
+          {chip->id, chip->name, RateOrDash(chip->Peak(hw::Dtype::kBf16)),
+           RateOrDash(chip->Peak(hw::Dtype::kFp8)),
+           RateOrDash(chip->Peak(hw::Dtype::kInt8)),
+           FormatBytes(chip->hbm_capacity),
+           FormatBandwidth(chip->hbm_bandwidth), ChipLinks(*chip),
+           chip->price ? fmt::format("{:.2f}", chip->price->usd_per_chip_hour)
+                       : "-"});
+    }
+    out.json = Document(Json::object(), Json{{"chips", list}});
+    out.text = Table(rows) +
+               "\nRates are dense (no sparsity) per chip; link bandwidths "
+               "are per direction.\n`scalemodel chip NAME` shows every "
+               "number with its source.\n";
+    return out;
+  };
+  return c;
+}
+
+Command AddChipCommand(CLI::App& app) {
+  Command c;
+  auto name = std::make_shared<std::string>();
+  c.app = app.add_subcommand(
+      "chip",
+      "Show one chip: every catalog number with its unit and source.\n"
+      "Example: scalemodel chip tpu-v5p");
+  c.app->add_option("name", *name, "Chip id or alias (e.g. h100, v5e)")
+      ->required();
+  c.action = [name](const catalog::Catalog& cat) -> Result<Output> {
+    auto chip = cat.FindChip(*name);
+    if (!chip) return tl::unexpected(chip.error());
+    const hw::Chip& ch = **chip;
+    Output out;
+    out.json = Document(Json{{"name", *name}}, io::ToJson(ch));
+    std::vector<std::vector<std::string>> rows = {
+        {"quantity", "value", "source"}};
+    auto src = [&](const std::string& key) {
+      auto it = ch.sources.find(key);
+      return it == ch.sources.end() ? std::string("-") : it->second;
+    };
+    for (hw::Dtype d : hw::kAllDtypes) {
+      if (ch.Peak(d).si() <= 0) continue;
+      std::string key(hw::DtypeName(d));
+      rows.push_back({key + " peak (dense)", FormatFlopRate(ch.Peak(d)),
+                      src("compute." + key)});
+    }
+    rows.push_back({"HBM capacity",
+                    FormatBytes(ch.hbm_capacity) + " (" +
+                        units::FormatBytesBinary(ch.hbm_capacity) + ")",
+                    src("memory.hbm_capacity")});
+    rows.push_back({"HBM bandwidth", FormatBandwidth(ch.hbm_bandwidth),
+                    src("memory.hbm_bandwidth")});
+    for (const hw::OnChipMemory& m : ch.on_chip) {
+      rows.push_back(
+          {m.name,
+           FormatBytes(m.capacity) + (m.bandwidth.si() > 0
+                                          ? ", " + FormatBandwidth(m.bandwidth)
+                                          : std::string()),
+           src("on_chip." + m.name)});
+    }
+    if (ch.ici) {
+      rows.push_back(
+          {"ICI link (one-way)",
+           fmt::format(
+               "{} x {}, {}D torus, max slice {}", ch.ici->links_per_chip,
+               FormatBandwidth(ch.ici->link_bandwidth), ch.ici->torus_dims,
+               fmt::format("{}", fmt::join(ch.ici->max_slice, "x"))),
+           src("ici.link_bandwidth")});
+      rows.push_back({"ICI hop latency", FormatSeconds(ch.ici->hop_latency),
+                      src("ici.hop_latency")});
+    }
+    if (ch.nvlink) {
+      rows.push_back(
+          {"NVLink (per direction)",
+           fmt::format("{}, domain of {}{}",
+                       FormatBandwidth(ch.nvlink->bandwidth),
+                       ch.nvlink->domain_size,
+                       ch.nvlink->in_network_reduction ? ", NVLS" : ""),
+           src("nvlink.bandwidth")});
+    }
+    if (ch.scale_out) {
+      rows.push_back({ch.is_tpu() ? "DCN (per chip, per direction)"
+                                  : "Scale-out NIC (per GPU, per direction)",
+                      FormatBandwidth(ch.scale_out->bandwidth) + ", " +
+                          ch.scale_out->fabric,
+                      src("scale_out.bandwidth")});
+    }
+    rows.push_back({"Host link (per direction)",
+                    FormatBandwidth(ch.pcie_bandwidth),
+                    src("host.pcie_bandwidth")});
+    if (ch.power_watts > 0) {
+      rows.push_back(
+          {"Power", fmt::format("{:.0f} W", ch.power_watts), src("power.tdp")});
+    }
+    rows.push_back({"Price",
+                    ch.price ? fmt::format("${:.2f} per chip-hour",
+                                           ch.price->usd_per_chip_hour)
+                             : "not in catalog",
+                    src("price.usd_per_chip_hour")});
+    double bf16 = ch.Peak(hw::Dtype::kBf16).si();
+    out.text = ch.name + " (" + ch.id + ")\n\n" + Table(rows) +
+               fmt::format(
+                   "\nCritical intensity (bf16 vs HBM): {:.0f} "
+                   "FLOP/byte\n",
+                   bf16 / ch.hbm_bandwidth.si());
+    return out;
+  };
+  return c;
+}
+
+Command AddSystemsCommand(CLI::App& app) {
+  Command c;
+  c.app = app.add_subcommand(
+      "systems",
+      "List the named systems in the catalog. Any CHIP:SHAPE also works as a "
+      "system:\n  TPU  tpu-v5e:16x16, tpu-v5p:16x20x28, tpu-v5p:16x16x16/4 "
+      "(4 slices over DCN)\n  GPU  h100:8x128 (128 nodes of 8), gb200:72x8 "
+      "(8 NVL72 racks)");
+  c.action = [](const catalog::Catalog& cat) -> Result<Output> {
+    Output out;
+    Json list = Json::array();
+    std::vector<std::vector<std::string>> rows = {
+        {"system", "chips", "shape", "peak bf16", "name"}};
+    for (const catalog::SystemEntry& e : cat.systems()) {
+      auto sys = cat.FindSystem(e.id);
+      if (!sys) return tl::unexpected(sys.error());
+      Json j = io::ToJson(*sys);
+      j["shape"] = e.shape;
+      list.push_back(j);
+      rows.push_back(
+          {e.id, std::to_string(sys->num_chips()), e.chip + ":" + e.shape,
+           FormatFlopRate(units::FlopsPerSecond(
+               sys->num_chips() * sys->chip.Peak(hw::Dtype::kBf16).si())),
+           e.name});
+    }
+    out.json = Document(Json::object(), Json{{"systems", list}});
+    out.text = Table(rows) +
+               "\nAny CHIP:SHAPE is a system too: tpu-v5e:16x16, "
+               "tpu-v5p:16x16x16/4, h100:8x128, gb200:72x8.\n";
+    return out;
+  };
+  return c;
+}
+
+Command AddSystemCommand(CLI::App& app) {
+  Command c;
+  auto name = std::make_shared<std::string>();
+  c.app = app.add_subcommand(
+      "system",
+      "Show one system's physical axes, links and totals.\n"
+      "Example: scalemodel system tpu-v5p:8x16x16   (or a catalog name)");
+  c.app->add_option("name", *name, "Catalog system or CHIP:SHAPE")->required();
+  c.action = [name](const catalog::Catalog& cat) -> Result<Output> {
+    auto sys = cat.FindSystem(*name);
+    if (!sys)
+      return tl::unexpected(
+          Error{sys.error().code, sys.error().message, "system"});
+    Output out;
+    out.json = Document(Json{{"system", *name}}, io::ToJson(*sys));
+    std::vector<std::vector<std::string>> rows = {
+        {"axis", "kind", "size", "bandwidth/chip/dir", "hop latency", "notes"}};
+    for (const hw::PhysicalAxis& a : sys->axes) {
+      std::string notes;
+      if (a.kind == hw::AxisKind::kIci) {
+        notes = a.wraparound ? "ring (wraparound)" : "no wraparound";
+      }
+      if (a.in_network_reduction) notes += "in-network reduction";
+      for (const hw::SwitchTier& t : a.tiers) {
+        notes += fmt::format(
+            "{}{} of {}{}", notes.empty() ? "" : "; ", t.name, t.group_size,
+            t.oversubscription > 1
+                ? fmt::format(" ({:.0f}:1 oversubscribed)", t.oversubscription)
+                : "");
+      }
+      rows.push_back({a.name, std::string(hw::AxisKindName(a.kind)),
+                      std::to_string(a.size), FormatBandwidth(a.bandwidth),
+                      FormatSeconds(a.hop_latency), notes});
+    }
+    out.text = fmt::format(
+        "{} — {} chips\n\n{}\nPeak bf16 {}, HBM {}\n", sys->name,
+        sys->num_chips(), Table(rows),
+        FormatFlopRate(units::FlopsPerSecond(
+            sys->num_chips() * sys->chip.Peak(hw::Dtype::kBf16).si())),
+        FormatBytes(
+            units::Bytes(sys->num_chips() * sys->chip.hbm_capacity.si())));
+    return out;
+  };
+  return c;
+}
+
+namespace {
+
+struct RooflineOptions {
+  std::string chip;
+  std::string matmul;
+  std::string flops;
+  std::string bytes;
+  std::string dtype = "bf16";
+  std::string weight_dtype;
+  std::string compute_dtype;
+  std::string level = "hbm";
+};
+
+Result<roofline::MatmulShape> ParseMatmul(const std::string& text) {
+  std::vector<std::string> parts = Split(text, 'x');
+  if (parts.size() != 3) {
+    return InvalidArgument(
+        "expected BxDxF such as 512x8192x8192, got '" + text + "'", "--matmul");
+  }
+  double v[3];
+  for (int i = 0; i < 3; ++i) {
+    auto n = units::ParseCount(parts[i]);
+    if (!n) {
+      return InvalidArgument("expected BxDxF such as 512x8192x8192, got '" +
+                                 text + "' (" + n.error().message + ")",
+                             "--matmul");
+    }
+    v[i] = *n;
+  }
+  return roofline::MatmulShape{v[0], v[1], v[2]};
+}
+
+}  // namespace
+
+Command AddRooflineCommand(CLI::App& app) {
+  Command c;
+  auto o = std::make_shared<RooflineOptions>();
+  c.app = app.add_subcommand(
+      "roofline",
+      "Is an operation compute- or memory-bound on a chip, and how long does "
+      "it take?\nA matmul X[B,D] . W[D,F] does 2BDF FLOPs and moves the "
+      "bytes of X, W and the output.\n\nExamples:\n"
+      "  scalemodel roofline --chip tpu-v5e --matmul 512x8192x8192\n"
+      "  scalemodel roofline --chip tpu-v5e --matmul 128x8192x8192 "
+      "--weight-dtype int8\n"
+      "  scalemodel roofline --chip tpu-v5e --matmul 16x4096x16384 --dtype "
+      "int8 --level vmem\n"
+      "  scalemodel roofline --chip h100 --flops 1e12 --bytes 2GB");
+  c.app->add_option("--chip", o->chip, "Chip id or alias")->required();
+  c.app->add_option("--matmul", o->matmul,
+                    "Matmul shape BxDxF: B tokens, D contracting, F output "
+                    "features (suffixes OK: 4Kx8Kx8K)");
+  c.app->add_option("--flops", o->flops,
+                    "FLOPs of an arbitrary op (1e12, 1.5T)");
+  c.app->add_option("--bytes", o->bytes,
+                    "Bytes it moves (4096, 128MiB, 1.5GB)");
+  c.app
+      ->add_option("--dtype", o->dtype,
+                   "Activation (and default compute) dtype: fp32, bf16, "
+                   "fp16, fp8, int8, int4")
+      ->capture_default_str();
+  c.app->add_option("--weight-dtype", o->weight_dtype,
+                    "Weight dtype (default: --dtype). int8 weights with bf16 "
+                    "activations compute in bf16");
+  c.app->add_option("--compute-dtype", o->compute_dtype,
+                    "Override the dtype whose peak rate is used");
+  c.app
+      ->add_option("--level", o->level,
+                   "Memory level: hbm, or onchip (VMEM / L2 where the catalog "
+                   "has a bandwidth)")
+      ->capture_default_str();
+  c.action = [o](const catalog::Catalog& cat) -> Result<Output> {
+    auto chip = cat.FindChip(o->chip);
+    if (!chip) {
+      return tl::unexpected(
+          Error{chip.error().code, chip.error().message, "--chip"});
+    }
+    auto with_where = [](Error e, const char* where) {
+      e.where = where;
+      return tl::unexpected(e);
+    };
+    auto act = hw::ParseDtype(o->dtype);
+    if (!act) return with_where(act.error(), "--dtype");
+    roofline::MatmulDtypes dt;
+    dt.activations = *act;
+    dt.weights = *act;
+    if (!o->weight_dtype.empty()) {
+      auto w = hw::ParseDtype(o->weight_dtype);
+      if (!w) return with_where(w.error(), "--weight-dtype");
+      dt.weights = *w;
+    }
+    if (!o->compute_dtype.empty()) {
+      auto cd = hw::ParseDtype(o->compute_dtype);
+      if (!cd) return with_where(cd.error(), "--compute-dtype");
+      dt.compute = *cd;
+    }
+    roofline::MemoryLevel level;
+    std::string lvl = ToLower(o->level);
+    if (lvl == "hbm") {
+      level = roofline::MemoryLevel::kHbm;
+    } else if (lvl == "onchip" || lvl == "vmem" || lvl == "l2" ||
+               lvl == "smem") {
+      level = roofline::MemoryLevel::kOnChip;
+    } else {
+      return InvalidArgument(
+          "expected 'hbm' or 'onchip', got '" + o->level + "'", "--level");
+    }
+    bool matmul = !o->matmul.empty();
+    bool raw = !o->flops.empty() || !o->bytes.empty();
+    if (matmul == raw) {
+      return InvalidArgument(
+          "give either --matmul BxDxF or both --flops and --bytes", "roofline");
+    }
+    Json inputs = {{"chip", (*chip)->id},
+                   {"dtype", std::string(hw::DtypeName(dt.activations))},
+                   {"weight_dtype", std::string(hw::DtypeName(dt.weights))},
+                   {"level", lvl}};
+    Output out;
+    const roofline::Roofline* r = nullptr;
+    roofline::MatmulRoofline mm;
+    roofline::Roofline op;
+    std::string extra;
+    if (matmul) {
+      auto shape = ParseMatmul(o->matmul);
+      if (!shape) return tl::unexpected(shape.error());
+      auto res = roofline::AnalyzeMatmul(**chip, *shape, dt, level);
+      if (!res) return tl::unexpected(res.error());
+      mm = *res;
+      r = &mm.roofline;
+      inputs["matmul"] = {{"b", shape->b}, {"d", shape->d}, {"f", shape->f}};
+      out.json = Document(inputs, io::ToJson(mm));
+      extra = fmt::format(
+          "Compute-bound above about {:.0f} tokens per matmul (the book's "
+          "B >> crit rule: {:.0f}; compute in {}).\n",
+          mm.critical_batch_exact, mm.critical_batch,
+          hw::DtypeName(mm.compute_dtype));
+    } else {
+      if (o->flops.empty() || o->bytes.empty()) {
+        return InvalidArgument("give both --flops and --bytes", "roofline");
+      }
+      auto f = ParseOption<units::Flops>(
+          "--flops", o->flops, [](auto& t) { return units::ParseFlops(t); });
+      if (!f) return tl::unexpected(f.error());
+      auto b = ParseOption<units::Bytes>(
+          "--bytes", o->bytes, [](auto& t) { return units::ParseBytes(t); });
+      if (!b) return tl::unexpected(b.error());
+      auto res = roofline::AnalyzeOp(**chip, *f, *b, roofline::ComputeDtype(dt),
+                                     level);
+      if (!res) return tl::unexpected(res.error());
+      op = *res;
+      r = &op;
+      inputs["flops"] = f->si();
+      inputs["bytes"] = b->si();
+      out.json = Document(inputs, io::ToJson(op));
+    }
+    std::vector<std::vector<std::string>> rows = {
+        {"FLOPs", units::FormatFlops(r->flops)},
+        {"bytes", FormatBytes(r->bytes)},
+        {"intensity", fmt::format("{:.4g} FLOP/byte", r->intensity)},
+        {"critical intensity",
+         fmt::format("{:.4g} FLOP/byte ({} / {})", r->critical_intensity,
+                     FormatFlopRate(r->peak), FormatBandwidth(r->bandwidth))},
+        {"T_math", FormatSeconds(r->t_math)},
+        {"T_mem", FormatSeconds(r->t_mem)},
+        {"lower bound", FormatSeconds(r->t_lower) + " (perfect overlap)"},
+        {"upper bound", FormatSeconds(r->t_upper) + " (no overlap)"},
+        {"achieved", FormatFlopRate(r->achieved)},
+    };
+    out.text = fmt::format("{} on {}: {}-bound\n\n{}\n{}",
+                           matmul ? "matmul " + o->matmul : "op", (*chip)->id,
+                           r->compute_bound ? "compute" : "memory", Table(rows),
+                           extra);
+    return out;
+  };
+  return c;
+}
+
+namespace {
+struct CollectiveOptionsCli {
+  std::string kind;
+  std::string system;
+  std::string axes;
+  std::string bytes;
+  std::string mode = "peak";
+};
+
+}  // namespace
+
+Command AddCollectiveCommand(CLI::App& app) {
+  Command c;
+  auto o = std::make_shared<CollectiveOptionsCli>();
+  c.app = app.add_subcommand(
+      "collective",
+      "How long does one collective take on a system's physical axes?\n"
+      "--bytes is the whole (unsharded) array, as in the book: an all-gather "
+      "of V bytes\nleaves every chip with all V bytes.\n\nExamples:\n"
+      "  scalemodel collective all-gather --system tpu-v5p:4x4x4 --axes x "
+      "--bytes 2MiB\n"
+      "  scalemodel collective all-reduce --system h100:8x128 --axes node,net "
+      "--bytes 1GB --mode realistic\n"
+      "  scalemodel collective all-to-all --system tpu-v5e:16x16 --axes x,y "
+      "--bytes 64MB");
+  c.app
+      ->add_option("kind", o->kind,
+                   "all-gather, reduce-scatter, all-reduce, all-to-all or "
+                   "permute")
+      ->required();
+  c.app->add_option("--system", o->system, "Catalog system or CHIP:SHAPE")
+      ->required();
+  c.app
+      ->add_option("--axes", o->axes,
+                   "Comma list of physical axes: x,y,z,dcn (TPU) or node,net "
+                   "(GPU)")
+      ->required();
+  c.app
+      ->add_option("--bytes", o->bytes,
+                   "Size of the whole array (1GB, 128MiB, 4096)")
+      ->required();
+  c.app
+      ->add_option("--mode", o->mode,
+                   "peak: the book's bound (peak links, latency overlapped); "
+                   "realistic: measured fabric efficiency, latency added, "
+                   "launch cost")
+      ->capture_default_str();
+  c.action = [o](const catalog::Catalog& cat) -> Result<Output> {
+    auto kind = net::ParseCollective(o->kind);
+    if (!kind) {
+      return tl::unexpected(
+          Error{kind.error().code, kind.error().message, "collective"});
+    }
+    auto sys = cat.FindSystem(o->system);
+    if (!sys) {
+      return tl::unexpected(
+          Error{sys.error().code, sys.error().message, "--system"});
+    }
+    auto bytes = ParseOption<units::Bytes>(
+        "--bytes", o->bytes, [](auto& t) { return units::ParseBytes(t); });
+    if (!bytes) return tl::unexpected(bytes.error());
+    auto mode = ParseMode(o->mode, "--mode");
+    if (!mode) return tl::unexpected(mode.error());
+    std::vector<std::string> axes = Split(o->axes, ',');
+    auto cost = net::EstimateCollective(*sys, *kind, *bytes, axes,
+                                        net::CollectiveOptions{*mode});
+    if (!cost) return tl::unexpected(cost.error());
+    Output out;
+    Json inputs = {{"kind", std::string(net::CollectiveName(*kind))},
+                   {"system", sys->id},
+                   {"axes", axes},
+                   {"bytes", bytes->si()},
+                   {"mode", *mode == net::Mode::kPeak ? "peak" : "realistic"}};
+    out.json = Document(inputs, io::ToJson(*cost));
+    std::vector<std::vector<std::string>> rows = {
+        {"axis", "size", "bytes", "bandwidth", "latency", "time", "algorithm"}};
+    for (const net::AxisCost& a : cost->per_axis) {
+      rows.push_back({a.axis, std::to_string(a.size), FormatBytes(a.bytes),
+                      FormatSeconds(a.bandwidth_time),
+                      FormatSeconds(a.latency_time), FormatSeconds(a.time),
+                      a.algorithm});
+    }
+    out.text = fmt::format(
+        "{} of {} over {} ({} chips) on {}: {} ({}-bound)\n\n{}\n"
+        "Algorithm: {}\n",
+        net::CollectiveName(*kind), FormatBytes(*bytes), o->axes,
+        cost->group_size, sys->id, FormatSeconds(cost->time),
+        cost->latency_bound ? "latency" : "bandwidth", Table(rows),
+        cost->algorithm);
+    return out;
+  };
+  return c;
+}
+
+}  // namespace scalemodel::cli

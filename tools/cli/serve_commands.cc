@@ -1,0 +1,443 @@
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+
+#include "commands.h"
+#include "fmt/format.h"
+#include "scalemodel/base/strings.h"
+#include "scalemodel/estimate/inference.h"
+#include "scalemodel/estimate/training.h"
+#include "scalemodel/io/hf_config.h"
+#include "scalemodel/io/validate.h"
+#include "scalemodel/model/transformer.h"
+#include "scalemodel/net/collective.h"
+#include "scalemodel/roofline/roofline.h"
+#include "scalemodel/search/parallelism.h"
+#include "scalemodel/sharding/matmul.h"
+#include "scalemodel/units/format.h"
+#include "scalemodel/units/parse.h"
+
+namespace scalemodel::cli {
+
+struct ServeCli {
+  std::string model, system, plan = "tp=1", batch = "1", prompt = "1024",
+                             output = "256", weights = "bf16", kv = "bf16",
+                             mode = "realistic";
+  double price = 0;
+};
+
+static Result<estimate::ServeConfig> ParseServeCommon(
+    const std::string& prompt, const std::string& output,
+    const std::string& weights, const std::string& kv, const std::string& mode,
+    double price) {
+  estimate::ServeConfig c;
+  auto p = ParseOption<double>("--prompt", prompt,
+                               [](auto& t) { return units::ParseCount(t); });
+  if (!p) return tl::unexpected(p.error());
+  auto o = ParseOption<double>("--output", output,
+                               [](auto& t) { return units::ParseCount(t); });
+  if (!o) return tl::unexpected(o.error());
+  c.prompt = *p;
+  c.output = *o;
+  auto w = hw::ParseDtype(weights);
+  if (!w || (*w != hw::Dtype::kBf16 && *w != hw::Dtype::kFp8 &&
+             *w != hw::Dtype::kInt8 && *w != hw::Dtype::kInt4 &&
+             *w != hw::Dtype::kFp4)) {
+    return InvalidArgument(
+        "expected bf16, fp8, int8, int4 or fp4, got '" + weights + "'",
+        "--weights");
+  }
+  auto k = hw::ParseDtype(kv);
+  if (!k || (*k != hw::Dtype::kBf16 && *k != hw::Dtype::kFp8 &&
+             *k != hw::Dtype::kInt8)) {
+    return InvalidArgument("expected bf16, fp8 or int8, got '" + kv + "'",
+                           "--kv");
+  }
+  c.weights = *w;
+  c.kv = *k;
+  auto md = ParseMode(mode, "--mode");
+  if (!md) return tl::unexpected(md.error());
+  c.mode = *md == net::Mode::kPeak ? estimate::Mode::kPeak
+                                   : estimate::Mode::kRealistic;
+  if (price < 0) {
+    return InvalidArgument("expected a price >= 0", "--price-per-chip-hour");
+  }
+  c.price_per_chip_hour = price;
+  return c;
+}
+
+static Json ServeJson(const estimate::ServeEstimate& e) {
+  return {{"feasible", e.feasible},
+          {"reason", e.reason},
+          {"prefill_time_s", e.prefill_time.si()},
+          {"ttft_s", e.ttft.si()},
+          {"decode_step_time_s", e.decode_step.si()},
+          {"request_latency_s", e.request_latency.si()},
+          {"tokens_per_s", e.tokens_per_s},
+          {"tokens_per_s_per_chip", e.tokens_per_s_per_chip},
+          {"tokens_per_s_per_user", e.tokens_per_s_per_user},
+          {"max_batch", e.max_batch},
+          {"critical_batch", e.critical_batch},
+          {"memory_per_chip",
+           {{"weights_bytes", e.weights_bytes.si()},
+            {"kv_cache_bytes", e.kv_cache_bytes.si()},
+            {"total_bytes", e.total_bytes.si()},
+            {"capacity_bytes", e.capacity_bytes.si()}}},
+          {"decode_breakdown",
+           {{"weights_s", e.weight_time.si()},
+            {"kv_cache_s", e.kv_time.si()},
+            {"compute_s", e.compute_time.si()},
+            {"comm_s", e.comm_time.si()},
+            {"overhead_s", e.overhead.si()}}},
+          {"bound", e.bound},
+          {"cost_per_million_tokens_usd",
+           io::NumberOrNull(e.cost_per_million_tokens_usd)},
+          {"notes", e.notes}};
+}
+
+static std::string ServeText(const estimate::ServeEstimate& e) {
+  std::string s;
+  if (!e.feasible) s += "NOT FEASIBLE: " + e.reason + "\n";
+  s += fmt::format(
+      "time per output token {} ({}-bound; weights {}, KV cache {}, compute "
+      "{}, communication {}, fixed {})\nTTFT {} (prefill of the batch), "
+      "request latency {}\nthroughput {:.0f} output tokens/s ({:.0f} per chip, "
+      "{:.1f} per user)\nmemory per chip: {} of {} (weights {}, KV cache {}); "
+      "max batch {:.0f}\ncost {}\n",
+      FormatSeconds(e.decode_step), e.bound, FormatSeconds(e.weight_time),
+      FormatSeconds(e.kv_time), FormatSeconds(e.compute_time),
+      FormatSeconds(e.comm_time), FormatSeconds(e.overhead),
+      FormatSeconds(e.ttft), FormatSeconds(e.request_latency), e.tokens_per_s,
+      e.tokens_per_s_per_chip, e.tokens_per_s_per_user,
+      FormatBytes(e.total_bytes), FormatBytes(e.capacity_bytes),
+      FormatBytes(e.weights_bytes), FormatBytes(e.kv_cache_bytes), e.max_batch,
+      std::isnan(e.cost_per_million_tokens_usd)
+          ? std::string("unknown (no price; pass --price-per-chip-hour)")
+          : fmt::format("${:.3f} per million output tokens",
+                        e.cost_per_million_tokens_usd));
+  for (const std::string& n : e.notes) s += "- " + n + "\n";
+  return s;
+}
+
+// A system of `n` chips of `chip`: GPUs fill NVLink domains; TPUs take the
+// most square slice (2D) or most cubic one (3D) with n chips.
+static Result<hw::System> SystemOfChips(const catalog::Catalog& cat,
+                                        const hw::Chip& chip, int n) {
+  std::string shape;
+  if (!chip.is_tpu()) {
+    int d = chip.nvlink ? chip.nvlink->domain_size : 1;
+    shape = n <= d ? std::to_string(n) + "x1"
+                   : std::to_string(d) + "x" + std::to_string(n / d);
+  } else if (chip.ici && chip.ici->torus_dims == 2) {
+    int a = 1;
+    while (a * a < n) a *= 2;
+    int b = n / a;
+    if (a * b != n)
+      return InvalidArgument("no slice of " + std::to_string(n) + " chips");
+    shape =
+        std::to_string(std::min(a, b)) + "x" + std::to_string(std::max(a, b));
+  } else {
+    int x = 1, y = 1, z = 1;
+    int left = n;
+    while (left > 1) {
+      if (x <= y && x <= z) {
+        x *= 2;
+      } else if (y <= z) {
+        y *= 2;
+      } else {
+        z *= 2;
+      }
+      left /= 2;
+    }
+    shape =
+        std::to_string(x) + "x" + std::to_string(y) + "x" + std::to_string(z);
+  }
+  return cat.FindSystem(chip.id + ":" + shape);
+}
+
+Result<Output> RunServeSearch(const catalog::Catalog& cat,
+                              const ServeSearchCli& o) {
+  auto m = io::FindModel(cat, o.model);
+  if (!m) return tl::unexpected(m.error());
+  auto chip = cat.FindChip(o.chip);
+  if (!chip)
+    return tl::unexpected(
+        Error{chip.error().code, chip.error().message, "--chip"});
+  auto base =
+      ParseServeCommon(o.prompt, o.output, o.weights, o.kv, o.mode, o.price);
+  if (!base) return tl::unexpected(base.error());
+  double tpot_max = 0, ttft_max = 0;
+  if (!o.tpot_max.empty()) {
+    auto t = ParseOption<units::Seconds>("--tpot-max", o.tpot_max, [](auto& x) {
+      return units::ParseDuration(x);
+    });
+    if (!t) return tl::unexpected(t.error());
+    tpot_max = t->si();
+  }
+  if (!o.ttft_max.empty()) {
+    auto t = ParseOption<units::Seconds>("--ttft-max", o.ttft_max, [](auto& x) {
+      return units::ParseDuration(x);
+    });
+    if (!t) return tl::unexpected(t.error());
+    ttft_max = t->si();
+  }
+  const model::ModelSpec& spec = m->spec;
+  int max_chips =
+      o.max_chips > 0
+          ? o.max_chips
+          : ((*chip)->is_tpu()
+                 ? 256
+                 : std::max(
+                       8, (*chip)->nvlink ? (*chip)->nvlink->domain_size : 8) *
+                       8);
+  struct Point {
+    int chips, tp, ep, dp;
+    double batch;
+    estimate::ServeEstimate e;
+  };
+  std::vector<Point> points;
+  double evaluated = 0;
+  auto start = std::chrono::steady_clock::now();
+  for (int n = 1; n <= max_chips; n *= 2) {
+    auto sys = SystemOfChips(cat, **chip, n);
+    if (!sys) continue;
+    for (int tp = 1; tp <= n; tp *= 2) {
+      if (spec.num_heads % tp) continue;
+      for (int ep = 1; tp * ep <= n; ep *= 2) {
+        if (ep > 1 && (!spec.is_moe() || spec.moe.num_experts % ep)) continue;
+        // One replica per serving group: every chip of the system serves it.
+        if (tp * ep != n) continue;
+        estimate::ServeConfig cfg = *base;
+        cfg.tp = tp;
+        cfg.ep = ep;
+        cfg.dp = 1;
+        cfg.batch = 1;
+        auto probe = estimate::EstimateServing(spec, *sys, cfg);
+        if (!probe) continue;
+        double maxb = probe->max_batch;
+        std::vector<double> batches;
+        for (double b = 1; b <= maxb; b *= 2) batches.push_back(b);
+        if (maxb >= 1 && (batches.empty() || batches.back() != maxb))
+          batches.push_back(maxb);
+        for (double b : batches) {
+          cfg.batch = b;
+          auto e = estimate::EstimateServing(spec, *sys, cfg);
+          ++evaluated;
+          if (!e || !e->feasible) continue;
+          points.push_back({n, tp, ep, 1, b, *e});
+        }
+      }
+    }
+  }
+  double elapsed =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  // Pareto frontier: lower time per token and higher throughput per chip.
+  std::vector<const Point*> sorted;
+  for (const Point& p : points) sorted.push_back(&p);
+  std::sort(sorted.begin(), sorted.end(), [](const Point* a, const Point* b) {
+    if (a->e.decode_step != b->e.decode_step)
+      return a->e.decode_step < b->e.decode_step;
+    return a->e.tokens_per_s_per_chip > b->e.tokens_per_s_per_chip;
+  });
+  std::vector<const Point*> frontier;
+  double best_tput = -1;
+  for (const Point* p : sorted) {
+    if (p->e.tokens_per_s_per_chip > best_tput) {
+      frontier.push_back(p);
+      best_tput = p->e.tokens_per_s_per_chip;
+    }
+  }
+  const Point* best = nullptr;
+  for (const Point* p : frontier) {
+    if (tpot_max > 0 && p->e.decode_step.si() > tpot_max) continue;
+    if (ttft_max > 0 && p->e.ttft.si() > ttft_max) continue;
+    if (!best || p->e.tokens_per_s_per_chip > best->e.tokens_per_s_per_chip)
+      best = p;
+  }
+  auto plan_str = [](const Point& p) {
+    std::string s = "tp=" + std::to_string(p.tp);
+    if (p.ep > 1) s += ",ep=" + std::to_string(p.ep);
+    return s;
+  };
+  Json fr = Json::array();
+  std::vector<std::vector<std::string>> rows = {{"chips", "plan", "batch",
+                                                 "TPOT", "TTFT", "tok/s/chip",
+                                                 "$/M tok", "bound"}};
+  for (const Point* p : frontier) {
+    fr.push_back({{"plan", plan_str(*p)},
+                  {"batch", p->batch},
+                  {"chips", p->chips},
+                  {"decode_step_time_s", p->e.decode_step.si()},
+                  {"ttft_s", p->e.ttft.si()},
+                  {"tokens_per_s_per_chip", p->e.tokens_per_s_per_chip},
+                  {"cost_per_million_tokens_usd",
+                   io::NumberOrNull(p->e.cost_per_million_tokens_usd)},
+                  {"bound", p->e.bound}});
+    rows.push_back(
+        {std::to_string(p->chips), plan_str(*p), FormatNumber(p->batch),
+         FormatSeconds(p->e.decode_step), FormatSeconds(p->e.ttft),
+         fmt::format("{:.0f}", p->e.tokens_per_s_per_chip),
+         std::isnan(p->e.cost_per_million_tokens_usd)
+             ? "-"
+             : fmt::format("{:.3f}", p->e.cost_per_million_tokens_usd),
+         p->e.bound});
+  }
+  Json best_json = nullptr;
+  std::string best_text = "\nNo plan on the frontier meets the constraints.\n";
+  if (best) {
+    // Disaggregation: prefill one request at a time on the same chips.
+    auto sys = SystemOfChips(cat, **chip, best->chips);
+    estimate::ServeConfig one = *base;
+    one.tp = best->tp;
+    one.ep = best->ep;
+    one.batch = 1;
+    double ratio = 0;
+    if (sys) {
+      auto pre = estimate::EstimateServing(spec, *sys, one);
+      if (pre) {
+        ratio = estimate::PrefillToDecodeRatio(
+            pre->prefill_time.si(), best->batch, best->e.decode_step.si(),
+            base->output);
+      }
+    }
+    best_json = ServeJson(best->e);
+    best_json["plan"] = plan_str(*best);
+    best_json["batch"] = best->batch;
+    best_json["chips"] = best->chips;
+    best_json["prefill_to_decode_chips"] = ratio;
+    best_text = fmt::format(
+        "\nBest under the constraints: {} chips, {}, batch {}\n{}For "
+        "disaggregated serving, {:.2f} prefill chips per decode chip "
+        "(prefilling one request at a time on the same slice).\n",
+        best->chips, plan_str(*best), FormatNumber(best->batch),
+        ServeText(best->e), ratio);
+  }
+  Output out;
+  out.json = Document({{"model", spec.id},
+                       {"chip", (*chip)->id},
+                       {"prompt", base->prompt},
+                       {"output", base->output},
+                       {"weights", std::string(hw::DtypeName(base->weights))},
+                       {"kv", std::string(hw::DtypeName(base->kv))},
+                       {"max_chips", max_chips},
+                       {"tpot_max_s", io::NumberOrNull(tpot_max)},
+                       {"ttft_max_s", io::NumberOrNull(ttft_max)},
+                       {"mode", o.mode}},
+                      {{"frontier", fr},
+                       {"best", best_json},
+                       {"configs_evaluated", evaluated},
+                       {"search_time_s", elapsed}});
+  out.text = fmt::format(
+      "{} on {} chips, prompt {} + output {} tokens: {:.0f} "
+      "configurations\n\nPareto frontier (time per output "
+      "token vs throughput per chip):\n{}{}",
+      spec.name, (*chip)->id, FormatNumber(base->prompt),
+      FormatNumber(base->output), evaluated, Table(rows), best_text);
+  return out;
+}
+
+void AddServeSearchOptions(CLI::App* app, ServeSearchCli& o) {
+  app->add_option("--model", o.model, "Catalog model or config.json")
+      ->required();
+  app->add_option("--chip", o.chip, "Chip id")->required();
+  app->add_option("--prompt", o.prompt, "Prompt tokens")->capture_default_str();
+  app->add_option("--output", o.output, "Output tokens")->capture_default_str();
+  app->add_option(
+      "--max-chips", o.max_chips,
+      "Largest slice to consider (default 256 TPUs, 8 NVLink domains)");
+  app->add_option("--tpot-max", o.tpot_max,
+                  "Latency target per output token (50ms)");
+  app->add_option("--ttft-max", o.ttft_max, "Time-to-first-token target (2s)");
+  app->add_option("--weights", o.weights, "bf16, fp8, int8, int4 or fp4")
+      ->capture_default_str();
+  app->add_option("--kv", o.kv, "KV-cache dtype: bf16, fp8 or int8")
+      ->capture_default_str();
+  app->add_option("--mode", o.mode, "realistic or peak")->capture_default_str();
+  app->add_option("--price-per-chip-hour", o.price, "USD per chip-hour");
+}
+
+Command AddServeCommand(CLI::App& app) {
+  Command c;
+  auto o = std::make_shared<ServeCli>();
+  c.app = app.add_subcommand(
+      "serve",
+      "Prefill and decode time, TTFT, time per output token, throughput, "
+      "memory "
+      "and cost of\nserving a model with a given sharding and "
+      "batch.\n\nExamples:\n"
+      "  scalemodel serve --model llama3-70b --system h100:8x1 --plan tp=8 "
+      "--batch 64 --prompt 2048 --output 512\n"
+      "  scalemodel serve --model llama2-13b --system tpu-v5e:2x4 --plan tp=8 "
+      "--batch 8 --prompt 8192 --output 1 --mode peak");
+  c.app->add_option("--model", o->model, "Catalog model or config.json")
+      ->required();
+  c.app->add_option("--system", o->system, "Catalog system or CHIP:SHAPE")
+      ->required();
+  c.app
+      ->add_option(
+          "--plan", o->plan,
+          "tp=N[,ep=N][,dp=N]: tensor and expert parallel per replica, "
+          "replicas (product = chips)")
+      ->capture_default_str();
+  c.app->add_option("--batch", o->batch, "Concurrent sequences per replica")
+      ->capture_default_str();
+  c.app->add_option("--prompt", o->prompt, "Prompt tokens")
+      ->capture_default_str();
+  c.app->add_option("--output", o->output, "Output tokens")
+      ->capture_default_str();
+  c.app->add_option("--weights", o->weights, "bf16, fp8, int8, int4 or fp4")
+      ->capture_default_str();
+  c.app->add_option("--kv", o->kv, "KV-cache dtype: bf16, fp8 or int8")
+      ->capture_default_str();
+  c.app->add_option("--mode", o->mode, "realistic or peak (the book's formula)")
+      ->capture_default_str();
+  c.app->add_option("--price-per-chip-hour", o->price, "USD per chip-hour");
+  c.action = [o](const catalog::Catalog& cat) -> Result<Output> {
+    auto m = io::FindModel(cat, o->model);
+    if (!m) return tl::unexpected(m.error());
+    auto sys = cat.FindSystem(o->system);
+    if (!sys)
+      return tl::unexpected(
+          Error{sys.error().code, sys.error().message, "--system"});
+    auto cfg = ParseServeCommon(o->prompt, o->output, o->weights, o->kv,
+                                o->mode, o->price);
+    if (!cfg) return tl::unexpected(cfg.error());
+    auto b = ParseOption<double>("--batch", o->batch,
+                                 [](auto& t) { return units::ParseCount(t); });
+    if (!b) return tl::unexpected(b.error());
+    cfg->batch = *b;
+    auto plan = estimate::ParsePlan(o->plan);
+    if (!plan) return tl::unexpected(plan.error());
+    if (plan->fsdp > 1 || plan->pp > 1 || plan->cp > 1 || !plan->axes.empty()) {
+      return InvalidArgument("serving plans take tp, ep and dp degrees only",
+                             "--plan");
+    }
+    cfg->tp = plan->tp;
+    cfg->ep = plan->ep;
+    cfg->dp = plan->dp;
+    auto e = estimate::EstimateServing(m->spec, *sys, *cfg);
+    if (!e) return tl::unexpected(e.error());
+    Output out;
+    out.json = Document({{"model", m->spec.id},
+                         {"system", sys->id},
+                         {"plan", o->plan},
+                         {"batch", cfg->batch},
+                         {"prompt", cfg->prompt},
+                         {"output", cfg->output},
+                         {"weights", std::string(hw::DtypeName(cfg->weights))},
+                         {"kv", std::string(hw::DtypeName(cfg->kv))},
+                         {"mode", o->mode}},
+                        ServeJson(*e));
+    out.text =
+        fmt::format("{} on {} ({}), batch {}, prompt {} + output {}\n\n",
+                    m->spec.name, sys->id, o->plan, FormatNumber(cfg->batch),
+                    FormatNumber(cfg->prompt), FormatNumber(cfg->output)) +
+        ServeText(*e);
+    return out;
+  };
+  return c;
+}
+
+}  // namespace scalemodel::cli

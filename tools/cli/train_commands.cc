@@ -1,0 +1,547 @@
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+
+#include "commands.h"
+#include "fmt/format.h"
+#include "scalemodel/base/strings.h"
+#include "scalemodel/estimate/inference.h"
+#include "scalemodel/estimate/training.h"
+#include "scalemodel/io/hf_config.h"
+#include "scalemodel/io/validate.h"
+#include "scalemodel/model/transformer.h"
+#include "scalemodel/net/collective.h"
+#include "scalemodel/roofline/roofline.h"
+#include "scalemodel/search/parallelism.h"
+#include "scalemodel/sharding/matmul.h"
+#include "scalemodel/units/format.h"
+#include "scalemodel/units/parse.h"
+
+namespace scalemodel::cli {
+namespace {
+
+struct TrainOptionsCli {
+  std::string model, system, plan = "dp=1", batch_tokens, seq = "4096", tokens,
+                             remat = "none", mode = "realistic",
+                             precision = "bf16", schedule = "1f1b",
+                             attention = "causal";
+  int micro_batch = 1;
+  int vpp = 1;
+  double assume_mfu = 0;
+  double price = 0;
+  double imbalance = 1.0;
+  bool offload = false;
+};
+
+}  // namespace
+
+// Shared by train and plan train: resolves model, system and config.
+struct TrainInputs {
+  io::ImportedModel model;
+  hw::System system;
+  estimate::TrainingConfig config;
+  Json inputs;
+};
+
+static Result<TrainInputs> ResolveTrain(const catalog::Catalog& cat,
+                                        const TrainOptionsCli& o,
+                                        bool need_plan) {
+  TrainInputs in;
+  auto m = io::FindModel(cat, o.model);
+  if (!m) return tl::unexpected(m.error());
+  in.model = *m;
+  auto sys = cat.FindSystem(o.system);
+  if (!sys) {
+    return tl::unexpected(
+        Error{sys.error().code, sys.error().message, "--system"});
+  }
+  in.system = *sys;
+  estimate::TrainingConfig& c = in.config;
+  if (need_plan) {
+    auto plan = estimate::ParsePlan(o.plan);
+    if (!plan) return tl::unexpected(plan.error());
+    c.par = *plan;
+  }
+  // Tokens ("4Mi") or the SEQUENCESxLENGTH shorthand ("1536x2048").
+  Result<double> bt = tl::unexpected(Error{});
+  if (o.batch_tokens.find('x') != std::string::npos) {
+    auto parts = Split(o.batch_tokens, 'x');
+    auto a =
+        parts.size() == 2 ? units::ParseCount(parts[0]) : Result<double>(0.0);
+    auto b =
+        parts.size() == 2 ? units::ParseCount(parts[1]) : Result<double>(0.0);
+    if (parts.size() != 2 || !a || !b) {
+      return InvalidArgument(
+          "expected tokens (4Mi) or SEQUENCESxLENGTH "
+          "(1536x2048), got '" +
+              o.batch_tokens + "'",
+          "--batch-tokens");
+    }
+    bt = *a * *b;
+  } else {
+    bt = ParseOption<double>("--batch-tokens", o.batch_tokens,
+                             [](auto& t) { return units::ParseCount(t); });
+  }
+  if (!bt) return tl::unexpected(bt.error());
+  auto seq = ParseOption<double>("--seq", o.seq,
+                                 [](auto& t) { return units::ParseCount(t); });
+  if (!seq) return tl::unexpected(seq.error());
+  c.batch_tokens = *bt;
+  c.seq = *seq;
+  if (!o.tokens.empty()) {
+    auto tok = ParseOption<double>(
+        "--tokens", o.tokens, [](auto& t) { return units::ParseCount(t); });
+    if (!tok) return tl::unexpected(tok.error());
+    c.tokens = *tok;
+  }
+  auto remat = model::ParseRemat(o.remat);
+  if (!remat) {
+    return tl::unexpected(
+        Error{remat.error().code, remat.error().message, "--remat"});
+  }
+  c.remat = *remat;
+  auto mode = ParseMode(o.mode, "--mode");
+  if (!mode) return tl::unexpected(mode.error());
+  c.mode = *mode == net::Mode::kPeak ? estimate::Mode::kPeak
+                                     : estimate::Mode::kRealistic;
+  auto prec = hw::ParseDtype(o.precision);
+  if (!prec || (*prec != hw::Dtype::kBf16 && *prec != hw::Dtype::kFp8)) {
+    return InvalidArgument("expected bf16 or fp8, got '" + o.precision + "'",
+                           "--precision");
+  }
+  c.precision = *prec;
+  auto sched = estimate::ParseSchedule(o.schedule);
+  if (!sched) return tl::unexpected(sched.error());
+  c.schedule = *sched;
+  if (o.vpp > 1 && o.schedule == "1f1b")
+    c.schedule = estimate::Schedule::kInterleaved;
+  c.vpp = o.vpp;
+  if (o.micro_batch <= 0) {
+    return InvalidArgument("expected a positive number of sequences",
+                           "--micro-batch");
+  }
+  c.micro_batch = o.micro_batch;
+  if (o.assume_mfu < 0 || o.assume_mfu > 1 || std::isnan(o.assume_mfu)) {
+    return InvalidArgument("expected a fraction between 0 and 1, e.g. 0.4",
+                           "--assume-mfu");
+  }
+  c.assume_mfu = o.assume_mfu;
+  if (o.price < 0) {
+    return InvalidArgument("expected a price >= 0", "--price-per-chip-hour");
+  }
+  c.price_per_chip_hour = o.price;
+  if (o.imbalance < 1) {
+    return InvalidArgument("expected a load-imbalance factor >= 1",
+                           "--load-imbalance");
+  }
+  c.load_imbalance = o.imbalance;
+  c.offload_optimizer = o.offload;
+  if (o.attention == "full") {
+    c.attention = model::AttentionFlops::kFull;
+  } else if (o.attention != "causal") {
+    return InvalidArgument(
+        "expected 'causal' or 'full', got '" + o.attention + "'",
+        "--attention");
+  }
+  in.inputs = {
+      {"model", in.model.spec.id},
+      {"system", in.system.id},
+      {"chips", in.system.num_chips()},
+      {"batch_tokens", c.batch_tokens},
+      {"seq", c.seq},
+      {"micro_batch", c.micro_batch},
+      {"remat", std::string(model::RematName(c.remat))},
+      {"schedule", std::string(estimate::ScheduleName(c.schedule))},
+      {"vpp", c.vpp},
+      {"precision", std::string(hw::DtypeName(c.precision))},
+      {"mode", o.mode},
+      {"attention_flops", o.attention},
+      {"mfu_convention",
+       "model FLOPs (no recompute) / (time x chips x dense bf16 peak)"}};
+  if (c.tokens > 0) in.inputs["tokens"] = c.tokens;
+  return in;
+}
+
+static void AddTrainOptions(CLI::App* app, TrainOptionsCli& o, bool plan) {
+  app->add_option("--model", o.model, "Catalog model or config.json")
+      ->required();
+  app->add_option("--system", o.system, "Catalog system or CHIP:SHAPE")
+      ->required();
+  if (plan) {
+    app->add_option(
+           "--plan", o.plan,
+           "Degrees dp,fsdp,tp,pp,ep,cp (product = chips) and zero=1|2, "
+           "or physical axes: fsdp=x.y,tp=z")
+        ->required();
+  }
+  app->add_option("--batch-tokens", o.batch_tokens,
+                  "Global batch per step in tokens (4M, 16M)")
+      ->required();
+  app->add_option("--seq", o.seq, "Sequence length")->capture_default_str();
+  app->add_option(
+      "--tokens", o.tokens,
+      "Total training tokens: adds time to train, chip-hours, cost");
+  app->add_option("--micro-batch", o.micro_batch,
+                  "Sequences per replica per microbatch")
+      ->capture_default_str();
+  app->add_option("--remat", o.remat,
+                  "none, selective, save-matmul-outputs or full")
+      ->capture_default_str();
+  app->add_option("--schedule", o.schedule, "gpipe, 1f1b or interleaved")
+      ->capture_default_str();
+  app->add_option("--vpp", o.vpp, "Virtual pipeline stages per device")
+      ->capture_default_str();
+  app->add_option("--precision", o.precision, "Matmul precision: bf16 or fp8")
+      ->capture_default_str();
+  app->add_option("--mode", o.mode,
+                  "realistic (what a run measures) or peak (the book's bound)")
+      ->capture_default_str();
+  app->add_option("--assume-mfu", o.assume_mfu,
+                  "Step time from model FLOPs at this MFU (the book's 'how "
+                  "long at 40%')");
+  app->add_option("--price-per-chip-hour", o.price,
+                  "USD per chip-hour (default: the catalog's list price)");
+  app->add_option("--load-imbalance", o.imbalance,
+                  "MoE: tokens on the busiest expert / mean")
+      ->capture_default_str();
+  app->add_flag("--offload-optimizer", o.offload,
+                "Keep optimizer state in host memory (over PCIe)");
+  app->add_option("--attention", o.attention,
+                  "Attention FLOPs in MFU: causal (halved) or full")
+      ->capture_default_str();
+}
+
+static std::string TrainText(const estimate::TrainingEstimate& e,
+                             const hw::System& sys) {
+  std::string layout;
+  for (const auto& [k, v] : e.layout) {
+    layout += (layout.empty() ? "" : ", ") + k + " on " + v;
+  }
+  std::vector<std::vector<std::string>> comm_rows = {
+      {"collective", "for", "axes", "bytes", "calls", "time", "exposed"}};
+  for (const estimate::CommItem& c : e.comms) {
+    std::string axes;
+    for (const std::string& a : c.axes) axes += (axes.empty() ? "" : ".") + a;
+    comm_rows.push_back({c.kind, c.parallelism, axes, FormatBytes(c.bytes),
+                         std::to_string(c.calls), FormatSeconds(c.time),
+                         FormatSeconds(c.exposed)});
+  }
+  const estimate::MemoryBreakdown& m = e.memory;
+  std::string out = fmt::format(
+      "{}step time {} ({} microbatches; layout: {})\n"
+      "  compute {}, exposed communication {}, bubble {}, other {}\n"
+      "  MFU {:.1f}%, HFU {:.1f}%, {:.0f} tokens/s ({:.0f} per chip), "
+      "{:.0f} TFLOP/s per chip\n  bottleneck: {}\n\n",
+      e.feasible ? "" : "NOT FEASIBLE: " + e.reason + "\n",
+      FormatSeconds(e.step_time), e.microbatches,
+      layout.empty() ? "one chip" : layout, FormatSeconds(e.compute),
+      FormatSeconds(e.exposed_comm), FormatSeconds(e.bubble),
+      FormatSeconds(e.other), 100 * e.mfu, 100 * e.hfu, e.tokens_per_s,
+      e.tokens_per_s_per_chip, e.model_flops_per_s_per_chip / 1e12,
+      e.bottleneck);
+  out += fmt::format(
+      "memory per chip: {} of {} (params {}, grads {}, optimizer {}, "
+      "activations {}, reserve {})\n\n",
+      FormatBytes(m.total), FormatBytes(m.capacity), FormatBytes(m.params),
+      FormatBytes(m.grads), FormatBytes(m.optimizer),
+      FormatBytes(m.activations), FormatBytes(m.other));
+  if (e.comms.size() > 0) out += Table(comm_rows) + "\n";
+  for (const std::string& n : e.notes) out += "- " + n + "\n";
+  if (e.time_to_train_s > 0) {
+    out += fmt::format("\ntime to train {}, {:.3g} chip-hours, cost {}\n",
+                       FormatSeconds(units::Seconds(e.time_to_train_s)),
+                       e.chip_hours,
+                       std::isnan(e.cost_usd)
+                           ? std::string("unknown (no price for ") +
+                                 sys.chip.id + "; pass --price-per-chip-hour)"
+                           : fmt::format("${:.3g}", e.cost_usd));
+  }
+  return out;
+}
+
+Command AddTrainCommand(CLI::App& app) {
+  Command c;
+  auto o = std::make_shared<TrainOptionsCli>();
+  c.app = app.add_subcommand(
+      "train",
+      "Step time, memory per chip, MFU and cost of training a model on a "
+      "system with a given layout.\n\nExamples:\n"
+      "  scalemodel train --model llama3-70b --system tpu-v5p-pod --plan "
+      "fsdp=2240,tp=4 --batch-tokens 4M --seq 4096 --tokens 15T\n"
+      "  scalemodel train --model gpt3-175b --system a100:8x128 --plan "
+      "dp=8,tp=8,pp=16 --batch-tokens 1536x2048 --seq 2048 --remat full\n"
+      "  scalemodel train --model llama3-70b --system tpu-v5p-pod --plan "
+      "fsdp=8960 --batch-tokens 4M --seq 4096 --mode peak --assume-mfu 0.4 "
+      "--tokens 15T");
+  AddTrainOptions(c.app, *o, true);
+  c.action = [o](const catalog::Catalog& cat) -> Result<Output> {
+    TrainOptionsCli opts = *o;
+    auto in = ResolveTrain(cat, opts, true);
+    if (!in) return tl::unexpected(in.error());
+    auto est =
+        estimate::EstimateTraining(in->model.spec, in->system, in->config);
+    if (!est) return tl::unexpected(est.error());
+    Output out;
+    in->inputs["plan"] = est->layout.empty() ? in->config.par.ToString()
+                                             : in->config.par.ToString();
+    out.json = Document(in->inputs, io::ToJson(*est));
+    out.text = fmt::format("{} on {} ({} chips), plan {}\n\n",
+                           in->model.spec.name, in->system.id,
+                           in->system.num_chips(), in->config.par.ToString()) +
+               TrainText(*est, in->system);
+    return out;
+  };
+  return c;
+}
+
+}  // namespace scalemodel::cli
+
+namespace scalemodel::cli {
+
+Command AddValidateCommand(CLI::App& app) {
+  Command c;
+  auto markdown = std::make_shared<bool>(false);
+  c.app = app.add_subcommand(
+      "validate",
+      "Compare predictions with the book's worked examples and the published "
+      "runs shipped in data/validation.\n  scalemodel validate --markdown > "
+      "docs/accuracy.md");
+  c.app->add_flag("--markdown", *markdown,
+                  "Print docs/accuracy.md (every case and the summary)");
+  c.action = [markdown](const catalog::Catalog& cat) -> Result<Output> {
+    auto rep = io::RunValidation(cat);
+    if (!rep) return tl::unexpected(rep.error());
+    Output out;
+    Json cases = Json::array();
+    for (const io::ValidationCase& v : rep->cases) {
+      cases.push_back({{"id", v.id},
+                       {"group", v.group},
+                       {"metric", v.metric},
+                       {"predicted", v.predicted},
+                       {"expected", v.expected},
+                       {"rel_error", v.rel_error},
+                       {"detail", v.detail}});
+    }
+    Json summary = Json::array();
+    std::vector<std::vector<std::string>> rows = {
+        {"group", "cases", "median |err|", "p90 |err|", "max |err|"}};
+    for (const io::GroupSummary& s : rep->summary) {
+      summary.push_back({{"group", s.group},
+                         {"count", s.count},
+                         {"median_abs_rel_error", s.median_abs_rel_error},
+                         {"p90_abs_rel_error", s.p90_abs_rel_error},
+                         {"max_abs_rel_error", s.max_abs_rel_error}});
+      rows.push_back({s.group, std::to_string(s.count),
+                      fmt::format("{:.1f}%", 100 * s.median_abs_rel_error),
+                      fmt::format("{:.1f}%", 100 * s.p90_abs_rel_error),
+                      fmt::format("{:.1f}%", 100 * s.max_abs_rel_error)});
+    }
+    out.json = Document(
+        Json::object(),
+        {{"cases", cases}, {"summary", summary}, {"skipped", rep->skipped}});
+    if (*markdown) {
+      out.text = io::AccuracyMarkdown(*rep);
+    } else {
+      std::vector<std::vector<std::string>> crow = {
+          {"id", "metric", "predicted", "measured", "error"}};
+      for (const io::ValidationCase& v : rep->cases) {
+        crow.push_back({v.id, v.metric, fmt::format("{:.4g}", v.predicted),
+                        fmt::format("{:.4g}", v.expected),
+                        fmt::format("{:+.1f}%", 100 * v.rel_error)});
+      }
+      out.text = Table(crow) + "\n" + Table(rows) +
+                 fmt::format("\n{} rows not compared (see --markdown)\n",
+                             rep->skipped.size());
+    }
+    return out;
+  };
+  return c;
+}
+
+}  // namespace scalemodel::cli
+
+namespace scalemodel::cli {
+
+namespace {
+struct PlanOptionsCli {
+  TrainOptionsCli train;
+  int top = 5;
+  std::string objective = "time";
+  std::string explain;
+  int threads = 0;
+};
+}  // namespace
+
+Command AddPlanCommand(CLI::App& app) {
+  Command c;
+  c.app = app.add_subcommand(
+      "plan", "Search plans. `scalemodel plan train --help` for training.");
+  c.app->require_subcommand(1);
+  CLI::App* tr = c.app->add_subcommand(
+      "train",
+      "Search every valid training plan (degrees of dp, fsdp with ZeRO "
+      "level, tp, pp, ep, cp;\ntheir placement on the physical axes; micro "
+      "batch; remat; schedule and virtual stages;\noptimizer offload), "
+      "evaluate each with the realistic (or peak) model, show the best.\n\n"
+      "Examples:\n"
+      "  scalemodel plan train --model llama3-70b --system tpu-v5p:8x16x16 "
+      "--batch-tokens 4Mi --seq 4096 --tokens 15T\n"
+      "  scalemodel plan train --model gpt3-175b --system a100:8x128 "
+      "--batch-tokens 1536x2048 --seq 2048 --explain dp=8,tp=8,pp=16");
+  auto o = std::make_shared<PlanOptionsCli>();
+  AddTrainOptions(tr, o->train, false);
+  tr->add_option("--top", o->top, "How many plans to show")
+      ->capture_default_str();
+  tr->add_option("--objective", o->objective,
+                 "time (step time) or cost (dollars for --tokens; with a fixed "
+                 "system it ranks like time)")
+      ->capture_default_str();
+  tr->add_option("--explain", o->explain,
+                 "A plan (as for train --plan) to estimate and rank among the "
+                 "plans found");
+  tr->add_option("--threads", o->threads, "Worker threads (0: all cores)");
+  CLI::App* sv = c.app->add_subcommand(
+      "serve",
+      "Search serving layouts for a model on one chip type: chip counts, "
+      "tensor "
+      "and expert\nparallelism, batch sizes. Prints the latency/throughput "
+      "Pareto frontier, the best plan\nunder --tpot-max / --ttft-max, and the "
+      "prefill:decode chip ratio for disaggregated serving.\n\nExample:\n"
+      "  scalemodel plan serve --model llama3-70b --chip tpu-v5e --prompt 8192 "
+      "--output 512 --tpot-max 50ms");
+  auto so = std::make_shared<ServeSearchCli>();
+  AddServeSearchOptions(sv, *so);
+  c.action = [o, tr, sv, so](const catalog::Catalog& cat) -> Result<Output> {
+    if (sv->parsed()) return RunServeSearch(cat, *so);
+    if (!tr->parsed()) {
+      return InvalidArgument("expected `scalemodel plan train ...`", "plan");
+    }
+    if (o->top <= 0)
+      return InvalidArgument("expected a positive number", "--top");
+    if (o->objective != "time" && o->objective != "cost") {
+      return InvalidArgument(
+          "expected 'time' or 'cost', got '" + o->objective + "'",
+          "--objective");
+    }
+    TrainOptionsCli opts = o->train;
+    auto in = ResolveTrain(cat, opts, false);
+    if (!in) return tl::unexpected(in.error());
+    search::SearchOptions so;
+    so.base = in->config;
+    so.top_k = o->top;
+    so.objective = o->objective == "cost" ? search::Objective::kCost
+                                          : search::Objective::kTime;
+    so.threads = o->threads;
+    auto start = std::chrono::steady_clock::now();
+    bool printed = false;
+    so.progress = [&](double fraction, double configs) {
+      double el = std::chrono::duration<double>(
+                      std::chrono::steady_clock::now() - start)
+                      .count();
+      if (el < 2) return;
+      printed = true;
+      std::fprintf(
+          stderr,
+          "\rsearching: %3.0f%% of layouts, %.3g configurations, %.1f s",
+          100 * fraction, configs, el);
+    };
+    auto res = search::SearchTraining(in->model.spec, in->system, so);
+    if (printed) std::fprintf(stderr, "\n");
+    if (!res) return tl::unexpected(res.error());
+    Output out;
+    Json plans = Json::array();
+    std::string text = fmt::format(
+        "{} on {} ({} chips), batch {} tokens x seq {}: {:.4g} configurations "
+        "({:.4g} scored, {:.4g} pruned by memory, {:.4g} over HBM) in {:.3f} s "
+        "on {} threads\n\n",
+        in->model.spec.name, in->system.id, in->system.num_chips(),
+        FormatNumber(in->config.batch_tokens), FormatNumber(in->config.seq),
+        res->configs_evaluated, res->configs_scored, res->configs_pruned,
+        res->configs_infeasible, res->search_time_s, res->threads);
+    if (res->plans.empty()) {
+      text += "No plan fits: every layout needs more HBM per chip than the " +
+              units::FormatBytes(in->system.chip.hbm_capacity) +
+              " available. Try more chips, a shorter sequence, or FP8.\n";
+    }
+    std::vector<std::vector<std::string>> rows = {
+        {"#", "plan", "step", "vs best", "MFU", "memory", "bottleneck"}};
+    const double best = res->plans.empty() ? 0 : res->plans[0].step_time_s;
+    int rank = 0;
+    for (const search::PlanCandidate& p : res->plans) {
+      ++rank;
+      // Re-run the decorated estimator on the plan with the search's
+      // placement order, so the detail is the plan that was ranked.
+      estimate::TrainingConfig cfg = p.config;
+      cfg.placement_order.assign(p.order.begin(), p.order.end());
+      auto est = estimate::EstimateTraining(in->model.spec, in->system, cfg);
+      Json j = est ? io::ToJson(*est) : Json::object();
+      j["plan"] = cfg.par.ToString();
+      j["key"] = p.Key();
+      j["micro_batch"] = cfg.micro_batch;
+      j["remat"] = std::string(model::RematName(cfg.remat));
+      j["schedule"] = std::string(estimate::ScheduleName(cfg.schedule));
+      j["vpp"] = cfg.vpp;
+      j["offload_optimizer"] = cfg.offload_optimizer;
+      j["search_step_time_s"] = p.step_time_s;
+      j["behind_best"] = best > 0 ? p.step_time_s / best - 1 : 0;
+      plans.push_back(j);
+      rows.push_back({std::to_string(rank), p.Key(),
+                      FormatSeconds(units::Seconds(p.step_time_s)),
+                      fmt::format("+{:.1f}%", 100 * (p.step_time_s / best - 1)),
+                      fmt::format("{:.1f}%", 100 * p.mfu),
+                      FormatBytes(units::Bytes(p.memory_bytes)),
+                      est ? est->bottleneck : "?"});
+    }
+    text += Table(rows);
+    if (!res->plans.empty()) {
+      estimate::TrainingConfig best_cfg = res->plans[0].config;
+      best_cfg.placement_order.assign(res->plans[0].order.begin(),
+                                      res->plans[0].order.end());
+      auto est =
+          estimate::EstimateTraining(in->model.spec, in->system, best_cfg);
+      if (est) text += "\nBest plan in detail:\n" + TrainText(*est, in->system);
+    }
+    Json results = {{"plans", plans},
+                    {"configs_evaluated", res->configs_evaluated},
+                    {"configs_scored", res->configs_scored},
+                    {"configs_pruned", res->configs_pruned},
+                    {"configs_infeasible", res->configs_infeasible},
+                    {"search_time_s", res->search_time_s},
+                    {"threads", res->threads}};
+    if (!o->explain.empty()) {
+      estimate::TrainingConfig cfg = in->config;
+      auto plan = estimate::ParsePlan(o->explain);
+      if (!plan)
+        return tl::unexpected(
+            Error{plan.error().code, plan.error().message, "--explain"});
+      cfg.par = *plan;
+      auto est = estimate::EstimateTraining(in->model.spec, in->system, cfg);
+      if (!est)
+        return tl::unexpected(
+            Error{est.error().code, est.error().message, "--explain"});
+      int r = search::RankAmong(*res, est->step_time.si());
+      std::string where =
+          r > o->top ? "> " + std::to_string(o->top) : std::to_string(r);
+      results["explain"] = {
+          {"plan", o->explain},
+          {"step_time_s", est->step_time.si()},
+          {"feasible", est->feasible},
+          {"rank", r},
+          {"behind_best", best > 0 ? est->step_time.si() / best - 1 : 0}};
+      text += fmt::format(
+          "\n--explain {}: step {} ({}), rank {} among the plans found, "
+          "{:+.1f}% vs "
+          "the best\n",
+          o->explain, FormatSeconds(est->step_time),
+          est->feasible ? "fits" : "does not fit: " + est->reason, where,
+          best > 0 ? 100 * (est->step_time.si() / best - 1) : 0.0);
+    }
+    out.json = Document(in->inputs, results);
+    out.text = text;
+    return out;
+  };
+  return c;
+}
+
+}  // namespace scalemodel::cli
