@@ -14,6 +14,7 @@
 #include "scalemodel/net/collective.h"
 #include "scalemodel/roofline/roofline.h"
 #include "scalemodel/search/parallelism.h"
+#include "scalemodel/search/serving.h"
 #include "scalemodel/sharding/matmul.h"
 #include "scalemodel/units/format.h"
 #include "scalemodel/units/parse.h"
@@ -234,21 +235,13 @@ Result<Output> RunServeSearch(const catalog::Catalog& cat,
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
   // Pareto frontier: lower time per token and higher throughput per chip.
-  std::vector<const Point*> sorted;
-  for (const Point& p : points) sorted.push_back(&p);
-  std::sort(sorted.begin(), sorted.end(), [](const Point* a, const Point* b) {
-    if (a->e.decode_step != b->e.decode_step)
-      return a->e.decode_step < b->e.decode_step;
-    return a->e.tokens_per_s_per_chip > b->e.tokens_per_s_per_chip;
-  });
-  std::vector<const Point*> frontier;
-  double best_tput = -1;
-  for (const Point* p : sorted) {
-    if (p->e.tokens_per_s_per_chip > best_tput) {
-      frontier.push_back(p);
-      best_tput = p->e.tokens_per_s_per_chip;
-    }
+  std::vector<search::ServePoint> sp;
+  for (size_t i = 0; i < points.size(); ++i) {
+    sp.push_back({points[i].e.decode_step.si(),
+                  points[i].e.tokens_per_s_per_chip, static_cast<int>(i)});
   }
+  std::vector<const Point*> frontier;
+  for (int i : search::ParetoFrontier(sp)) frontier.push_back(&points[i]);
   const Point* best = nullptr;
   for (const Point* p : frontier) {
     if (tpot_max > 0 && p->e.decode_step.si() > tpot_max) continue;
