@@ -1,6 +1,8 @@
 #include "scalemodel/hw/system.h"
 
+#include <algorithm>
 #include <cstdlib>
+#include <functional>
 #include <string>
 
 #include "scalemodel/base/strings.h"
@@ -225,6 +227,83 @@ Result<System> BuildGpu(const Chip& chip, std::string_view shape) {
 }
 
 }  // namespace
+
+Result<System> SubSystem(const System& sys, int chips) {
+  const int total = sys.num_chips();
+  if (chips <= 0 || chips > total) {
+    return InvalidArgument("cannot take " + std::to_string(chips) +
+                               " chips out of " + sys.id + " (" +
+                               std::to_string(total) + " chips)",
+                           "--chips");
+  }
+  std::string shape;
+  if (!sys.chip.is_tpu()) {
+    const PhysicalAxis* node = sys.FindAxis("node");
+    int d = node ? node->size : 1;
+    int per = std::min(d, chips);
+    if (chips % per != 0) {
+      return InvalidArgument(std::to_string(chips) +
+                                 " chips do not fill whole " +
+                                 std::to_string(d) + "-GPU NVLink domains",
+                             "--chips");
+    }
+    shape = std::to_string(per) + "x" + std::to_string(chips / per);
+  } else {
+    // Keep the slice count; shrink the slice to chips / slices chips.
+    const PhysicalAxis* dcn = sys.FindAxis("dcn");
+    int slices = dcn ? dcn->size : 1;
+    int per_slice = chips % slices == 0 ? chips / slices : 0;
+    if (per_slice == 0) slices = 1, per_slice = chips;
+    std::vector<int> dims;
+    for (const PhysicalAxis& a : sys.axes) {
+      if (a.kind == AxisKind::kIci) dims.push_back(a.size);
+    }
+    // The most cubic shape with per-slice chips whose axes fit the original.
+    std::vector<int> best;
+    double best_score = -1;
+    std::vector<int> cur(dims.size(), 1);
+    std::function<void(size_t, int)> rec = [&](size_t i, int left) {
+      if (i + 1 == dims.size()) {
+        if (left > dims[i]) return;
+        cur[i] = left;
+        int mx = *std::max_element(cur.begin(), cur.end());
+        int mn = *std::min_element(cur.begin(), cur.end());
+        double score = static_cast<double>(mn) / mx;
+        if (score > best_score) {
+          best_score = score;
+          best = cur;
+        }
+        return;
+      }
+      for (int v = 1; v <= dims[i] && v <= left; ++v) {
+        if (left % v) continue;
+        cur[i] = v;
+        rec(i + 1, left / v);
+      }
+    };
+    if (!dims.empty()) rec(0, per_slice);
+    if (best.empty()) {
+      return InvalidArgument("no " + sys.chip.id + " slice of " +
+                                 std::to_string(per_slice) +
+                                 " chips fits inside " + sys.id,
+                             "--chips");
+    }
+    for (int v : best) shape += (shape.empty() ? "" : "x") + std::to_string(v);
+    if (slices > 1) shape += "/" + std::to_string(slices);
+  }
+  auto sub = BuildSystem(sys.chip, shape);
+  if (!sub) return sub;
+  // Keep named-system detail on the scale-out axes.
+  for (PhysicalAxis& a : sub->axes) {
+    const PhysicalAxis* orig = sys.FindAxis(a.name);
+    if (orig && (a.kind == AxisKind::kScaleOut || a.kind == AxisKind::kDcn)) {
+      a.bandwidth = orig->bandwidth;
+      a.tiers = orig->tiers;
+      a.in_network_reduction = orig->in_network_reduction;
+    }
+  }
+  return sub;
+}
 
 Result<System> BuildSystem(const Chip& chip, std::string_view shape) {
   if (Trim(shape).empty()) {

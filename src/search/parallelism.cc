@@ -137,7 +137,10 @@ struct Worker {
     if (g.pp > 1) {
       int lps = static_cast<int>(std::ceil(mc->layers / g.pp));
       for (int v : Divisors(lps)) {
-        if (v >= 2 && v <= 16) scheds.push_back({Schedule::kInterleaved, v});
+        // Every virtual stage needs a layer: pp * vpp <= L (as train checks).
+        if (v >= 2 && v <= 16 && g.pp * v <= mc->layers) {
+          scheds.push_back({Schedule::kInterleaved, v});
+        }
       }
     }
     std::vector<int> zeros =

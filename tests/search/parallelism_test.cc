@@ -120,6 +120,37 @@ TEST(SearchTest, PrunedPlansAreInfeasible) {
   }
 }
 
+// Every plan the search returns is one `scalemodel train` accepts, with the
+// same step time (one shared core), including uneven pipelines.
+TEST(SearchTest, PlansAreValidForTheEstimator) {
+  struct Case {
+    const char* model;
+    const char* system;
+    double seqs, seq;
+  } cases[] = {{"llama3-70b", "tpu-v5p:16x20x28", 1024, 4096},
+               {"llama3-70b", "tpu-v5p:16x20x4", 1024, 4096},
+               {"mixtral-8x7b", "h100:8x16", 512, 4096},
+               {"gpt3-175b", "a100:8x64", 1536, 2048}};
+  for (const Case& c : cases) {
+    SearchOptions opt;
+    opt.base.batch_tokens = c.seqs * c.seq;
+    opt.base.seq = c.seq;
+    opt.top_k = 20;
+    hw::System sys = System(c.system);
+    model::ModelSpec m = Model(c.model);
+    auto r = SearchTraining(m, sys, opt);
+    ASSERT_TRUE(r.has_value());
+    ASSERT_FALSE(r->plans.empty()) << c.system;
+    for (const PlanCandidate& p : r->plans) {
+      estimate::TrainingConfig cfg = p.config;
+      cfg.placement_order.assign(p.order.begin(), p.order.end());
+      auto e = estimate::EstimateTraining(m, sys, cfg);
+      ASSERT_TRUE(e.has_value()) << p.Key() << ": " << e.error().ToString();
+      EXPECT_DOUBLE_EQ(e->step_time.si(), p.step_time_s) << p.Key();
+    }
+  }
+}
+
 TEST(SearchTest, Deterministic) {
   model::ModelSpec m = Model("mixtral-8x7b");
   hw::System sys = System("h100:8x8");

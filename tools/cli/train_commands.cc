@@ -369,6 +369,7 @@ struct PlanOptionsCli {
   int top = 5;
   std::string objective = "time";
   std::string explain;
+  std::string chips;
   int threads = 0;
 };
 }  // namespace
@@ -401,6 +402,10 @@ Command AddPlanCommand(CLI::App& app) {
                  "A plan (as for train --plan) to estimate and rank among the "
                  "plans found");
   tr->add_option("--threads", o->threads, "Worker threads (0: all cores)");
+  tr->add_option("--chips", o->chips,
+                 "Plan on fewer chips than the system has: one count or a "
+                 "list (256,512,1024) searched together; rank the sizes with "
+                 "--objective cost");
   CLI::App* sv = c.app->add_subcommand(
       "serve",
       "Search serving layouts for a model on one chip type: chip counts, "
@@ -446,16 +451,78 @@ Command AddPlanCommand(CLI::App& app) {
           "\rsearching: %3.0f%% of layouts, %.3g configurations, %.1f s",
           100 * fraction, configs, el);
     };
-    auto res = search::SearchTraining(in->model.spec, in->system, so);
+    // One search per system size (--chips), merged and ranked by the
+    // objective: step time, or cost per step (chips x step x price), which
+    // is what makes different sizes comparable.
+    std::vector<hw::System> systems;
+    if (o->chips.empty()) {
+      systems.push_back(in->system);
+    } else {
+      for (const std::string& c : Split(o->chips, ',')) {
+        auto n = units::ParseCount(c);
+        if (!n || std::floor(*n) != *n) {
+          return InvalidArgument(
+              "expected chip counts such as 256,512, got '" + o->chips + "'",
+              "--chips");
+        }
+        auto sub = hw::SubSystem(in->system, static_cast<int>(*n));
+        if (!sub) return tl::unexpected(sub.error());
+        systems.push_back(*sub);
+      }
+    }
+    const double price =
+        in->config.price_per_chip_hour > 0
+            ? in->config.price_per_chip_hour
+            : (in->system.chip.price ? in->system.chip.price->usd_per_chip_hour
+                                     : 0);
+    if (so.objective == search::Objective::kCost && price <= 0) {
+      return InvalidArgument(
+          "ranking by cost needs a price: " + in->system.chip.id +
+              " has none in the catalog; pass "
+              "--price-per-chip-hour",
+          "--objective");
+    }
+    Result<search::SearchResult> res = search::SearchResult{};
+    std::vector<std::pair<search::PlanCandidate, int>> merged;
+    for (size_t k = 0; k < systems.size(); ++k) {
+      auto r = search::SearchTraining(in->model.spec, systems[k], so);
+      if (!r) {
+        if (printed) std::fprintf(stderr, "\n");
+        return tl::unexpected(r.error());
+      }
+      res->configs_evaluated += r->configs_evaluated;
+      res->configs_scored += r->configs_scored;
+      res->configs_pruned += r->configs_pruned;
+      res->configs_infeasible += r->configs_infeasible;
+      res->search_time_s += r->search_time_s;
+      res->threads = r->threads;
+      for (const search::PlanCandidate& p : r->plans)
+        merged.push_back({p, static_cast<int>(k)});
+    }
     if (printed) std::fprintf(stderr, "\n");
-    if (!res) return tl::unexpected(res.error());
+    auto score = [&](const std::pair<search::PlanCandidate, int>& x) {
+      double t = x.first.step_time_s;
+      return so.objective == search::Objective::kCost
+                 ? t * systems[x.second].num_chips()
+                 : t;
+    };
+    std::stable_sort(merged.begin(), merged.end(),
+                     [&](const auto& a, const auto& b) {
+                       if (score(a) != score(b)) return score(a) < score(b);
+                       return a.first.Key() < b.first.Key();
+                     });
+    if (static_cast<int>(merged.size()) > o->top) merged.resize(o->top);
+    for (const auto& m : merged) res->plans.push_back(m.first);
     Output out;
     Json plans = Json::array();
     std::string text = fmt::format(
         "{} on {} ({} chips), batch {} tokens x seq {}: {:.4g} configurations "
         "({:.4g} scored, {:.4g} pruned by memory, {:.4g} over HBM) in {:.3f} s "
         "on {} threads\n\n",
-        in->model.spec.name, in->system.id, in->system.num_chips(),
+        in->model.spec.name, in->system.id,
+        o->chips.empty()
+            ? std::to_string(in->system.num_chips())
+            : o->chips + " of " + std::to_string(in->system.num_chips()),
         FormatNumber(in->config.batch_tokens), FormatNumber(in->config.seq),
         res->configs_evaluated, res->configs_scored, res->configs_pruned,
         res->configs_infeasible, res->search_time_s, res->threads);
@@ -464,18 +531,25 @@ Command AddPlanCommand(CLI::App& app) {
               units::FormatBytes(in->system.chip.hbm_capacity) +
               " available. Try more chips, a shorter sequence, or FP8.\n";
     }
-    std::vector<std::vector<std::string>> rows = {
-        {"#", "plan", "step", "vs best", "MFU", "memory", "bottleneck"}};
+    std::vector<std::vector<std::string>> rows = {{"#", "chips", "plan", "step",
+                                                   "vs best", "MFU", "memory",
+                                                   "bottleneck"}};
     const double best = res->plans.empty() ? 0 : res->plans[0].step_time_s;
+    const double best_score = merged.empty() ? 0 : score(merged[0]);
     int rank = 0;
-    for (const search::PlanCandidate& p : res->plans) {
+    for (const auto& entry : merged) {
+      const auto& [p, sys_index] = entry;
+      const double behind = best_score > 0 ? score(entry) / best_score - 1 : 0;
+      const hw::System& psys = systems[sys_index];
       ++rank;
       // Re-run the decorated estimator on the plan with the search's
       // placement order, so the detail is the plan that was ranked.
       estimate::TrainingConfig cfg = p.config;
       cfg.placement_order.assign(p.order.begin(), p.order.end());
-      auto est = estimate::EstimateTraining(in->model.spec, in->system, cfg);
+      auto est = estimate::EstimateTraining(in->model.spec, psys, cfg);
       Json j = est ? io::ToJson(*est) : Json::object();
+      j["chips"] = psys.num_chips();
+      j["system"] = psys.id;
       j["plan"] = cfg.par.ToString();
       j["key"] = p.Key();
       j["micro_batch"] = cfg.micro_batch;
@@ -484,23 +558,26 @@ Command AddPlanCommand(CLI::App& app) {
       j["vpp"] = cfg.vpp;
       j["offload_optimizer"] = cfg.offload_optimizer;
       j["search_step_time_s"] = p.step_time_s;
-      j["behind_best"] = best > 0 ? p.step_time_s / best - 1 : 0;
+      j["behind_best"] = behind;
       plans.push_back(j);
-      rows.push_back({std::to_string(rank), p.Key(),
-                      FormatSeconds(units::Seconds(p.step_time_s)),
-                      fmt::format("+{:.1f}%", 100 * (p.step_time_s / best - 1)),
+      rows.push_back({std::to_string(rank), std::to_string(psys.num_chips()),
+                      p.Key(), FormatSeconds(units::Seconds(p.step_time_s)),
+                      fmt::format("{:+.1f}%", 100 * behind),
                       fmt::format("{:.1f}%", 100 * p.mfu),
                       FormatBytes(units::Bytes(p.memory_bytes)),
                       est ? est->bottleneck : "?"});
     }
     text += Table(rows);
-    if (!res->plans.empty()) {
-      estimate::TrainingConfig best_cfg = res->plans[0].config;
-      best_cfg.placement_order.assign(res->plans[0].order.begin(),
-                                      res->plans[0].order.end());
-      auto est =
-          estimate::EstimateTraining(in->model.spec, in->system, best_cfg);
-      if (est) text += "\nBest plan in detail:\n" + TrainText(*est, in->system);
+    if (!merged.empty()) {
+      const hw::System& bsys = systems[merged[0].second];
+      estimate::TrainingConfig best_cfg = merged[0].first.config;
+      best_cfg.placement_order.assign(merged[0].first.order.begin(),
+                                      merged[0].first.order.end());
+      auto est = estimate::EstimateTraining(in->model.spec, bsys, best_cfg);
+      if (est) {
+        text += "\nBest plan in detail (" + bsys.id + "):\n" +
+                TrainText(*est, bsys);
+      }
     }
     Json results = {{"plans", plans},
                     {"configs_evaluated", res->configs_evaluated},

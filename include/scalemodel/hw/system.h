@@ -61,6 +61,13 @@ struct System {
 // expected 2 dimensions such as 16x16, got 3 in '4x4x4'").
 Result<System> BuildSystem(const Chip& chip, std::string_view shape);
 
+// A part of `system` with `chips` chips, for planning on fewer chips than a
+// system has: GPUs keep whole NVLink domains (or part of one); TPUs take a
+// slice shape whose axes fit inside the original ones (most cubic first) and
+// the same number of slices. Named-system detail (fat-tree tiers, NIC rates)
+// is kept. Errors when no such shape exists.
+Result<System> SubSystem(const System& system, int chips);
+
 // Whether an ICI axis of `size` chips has a wraparound link on this chip.
 bool HasWraparound(const IciLinks& ici, int size);
 
