@@ -23,7 +23,7 @@ int main(int argc, char** argv) {
       "  scalemodel plan train --model llama3-70b --system tpu-v5p:8x16x16 "
       "--batch-tokens 4Mi --seq 4096\n"
       "  scalemodel train --model llama3-70b --system tpu-v5p:8x16x16 --plan "
-      "fsdp=256,tp=8 --batch-tokens 4M --seq 4096\n"
+      "fsdp=256,tp=8 --batch-tokens 4Mi --seq 4096\n"
       "  scalemodel serve --model llama3-70b --system h100:8x1 --plan tp=8 "
       "--batch 64 --prompt 2048 --output 512\n"
       "  scalemodel plan serve --model llama3-70b --chip tpu-v5e --prompt 8192 "
@@ -31,7 +31,7 @@ int main(int argc, char** argv) {
       "  scalemodel model llama3-70b --seq 8192\n"
       "  scalemodel matmul 'A[I_X, J] @ B[J, K_Y] -> C[I_X, K_Y]' --system "
       "tpu-v5e:4x4 --mesh X=4,Y=4 --dims I=8192,J=8192,K=32768\n"
-      "  scalemodel model ./config.json --json\n"
+      "  scalemodel model path/to/config.json --json\n"
       "  scalemodel collective all-gather --system tpu-v5p:4x4x4 --axes x,y "
       "--bytes 8MiB\n",
       "scalemodel"};

@@ -147,7 +147,7 @@ Command AddModelCommand(CLI::App& app) {
       "HuggingFace config.json.\n\nExamples:\n"
       "  scalemodel model llama3-70b\n"
       "  scalemodel model deepseek-v3 --seq 32K --kv-dtype fp8\n"
-      "  scalemodel model ./config.json --json");
+      "  scalemodel model path/to/config.json --json");
   c.app->add_option("name", o->name, "Catalog model or config.json path")
       ->required();
   c.app

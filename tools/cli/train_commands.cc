@@ -268,11 +268,12 @@ Command AddTrainCommand(CLI::App& app) {
       "Step time, memory per chip, MFU and cost of training a model on a "
       "system with a given layout.\n\nExamples:\n"
       "  scalemodel train --model llama3-70b --system tpu-v5p-pod --plan "
-      "fsdp=2240,tp=4 --batch-tokens 4M --seq 4096 --tokens 15T\n"
+      "fsdp=2240,tp=4 --batch-tokens 2240x4096 --seq 4096 --tokens 15T\n"
       "  scalemodel train --model gpt3-175b --system a100:8x128 --plan "
       "dp=8,tp=8,pp=16 --batch-tokens 1536x2048 --seq 2048 --remat full\n"
       "  scalemodel train --model llama3-70b --system tpu-v5p-pod --plan "
-      "fsdp=8960 --batch-tokens 4M --seq 4096 --mode peak --assume-mfu 0.4 "
+      "fsdp=2240,tp=4 --batch-tokens 2240x4096 --seq 4096 --mode peak "
+      "--assume-mfu 0.4 "
       "--tokens 15T");
   AddTrainOptions(c.app, *o, true);
   c.action = [o](const catalog::Catalog& cat) -> Result<Output> {
