@@ -435,7 +435,8 @@ Command AddPlanCommand(CLI::App& app) {
     if (!in) return tl::unexpected(in.error());
     search::SearchOptions so;
     so.base = in->config;
-    so.top_k = o->top;
+    // Keep extra candidates so folding near-duplicates still leaves --top.
+    so.top_k = o->top * 8;
     so.objective = o->objective == "cost" ? search::Objective::kCost
                                           : search::Objective::kTime;
     so.threads = o->threads;
@@ -512,6 +513,29 @@ Command AddPlanCommand(CLI::App& app) {
                        if (score(a) != score(b)) return score(a) < score(b);
                        return a.first.Key() < b.first.Key();
                      });
+    // Show distinct layouts: a plan with the same degrees and the same step
+    // time as one already listed (ZeRO-1 vs ZeRO-2 with memory to spare, an
+    // equivalent placement order) is folded into it, keeping the one with
+    // less memory; the search's counts still include every plan.
+    {
+      std::vector<std::pair<search::PlanCandidate, int>> distinct;
+      for (const auto& m : merged) {
+        bool dup = false;
+        for (auto& d : distinct) {
+          const estimate::Parallelism &a = m.first.config.par,
+                                      &b = d.first.config.par;
+          if (m.second == d.second && a.dp == b.dp && a.fsdp == b.fsdp &&
+              a.tp == b.tp && a.pp == b.pp && a.ep == b.ep && a.cp == b.cp &&
+              std::fabs(m.first.step_time_s / d.first.step_time_s - 1) < 1e-6) {
+            dup = true;
+            if (m.first.memory_bytes < d.first.memory_bytes) d = m;
+            break;
+          }
+        }
+        if (!dup) distinct.push_back(m);
+      }
+      merged = distinct;
+    }
     if (static_cast<int>(merged.size()) > o->top) merged.resize(o->top);
     for (const auto& m : merged) res->plans.push_back(m.first);
     Output out;
