@@ -281,6 +281,10 @@ INF_CHIPS = dict(CHIPS, **{"H200-SXM-141GB": "h200"})
 
 def convert_inference(r):
     hw = r["hardware"]
+    notes = (r.get("notes") or "").lower()
+    if "speculative" in notes or re.search(r"(?<!no )mtp", notes):
+        return {"id": r["id"], "source": r["source"], "model_name": r["model"]["name"],
+                "skip": "speculative decoding (MTP draft layers) is not modelled"}
     chip = INF_CHIPS.get(hw["chip"])
     out = {"id": r["id"], "source": r["source"], "model_name": r["model"]["name"],
            "confidence": r.get("confidence")}
