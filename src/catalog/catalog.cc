@@ -103,6 +103,16 @@ Result<hw::Chip> Catalog::ParseChip(std::string_view contents,
         if (auto v = quantity(r, "vector_fp32", false, c, AsFlopRate)) {
           chip.vector_fp32 = units::FlopsPerSecond(*v);
         }
+        if (auto v = quantity(
+                r, "base_clock", false, c,
+                [](std::string_view t) { return units::ParseFrequency(t); })) {
+          chip.base_clock_hz = *v;
+        }
+        if (auto v = quantity(
+                r, "boost_clock", false, c,
+                [](std::string_view t) { return units::ParseFrequency(t); })) {
+          chip.boost_clock_hz = *v;
+        }
       }));
   sections.push_back(ReadSection(
       root, "memory", true, path, [&](TableReader& r, const std::string& c) {

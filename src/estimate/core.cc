@@ -276,12 +276,19 @@ void EvaluateCore(const ModelConsts& mc, const LayerCompute& lc,
             : 0.0;
     double dp_exposed =
         dp_total > 0 ? std::max(dp_total / lps, dp_total - backward_last) : 0.0;
-    exposed = m * (tp_mb + ep_mb + cp_exposed_mb) + pp_exposed + fsdp_exposed +
-              dp_exposed + offload;
+    double tp_exposed_mb = tp_mb;
+    if (cfg.tp_comm_overlap) {
+      // Split GEMMs hide the collectives; what exceeds the GEMMs shows.
+      double gemm_mb = lps * 3 * lc.gemm_fwd;
+      tp_exposed_mb = std::max(0.0, tp_mb - gemm_mb);
+    }
+    exposed = m * (tp_exposed_mb + ep_mb + cp_exposed_mb) + pp_exposed +
+              fsdp_exposed + dp_exposed + offload;
     step = compute + exposed + bubble + t_opt;
-    X[kTpAg] = T[kTpAg];
-    X[kTpRs] = T[kTpRs];
-    X[kTpAr] = T[kTpAr];
+    double tp_share = tp_mb > 0 ? tp_exposed_mb / tp_mb : 0;
+    X[kTpAg] = T[kTpAg] * tp_share;
+    X[kTpRs] = T[kTpRs] * tp_share;
+    X[kTpAr] = T[kTpAr] * tp_share;
     X[kEpA2a] = T[kEpA2a];
     X[kCpPermute] = m * cp_exposed_mb;
     X[kPpPermute] = pp_exposed;

@@ -28,6 +28,23 @@ ChipEfficiency PeakEfficiency() {
 //   hbm: streaming kernels: A100 0.86, H100 0.87, H200 0.90, B200 0.85
 //     (assumption, no B200 stream measurement), TPU 0.85 (assumption).
 ChipEfficiency RealisticEfficiency(const hw::Chip& chip) {
+  ChipEfficiency e = RealisticEfficiencyAtBoost(chip);
+  // Sustained clock: peak rates and the short benchmarks above (MAMF,
+  // FlashAttention) run near the boost clock; hours of training or serving
+  // at full power run near the base clock. Matrix-unit rates scale by
+  // base / boost from the chip's datasheet (A100 1.10/1.41, H100/H200
+  // 1.59/1.98 GHz); chips without published clocks (B200, GB200) and TPUs
+  // (no boost) keep 1.
+  if (chip.base_clock_hz > 0 && chip.boost_clock_hz > chip.base_clock_hz) {
+    double f = chip.base_clock_hz / chip.boost_clock_hz;
+    e.gemm_max *= f;
+    e.gemm_max_fp8 *= f;
+    e.attention *= f;
+  }
+  return e;
+}
+
+ChipEfficiency RealisticEfficiencyAtBoost(const hw::Chip& chip) {
   ChipEfficiency e;
   const std::string& id = chip.id;
   if (chip.is_tpu()) {

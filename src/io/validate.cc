@@ -163,6 +163,7 @@ Result<TrainingRun> ReadTrainingRun(const catalog::Catalog& cat,
   }
   cfg.mode = estimate::Mode::kRealistic;
   cfg.flash_attention = row.value("flash_attention", true);
+  cfg.tp_comm_overlap = row.value("tp_comm_overlap", false);
   run.remat_stated = row.value("remat_stated", true);
   return run;
 }

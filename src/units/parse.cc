@@ -159,6 +159,10 @@ const Kind& CountKind() {
                       {{"B", 1e9}, {"b", 1e9}, {"k", 1e3}, {"m", 1e6}}};
   return k;
 }
+const Kind& FrequencyKind() {
+  static const Kind k{"a frequency", "1.98 GHz", {{"Hz", 1}}};
+  return k;
+}
 const Kind& WattsKind() {
   static const Kind k{"a power", "700 W", {{"W", 1}}};
   return k;
@@ -194,6 +198,9 @@ Result<Seconds> ParseDuration(std::string_view text, ParseOptions opts) {
 }
 Result<double> ParseCount(std::string_view text, ParseOptions opts) {
   return ParseKind(text, CountKind(), opts);
+}
+Result<double> ParseFrequency(std::string_view text, ParseOptions opts) {
+  return ParseKind(text, FrequencyKind(), opts);
 }
 Result<double> ParseWatts(std::string_view text, ParseOptions opts) {
   return ParseKind(text, WattsKind(), opts);

@@ -143,6 +143,11 @@ def convert(r):
     out["model"] = model_config(mdl)
     out["seq"] = r["model"].get("seq_len") or 2048
     p = r["parallelism"]
+    other = p.get("other") or ""
+    m_layout = re.search(r"TP(\d+)/PP(\d+)", other)
+    if p.get("tp") is None and m_layout:
+        p = dict(p, tp=int(m_layout.group(1)), pp=int(m_layout.group(2)))
+        a.append("layout not stated; TP%s/PP%s as the source presumes" % m_layout.groups())
     tp = num(p.get("tp")) or 1
     pp = num(p.get("pp")) or 1
     cp = num(p.get("cp")) or 1
@@ -228,6 +233,8 @@ def convert(r):
             out["schedule"], out["vpp"] = "1f1b", 1
     sp = p.get("sp")
     out["sequence_parallel"] = bool(sp) if sp is not None else tp > 1
+    if "tp-comm-overlap" in other or "async tp" in other.lower():
+        out["tp_comm_overlap"] = True
     # What the source counts in TFLOP/s and MFU.
     src = r["source"]
     if "Narayanan" in src:

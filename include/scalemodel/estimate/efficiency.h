@@ -22,8 +22,11 @@ struct ChipEfficiency {
 
 // Peak mode: all 1.0, no overheads, no quantization.
 ChipEfficiency PeakEfficiency();
-// Realistic mode, by chip.
+// Realistic mode, by chip: the measured constants below, with matrix-unit
+// rates scaled from boost to base clock (docs/model.md 5.6).
 ChipEfficiency RealisticEfficiency(const hw::Chip& chip);
+// The same constants as measured (near boost clock), before that scaling.
+ChipEfficiency RealisticEfficiencyAtBoost(const hw::Chip& chip);
 
 // Time of one GEMM [m, k] x [k, n] at `dtype` on `chip`:
 //   t = overhead + max(2mnk / (gemm_max * q * peak), bytes / (hbm * BW)),

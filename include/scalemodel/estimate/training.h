@@ -68,6 +68,10 @@ struct TrainingConfig {
   // Fused (flash) attention, or the pre-2022 kernels that materialise the
   // S x S scores in HBM (scale, mask, softmax, dropout as separate passes).
   bool flash_attention = true;
+  // Tensor-parallel all-gathers and reduce-scatters overlapped with the
+  // adjacent GEMMs (Megatron --tp-comm-overlap, torchtitan async TP): only
+  // the part longer than the layer's GEMMs stays exposed.
+  bool tp_comm_overlap = false;
   double tokens = 0;  // total training tokens (0: not asked)
   // Order in which degrees are laid onto physical axes, innermost first
   // (indices of estimate::ParIndex); empty: tp, cp, ep, fsdp, dp, pp.

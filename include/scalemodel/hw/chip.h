@@ -78,6 +78,10 @@ struct Chip {
   // Dense peak rate per dtype; zero where the chip has no such unit.
   std::array<units::FlopsPerSecond, kNumDtypes> peak{};
   units::FlopsPerSecond vector_fp32;  // non-matrix units; 0 when unknown
+  // Clocks in Hz (0 when unknown). Peak rates are quoted at the boost clock;
+  // under sustained full load GPUs run near the base clock.
+  double base_clock_hz = 0;
+  double boost_clock_hz = 0;
 
   units::Bytes hbm_capacity;
   units::BytesPerSecond hbm_bandwidth;
