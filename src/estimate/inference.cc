@@ -173,12 +173,14 @@ Result<ServeEstimate> EstimateServing(const model::ModelSpec& m,
     double per_layer =
         Gemm(chip, eff, tokens, qkv / cfg.tp, D, wb, compute, peak);
     if (!m.mla) {
-      per_layer += Gemm(chip, eff, tokens, D, m.num_heads * m.head_dim / cfg.tp,
+      per_layer += Gemm(chip, eff, tokens, D,
+                        static_cast<double>(m.num_heads) * m.head_dim / cfg.tp,
                         wb, compute, peak);
     }
     double dense_mlp =
         Gemm(chip, eff, tokens, up * m.ffn / cfg.tp, D, wb, compute, peak) +
-        Gemm(chip, eff, tokens, D, m.ffn / cfg.tp, wb, compute, peak);
+        Gemm(chip, eff, tokens, D, static_cast<double>(m.ffn) / cfg.tp, wb,
+             compute, peak);
     double moe = 0;
     if (m.is_moe()) {
       double local = touched(tokens) / cfg.ep;
@@ -196,7 +198,8 @@ Result<ServeEstimate> EstimateServing(const model::ModelSpec& m,
       }
     }
     t = L * per_layer + (L - moe_layers) * dense_mlp + moe_layers * moe;
-    t += Gemm(chip, eff, tokens, m.vocab / cfg.tp, D, wb, compute, peak);
+    t += Gemm(chip, eff, tokens, static_cast<double>(m.vocab) / cfg.tp, D, wb,
+              compute, peak);
     return t;
   };
 

@@ -104,7 +104,7 @@ units::Seconds SimulateRingReduceScatter(int n, bool wraparound,
   while (true) {
     bool pending = false;
     // Best chain per directed link (head chip, direction).
-    std::vector<int> pick(2 * n, -1);
+    std::vector<int> pick(2 * static_cast<size_t>(n), -1);
     for (size_t c = 0; c < chains.size(); ++c) {
       if (chains[c].remaining == 0) continue;
       pending = true;
