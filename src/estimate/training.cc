@@ -351,12 +351,51 @@ Result<TrainingEstimate> EstimateTraining(const model::ModelSpec& m,
     return c.bandwidth_time.si() > 0 ? v / c.bandwidth_time.si() : 0;
   };
   CriticalBatches& cb = est.critical;
+  // Where the plan does not use a strategy, its threshold is still shown for
+  // the system: data parallelism over every ICI axis (TPU) or the whole
+  // system (GPU), tensor parallelism on the innermost axis.
+  auto w_on = [&](const std::vector<int>& axes) -> double {
+    std::vector<int> sizes;
+    std::vector<int> used;
+    for (int a : axes) {
+      if (sys.axes[a].size > 1) {
+        used.push_back(a);
+        sizes.push_back(sys.axes[a].size);
+      }
+    }
+    if (used.empty()) return 0;
+    const double v = 1e12;
+    auto c = net::EstimateOnAxes(sys, net::Collective::kAllGather, Bytes(v),
+                                 used, sizes, {net::Mode::kPeak});
+    return c.bandwidth_time.si() > 0 ? v / c.bandwidth_time.si() : 0;
+  };
+  std::vector<int> all_scale_up, inner;
+  for (size_t a = 0; a < sys.axes.size(); ++a) {
+    if (sys.axes[a].kind != hw::AxisKind::kDcn)
+      all_scale_up.push_back(static_cast<int>(a));
+  }
+  for (size_t a = 0; a < sys.axes.size() && inner.empty(); ++a) {
+    if (sys.axes[a].size > 1) inner.push_back(static_cast<int>(a));
+  }
   double w_data = std::max(w_eff(kFsdp), w_eff(kDp));
+  if (w_data <= 0) w_data = w_on(all_scale_up);
   if (w_data > 0) cb.data_parallel = cb.fsdp = C / w_data;
   double w_tp = w_eff(kTp);
+  if (w_tp <= 0) w_tp = w_on(inner);
   double f_eff = m.is_moe() ? m.moe.expert_ffn : m.ffn;
   if (w_tp > 0) cb.tensor_parallel_max = f_eff * w_tp / C;
-  if (w_data > 0 && w_tp > 0) cb.fsdp_tp = C * C / (w_data * w_tp * f_eff);
+  // FSDP x TP needs disjoint axes: without TP in the plan, TP takes the
+  // innermost axis and FSDP the rest.
+  double w_data_tp = w_data;
+  if (w_eff(kTp) <= 0) {
+    std::vector<int> rest;
+    for (int a : all_scale_up) {
+      if (inner.empty() || a != inner[0]) rest.push_back(a);
+    }
+    w_data_tp = w_on(rest);
+  }
+  if (w_data_tp > 0 && w_tp > 0)
+    cb.fsdp_tp = C * C / (w_data_tp * w_tp * f_eff);
   const hw::PhysicalAxis* dcn = sys.FindAxis("dcn");
   if (dcn && dcn->size > 1) cb.dcn_per_slice = C / dcn->bandwidth.si();
   const double tokens_per_data_chip =
@@ -374,6 +413,14 @@ Result<TrainingEstimate> EstimateTraining(const model::ModelSpec& m,
         par.tp > 1 ? "the book's B/N > alpha^2 / (M_X M_Y F)"
                    : "the book's B/X > C / W"));
   }
+  est.notes.push_back(fmt::format(
+      "the book's critical batches on {}: data parallel / FSDP {:.0f} tokens "
+      "per chip, tensor parallel up to {:.1f}-way, FSDP x TP {:.0f} tokens per "
+      "chip{}",
+      sys.id, cb.data_parallel, cb.tensor_parallel_max, cb.fsdp_tp,
+      cb.dcn_per_slice > 0 ? fmt::format(", {:.0f} tokens per slice across DCN",
+                                         cb.dcn_per_slice)
+                           : std::string()));
   if (par.tp > 1 && cb.tensor_parallel_max > 0) {
     est.notes.push_back(fmt::format(
         "tensor parallelism {} {} the largest compute-bound degree F W / C = "
