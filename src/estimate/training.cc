@@ -228,14 +228,19 @@ Result<TrainingEstimate> EstimateTraining(const model::ModelSpec& m,
     const Placement& p = (*placement)[i];
     if (p.axes.empty()) continue;
     std::string desc;
+    TrainingEstimate::DomainSplit split;
     for (size_t k = 0; k < p.axes.size(); ++k) {
       const hw::PhysicalAxis& a = sys.axes[p.axes[k]];
+      const bool slow =
+          a.kind == hw::AxisKind::kDcn || a.kind == hw::AxisKind::kScaleOut;
+      (slow ? split.slow : split.fast) *= p.sizes[k];
       desc += (desc.empty() ? "" : ".") + a.name +
               (p.sizes[k] < a.size ? "(" + std::to_string(p.sizes[k]) + "/" +
                                          std::to_string(a.size) + ")"
                                    : "");
     }
     est.layout[ParName(i)] = desc;
+    est.layout_split[ParName(i)] = split;
   }
   const int microbatches = static_cast<int>(seqs_per_replica / cfg.micro_batch);
   est.microbatches = microbatches;
@@ -413,11 +418,20 @@ Result<TrainingEstimate> EstimateTraining(const model::ModelSpec& m,
         par.tp > 1 ? "the book's B/N > alpha^2 / (M_X M_Y F)"
                    : "the book's B/X > C / W"));
   }
+  // Below 2-way, F W / C says no tensor-parallel degree stays
+  // compute-bound; "up to 0.2-way" would read as nonsense.
+  std::string tp_text =
+      cb.tensor_parallel_max >= 2
+          ? fmt::format("tensor parallel up to {:.1f}-way",
+                        cb.tensor_parallel_max)
+          : fmt::format(
+                "tensor parallel not compute-bound at any degree "
+                "(F W / C = {:.2f} < 2)",
+                cb.tensor_parallel_max);
   est.notes.push_back(fmt::format(
       "the book's critical batches on {}: data parallel / FSDP {:.0f} tokens "
-      "per chip, tensor parallel up to {:.1f}-way, FSDP x TP {:.0f} tokens per "
-      "chip{}",
-      sys.id, cb.data_parallel, cb.tensor_parallel_max, cb.fsdp_tp,
+      "per chip, {}, FSDP x TP {:.0f} tokens per chip{}",
+      sys.id, cb.data_parallel, tp_text, cb.fsdp_tp,
       cb.dcn_per_slice > 0 ? fmt::format(", {:.0f} tokens per slice across DCN",
                                          cb.dcn_per_slice)
                            : std::string()));

@@ -324,10 +324,14 @@ Result<ImportedModel> ParseHfConfig(std::string_view json_text,
     m.id = s.value("id", m.id);
     m.name = s.value("name", m.id);
     m.source = s.value("source", "");
+    m.hf_repo = s.value("hf_repo", "");
+    m.maxtext_model = s.value("maxtext_model", "");
   } else {
     m.name = top_type.empty() ? path : top_type + " (" + path + ")";
     m.id = std::filesystem::path(path).stem().string();
     m.source = path;
+    std::filesystem::path dir = std::filesystem::path(path).parent_path();
+    m.hf_repo = dir.empty() ? "." : dir.string();
   }
   auto ok = model::Validate(m);
   if (!ok) {

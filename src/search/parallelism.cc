@@ -143,8 +143,10 @@ struct Worker {
         }
       }
     }
-    std::vector<int> zeros =
-        g.dp > 1 ? std::vector<int>{0, 1, 2} : std::vector<int>{0};
+    std::vector<int> zeros = {0};
+    for (int z = 1; g.dp > 1 && z <= std::min(opt->max_zero, 2); ++z) {
+      zeros.push_back(z);
+    }
     std::vector<bool> offloads =
         opt->search_offload ? std::vector<bool>{false, true}
                             : std::vector<bool>{base.offload_optimizer};

@@ -80,7 +80,8 @@ Result<net::Mode> ParseMode(const std::string& text, const char* where);
 // command (train_commands.cc).
 struct ServeSearchCli {
   std::string model, chip, prompt = "1024", output = "256", weights = "bf16",
-                           kv = "bf16", mode = "realistic", tpot_max, ttft_max;
+                           kv = "bf16", mode = "realistic", tpot_max, ttft_max,
+                           emit;
   int max_chips = 0;
   double price = 0;
 };

@@ -9,6 +9,7 @@
 #include "scalemodel/estimate/inference.h"
 #include "scalemodel/estimate/training.h"
 #include "scalemodel/io/hf_config.h"
+#include "scalemodel/io/launch.h"
 #include "scalemodel/io/validate.h"
 #include "scalemodel/model/transformer.h"
 #include "scalemodel/net/collective.h"
@@ -24,9 +25,30 @@ namespace scalemodel::cli {
 struct ServeCli {
   std::string model, system, plan = "tp=1", batch = "1", prompt = "1024",
                              output = "256", weights = "bf16", kv = "bf16",
-                             mode = "realistic";
+                             mode = "realistic", emit;
   double price = 0;
 };
+
+static constexpr const char* kEmitHelp =
+    "Print the launch line for {} instead of the report: vllm or sglang "
+    "(--json adds it as \"launch\")";
+
+// --emit: the launch text replaces the report; JSON carries both.
+static Result<bool> AddServeLaunch(const std::string& engine_name,
+                                   const model::ModelSpec& m,
+                                   const hw::System& sys,
+                                   const estimate::ServeConfig& cfg,
+                                   const estimate::ServeEstimate& est,
+                                   Output& out) {
+  if (engine_name.empty()) return true;
+  auto engine = io::ParseServeEngine(engine_name);
+  if (!engine) return tl::unexpected(engine.error());
+  auto text = io::EmitServing(*engine, m, sys, cfg, est);
+  if (!text) return tl::unexpected(text.error());
+  out.text = *text;
+  out.json["launch"] = {{"engine", ToLower(engine_name)}, {"script", *text}};
+  return true;
+}
 
 static Result<estimate::ServeConfig> ParseServeCommon(
     const std::string& prompt, const std::string& output,
@@ -159,6 +181,10 @@ static Result<hw::System> SystemOfChips(const catalog::Catalog& cat,
 
 Result<Output> RunServeSearch(const catalog::Catalog& cat,
                               const ServeSearchCli& o) {
+  if (!o.emit.empty()) {
+    auto engine = io::ParseServeEngine(o.emit);
+    if (!engine) return tl::unexpected(engine.error());
+  }
   auto m = io::FindModel(cat, o.model);
   if (!m) return tl::unexpected(m.error());
   auto chip = cat.FindChip(o.chip);
@@ -328,6 +354,23 @@ Result<Output> RunServeSearch(const catalog::Catalog& cat,
       "token vs throughput per chip):\n{}{}",
       spec.name, (*chip)->id, FormatNumber(base->prompt),
       FormatNumber(base->output), evaluated, Table(rows), best_text);
+  if (!o.emit.empty()) {
+    if (!best) {
+      return InvalidArgument(
+          "no plan on the frontier meets the constraints, so there is "
+          "nothing to emit",
+          "--emit");
+    }
+    auto sys = SystemOfChips(cat, **chip, best->chips);
+    if (!sys) return tl::unexpected(sys.error());
+    estimate::ServeConfig cfg = *base;
+    cfg.tp = best->tp;
+    cfg.ep = best->ep;
+    cfg.dp = best->dp;
+    cfg.batch = best->batch;
+    auto launch = AddServeLaunch(o.emit, spec, *sys, cfg, best->e, out);
+    if (!launch) return tl::unexpected(launch.error());
+  }
   return out;
 }
 
@@ -349,6 +392,7 @@ void AddServeSearchOptions(CLI::App* app, ServeSearchCli& o) {
       ->capture_default_str();
   app->add_option("--mode", o.mode, "realistic or peak")->capture_default_str();
   app->add_option("--price-per-chip-hour", o.price, "USD per chip-hour");
+  app->add_option("--emit", o.emit, fmt::format(kEmitHelp, "the best plan"));
 }
 
 Command AddServeCommand(CLI::App& app) {
@@ -363,7 +407,9 @@ Command AddServeCommand(CLI::App& app) {
       "  scalemodel serve --model llama3-70b --system h100:8x1 --plan tp=8 "
       "--batch 64 --prompt 2048 --output 512\n"
       "  scalemodel serve --model llama2-13b --system tpu-v5e:2x4 --plan tp=8 "
-      "--batch 8 --prompt 8192 --output 1 --mode peak");
+      "--batch 8 --prompt 8192 --output 1 --mode peak\n"
+      "  scalemodel serve --model llama3-70b --system h100:8x1 --plan tp=8 "
+      "--batch 64 --prompt 2048 --output 512 --weights fp8 --emit vllm");
   c.app->add_option("--model", o->model, "Catalog model or config.json")
       ->required();
   c.app->add_option("--system", o->system, "Catalog system or CHIP:SHAPE")
@@ -387,6 +433,7 @@ Command AddServeCommand(CLI::App& app) {
   c.app->add_option("--mode", o->mode, "realistic or peak (the book's formula)")
       ->capture_default_str();
   c.app->add_option("--price-per-chip-hour", o->price, "USD per chip-hour");
+  c.app->add_option("--emit", o->emit, fmt::format(kEmitHelp, "this plan"));
   c.action = [o](const catalog::Catalog& cat) -> Result<Output> {
     auto m = io::FindModel(cat, o->model);
     if (!m) return tl::unexpected(m.error());
@@ -428,6 +475,8 @@ Command AddServeCommand(CLI::App& app) {
                     m->spec.name, sys->id, o->plan, FormatNumber(cfg->batch),
                     FormatNumber(cfg->prompt), FormatNumber(cfg->output)) +
         ServeText(*e);
+    auto launch = AddServeLaunch(o->emit, m->spec, *sys, *cfg, *e, out);
+    if (!launch) return tl::unexpected(launch.error());
     return out;
   };
   return c;

@@ -2,6 +2,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 
 #include "commands.h"
 #include "fmt/format.h"
@@ -9,6 +10,7 @@
 #include "scalemodel/estimate/inference.h"
 #include "scalemodel/estimate/training.h"
 #include "scalemodel/io/hf_config.h"
+#include "scalemodel/io/launch.h"
 #include "scalemodel/io/validate.h"
 #include "scalemodel/model/transformer.h"
 #include "scalemodel/net/collective.h"
@@ -25,7 +27,7 @@ struct TrainOptionsCli {
   std::string model, system, plan = "dp=1", batch_tokens, seq = "4096", tokens,
                              remat = "none", mode = "realistic",
                              precision = "bf16", schedule = "1f1b",
-                             attention = "causal";
+                             attention = "causal", emit;
   int micro_batch = 1;
   int vpp = 1;
   double assume_mfu = 0;
@@ -210,6 +212,27 @@ static void AddTrainOptions(CLI::App* app, TrainOptionsCli& o, bool plan) {
   app->add_option("--attention", o.attention,
                   "Attention FLOPs in MFU: causal (halved) or full")
       ->capture_default_str();
+  app->add_option("--emit", o.emit,
+                  std::string("Print the launch line for ") +
+                      (plan ? "this plan" : "the best plan") +
+                      " instead of the report: maxtext, megatron or "
+                      "torchtitan (--json adds it as \"launch\")");
+}
+
+// --emit: the launch text replaces the report; JSON carries both.
+static Result<bool> AddLaunch(const std::string& engine_name,
+                              const model::ModelSpec& m, const hw::System& sys,
+                              const estimate::TrainingConfig& cfg,
+                              const estimate::TrainingEstimate& est,
+                              Output& out) {
+  if (engine_name.empty()) return true;
+  auto engine = io::ParseTrainEngine(engine_name);
+  if (!engine) return tl::unexpected(engine.error());
+  auto text = io::EmitTraining(*engine, m, sys, cfg, est);
+  if (!text) return tl::unexpected(text.error());
+  out.text = *text;
+  out.json["launch"] = {{"engine", ToLower(engine_name)}, {"script", *text}};
+  return true;
 }
 
 static std::string TrainText(const estimate::TrainingEstimate& e,
@@ -274,7 +297,10 @@ Command AddTrainCommand(CLI::App& app) {
       "  scalemodel train --model llama3-70b --system tpu-v5p-pod --plan "
       "fsdp=2240,tp=4 --batch-tokens 2240x4096 --seq 4096 --mode peak "
       "--assume-mfu 0.4 "
-      "--tokens 15T");
+      "--tokens 15T\n"
+      "  scalemodel train --model llama3-70b --system h100:8x64 --plan "
+      "dp=16,tp=8,pp=4,zero=1 --batch-tokens 1024x4096 --seq 4096 --remat "
+      "selective --emit megatron");
   AddTrainOptions(c.app, *o, true);
   c.action = [o](const catalog::Catalog& cat) -> Result<Output> {
     TrainOptionsCli opts = *o;
@@ -291,6 +317,9 @@ Command AddTrainCommand(CLI::App& app) {
                            in->model.spec.name, in->system.id,
                            in->system.num_chips(), in->config.par.ToString()) +
                TrainText(*est, in->system);
+    auto launch =
+        AddLaunch(opts.emit, in->model.spec, in->system, in->config, *est, out);
+    if (!launch) return tl::unexpected(launch.error());
     return out;
   };
   return c;
@@ -390,7 +419,9 @@ Command AddPlanCommand(CLI::App& app) {
       "  scalemodel plan train --model llama3-70b --system tpu-v5p:8x16x16 "
       "--batch-tokens 4Mi --seq 4096 --tokens 15T\n"
       "  scalemodel plan train --model gpt3-175b --system a100:8x128 "
-      "--batch-tokens 1536x2048 --seq 2048 --explain dp=8,tp=8,pp=16");
+      "--batch-tokens 1536x2048 --seq 2048 --explain dp=8,tp=8,pp=16\n"
+      "  scalemodel plan train --model llama3-8b --system tpu-v5e:16x16 "
+      "--batch-tokens 1Mi --seq 8192 --emit maxtext");
   auto o = std::make_shared<PlanOptionsCli>();
   AddTrainOptions(tr, o->train, false);
   tr->add_option("--top", o->top, "How many plans to show")
@@ -430,9 +461,26 @@ Command AddPlanCommand(CLI::App& app) {
           "expected 'time' or 'cost', got '" + o->objective + "'",
           "--objective");
     }
+    std::optional<io::TrainEngine> engine;
+    if (!o->train.emit.empty()) {
+      auto e = io::ParseTrainEngine(o->train.emit);
+      if (!e) return tl::unexpected(e.error());
+      engine = *e;
+    }
     TrainOptionsCli opts = o->train;
     auto in = ResolveTrain(cat, opts, false);
     if (!in) return tl::unexpected(in.error());
+    if (engine) {
+      auto ok = io::CheckTrainEngine(*engine, in->system);
+      if (!ok) return tl::unexpected(ok.error());
+    }
+    struct BestLaunch {
+      model::ModelSpec model;
+      hw::System system;
+      estimate::TrainingConfig config;
+      estimate::TrainingEstimate estimate;
+    };
+    std::optional<BestLaunch> best_launch;
     search::SearchOptions so;
     so.base = in->config;
     // Keep extra candidates so folding near-duplicates still leaves --top.
@@ -440,6 +488,8 @@ Command AddPlanCommand(CLI::App& app) {
     so.objective = o->objective == "cost" ? search::Objective::kCost
                                           : search::Objective::kTime;
     so.threads = o->threads;
+    // Only plans the engine can launch.
+    if (engine) so.max_zero = io::MaxZeroLevel(*engine);
     auto start = std::chrono::steady_clock::now();
     bool printed = false;
     so.progress = [&](double fraction, double configs) {
@@ -602,6 +652,9 @@ Command AddPlanCommand(CLI::App& app) {
       if (est) {
         text += "\nBest plan in detail (" + bsys.id + "):\n" +
                 TrainText(*est, bsys);
+        if (!o->train.emit.empty()) {
+          best_launch = {in->model.spec, bsys, best_cfg, *est};
+        }
       }
     }
     Json results = {{"plans", plans},
@@ -641,6 +694,15 @@ Command AddPlanCommand(CLI::App& app) {
     }
     out.json = Document(in->inputs, results);
     out.text = text;
+    if (best_launch) {
+      auto launch =
+          AddLaunch(o->train.emit, best_launch->model, best_launch->system,
+                    best_launch->config, best_launch->estimate, out);
+      if (!launch) return tl::unexpected(launch.error());
+    } else if (!o->train.emit.empty()) {
+      return InvalidArgument(
+          "no feasible plan was found, so there is nothing to emit", "--emit");
+    }
     return out;
   };
   return c;

@@ -124,6 +124,14 @@ struct TrainingEstimate {
   CriticalBatches critical;
   int microbatches = 1;
   std::map<std::string, std::string> layout;  // parallelism -> "x.y (16)"
+  // Degree of each parallelism inside the fast domain (TPU ICI slice, GPU
+  // NVLink domain) and across it (DCN, scale-out network): MaxText's ici_*
+  // and dcn_* parallelism.
+  struct DomainSplit {
+    int fast = 1;
+    int slow = 1;
+  };
+  std::map<std::string, DomainSplit> layout_split;
   // With tokens: total time, chip-hours, cost (NaN without a price).
   double time_to_train_s = 0, chip_hours = 0, cost_usd = 0;
 };

@@ -39,6 +39,9 @@ struct SearchOptions {
   bool search_offload = true;
   bool search_remat = true;
   int max_micro_batch = 64;  // largest micro batch (sequences) tried
+  // Largest ZeRO level tried for data-parallel replicas: 0 for engines
+  // without ZeRO-1/2 (MaxText, torchtitan), so every plan can be launched.
+  int max_zero = 2;
   // Called about every 100 ms from the calling thread with the fraction of
   // the space covered and the configurations so far.
   std::function<void(double fraction, double configs)> progress;

@@ -1,0 +1,65 @@
+// Runnable plan export: the launch line an engine needs to run a plan that
+// scalemodel evaluated (shared/reference/ecosystem.md, sections 1.2-1.6 and
+// 5). Training plans go to MaxText (`key=value` overrides of base.yml),
+// Megatron-LM (`pretrain_gpt.py` flags) or torchtitan (`--section.key`
+// flags); serving plans to `vllm serve` or SGLang's `launch_server`.
+//
+// Each emitted text starts with a comment header: tool version, model,
+// system, plan, the predicted figures and every approximation the mapping
+// makes (for example a recompute policy the engine names differently). The
+// checks the engine itself enforces at launch (degrees multiply to the chip
+// count, divisibility of heads, layers, experts and batch) already passed in
+// the estimator; what an engine cannot express is an error naming the
+// parallelism and the engine that can.
+//
+// Example:
+//   auto text = io::EmitTraining(io::TrainEngine::kMegatron, model, system,
+//                                cfg, estimate);
+#ifndef SCALEMODEL_IO_LAUNCH_H_
+#define SCALEMODEL_IO_LAUNCH_H_
+
+#include <string>
+#include <string_view>
+
+#include "scalemodel/base/error.h"
+#include "scalemodel/estimate/inference.h"
+#include "scalemodel/estimate/training.h"
+#include "scalemodel/hw/system.h"
+#include "scalemodel/model/transformer.h"
+
+namespace scalemodel::io {
+
+enum class TrainEngine { kMaxText, kMegatron, kTorchtitan };
+enum class ServeEngine { kVllm, kSglang };
+
+// "maxtext", "megatron", "torchtitan" / "vllm", "sglang"; errors list the
+// accepted names.
+Result<TrainEngine> ParseTrainEngine(std::string_view text);
+Result<ServeEngine> ParseServeEngine(std::string_view text);
+
+// Whether the engine runs on this system's chips (Megatron-LM and
+// torchtitan need GPUs) and the highest ZeRO level it can express for
+// data-parallel replicas (MaxText and torchtitan: 0; Megatron: 2).
+Result<bool> CheckTrainEngine(TrainEngine engine, const hw::System& system);
+int MaxZeroLevel(TrainEngine engine);
+
+// `est` is EstimateTraining's result for (model, system, cfg): it carries the
+// degrees placed on the fast (ICI / NVLink) and slow (DCN / network) domains
+// and the number of microbatches.
+Result<std::string> EmitTraining(TrainEngine engine,
+                                 const model::ModelSpec& model,
+                                 const hw::System& system,
+                                 const estimate::TrainingConfig& cfg,
+                                 const estimate::TrainingEstimate& est);
+
+// `cfg.batch` becomes the engine's cap on concurrent sequences; the context
+// length is prompt + output.
+Result<std::string> EmitServing(ServeEngine engine,
+                                const model::ModelSpec& model,
+                                const hw::System& system,
+                                const estimate::ServeConfig& cfg,
+                                const estimate::ServeEstimate& est);
+
+}  // namespace scalemodel::io
+
+#endif  // SCALEMODEL_IO_LAUNCH_H_

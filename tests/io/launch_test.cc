@@ -1,0 +1,194 @@
+// Runnable plan export: the emitted launch lines must satisfy the checks
+// each engine makes at launch (degrees multiply to the chips, the batch
+// splits), and map ICI/NVLink vs DCN/network degrees correctly.
+#include "scalemodel/io/launch.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <regex>
+#include <string>
+
+#include "../testing/catalog.h"
+#include "scalemodel/io/hf_config.h"
+
+namespace scalemodel::io {
+namespace {
+
+using scalemodel::testing::BuiltinCatalog;
+using scalemodel::testing::System;
+
+model::ModelSpec Model(const std::string& id) {
+  auto m = FindModel(BuiltinCatalog(), id);
+  EXPECT_TRUE(m.has_value()) << m.error().ToString();
+  return m.has_value() ? m->spec : model::ModelSpec{};
+}
+
+// "key=value" (MaxText) or "--flag value" (the others) -> value as a number.
+std::map<std::string, double> Numbers(const std::string& text) {
+  std::map<std::string, double> out;
+  std::regex kv(R"(\s([a-z_]+)=([0-9.]+))");
+  for (std::sregex_iterator it(text.begin(), text.end(), kv), end; it != end;
+       ++it) {
+    out[(*it)[1]] = std::stod((*it)[2]);
+  }
+  std::regex flag(R"((--[a-z0-9_.-]+) ([0-9.]+))");
+  for (std::sregex_iterator it(text.begin(), text.end(), flag), end; it != end;
+       ++it) {
+    out[(*it)[1]] = std::stod((*it)[2]);
+  }
+  return out;
+}
+
+struct Trained {
+  model::ModelSpec model;
+  hw::System system;
+  estimate::TrainingConfig cfg;
+  estimate::TrainingEstimate est;
+};
+
+Trained Train(const std::string& model, const std::string& system,
+              const std::string& plan, double batch_tokens, double seq,
+              int micro_batch = 1) {
+  Trained t{Model(model), System(system), {}, {}};
+  auto p = estimate::ParsePlan(plan);
+  EXPECT_TRUE(p.has_value());
+  t.cfg.par = *p;
+  t.cfg.batch_tokens = batch_tokens;
+  t.cfg.seq = seq;
+  t.cfg.micro_batch = micro_batch;
+  auto e = estimate::EstimateTraining(t.model, t.system, t.cfg);
+  EXPECT_TRUE(e.has_value()) << e.error().ToString();
+  if (e) t.est = *e;
+  return t;
+}
+
+// Two v5p slices over DCN: FSDP inside each slice, data parallel across.
+TEST(LaunchTest, MaxTextSplitsIciAndDcn) {
+  Trained t = Train("llama3-70b", "tpu-v5p:8x8x8/2", "dp=2,fsdp=512",
+                    2048 * 4096, 4096);
+  auto text =
+      EmitTraining(TrainEngine::kMaxText, t.model, t.system, t.cfg, t.est);
+  ASSERT_TRUE(text.has_value()) << text.error().ToString();
+  auto n = Numbers(*text);
+  EXPECT_EQ(n["ici_fsdp_parallelism"], 512);
+  EXPECT_EQ(n["dcn_data_parallelism"], 2);
+  EXPECT_EQ(n["ici_data_parallelism"], 1);
+  EXPECT_NE(text->find("model_name=llama3.1-70b"), std::string::npos);
+  // per_device_batch_size x chips x accumulation steps = global sequences.
+  double gas = n.count("gradient_accumulation_steps")
+                   ? n["gradient_accumulation_steps"]
+                   : 1;
+  EXPECT_DOUBLE_EQ(n["per_device_batch_size"] * 1024 * gas, 2048);
+}
+
+TEST(LaunchTest, MegatronDegreesAndBatchAreConsistent) {
+  Trained t = Train("llama3-70b", "h100:8x64", "dp=16,tp=8,pp=4,zero=1",
+                    1024 * 4096, 4096);
+  auto text =
+      EmitTraining(TrainEngine::kMegatron, t.model, t.system, t.cfg, t.est);
+  ASSERT_TRUE(text.has_value()) << text.error().ToString();
+  auto n = Numbers(*text);
+  const double tp = n["--tensor-model-parallel-size"];
+  const double pp = n["--pipeline-model-parallel-size"];
+  const double cp = n["--context-parallel-size"];
+  EXPECT_EQ(tp, 8);
+  EXPECT_EQ(pp, 4);
+  EXPECT_EQ(n["--nproc-per-node"] * n["--nnodes"], 512);
+  // Megatron: DP = world / (TP PP CP); GBS divisible by MBS x DP.
+  const double dp = 512 / (tp * pp * cp);
+  EXPECT_EQ(dp, 16);
+  EXPECT_EQ(std::fmod(n["--global-batch-size"], n["--micro-batch-size"] * dp),
+            0);
+  EXPECT_EQ(n["--num-layers"], 80);
+  EXPECT_EQ(n["--num-query-groups"], 8);
+  EXPECT_NE(text->find("--use-distributed-optimizer"), std::string::npos);
+  EXPECT_NE(text->find("--sequence-parallel"), std::string::npos);
+}
+
+TEST(LaunchTest, MegatronMoeLayerPattern) {
+  Trained t = Train("deepseek-v3", "h100:8x128", "tp=2,pp=8,ep=64,zero=1",
+                    8192 * 4096, 4096);
+  auto text =
+      EmitTraining(TrainEngine::kMegatron, t.model, t.system, t.cfg, t.est);
+  ASSERT_TRUE(text.has_value());
+  EXPECT_NE(text->find("--moe-layer-freq \"([0]*3+[1]*58)\""),
+            std::string::npos);
+  EXPECT_NE(text->find("--multi-latent-attention"), std::string::npos);
+  EXPECT_EQ(Numbers(*text)["--expert-model-parallel-size"], 64);
+}
+
+TEST(LaunchTest, TorchtitanDegreesMultiplyToChips) {
+  Trained t = Train("llama3-8b", "h100:8x4", "fsdp=16,tp=2", 256 * 8192, 8192);
+  auto text =
+      EmitTraining(TrainEngine::kTorchtitan, t.model, t.system, t.cfg, t.est);
+  ASSERT_TRUE(text.has_value());
+  auto n = Numbers(*text);
+  EXPECT_EQ(n["--parallelism.data_parallel_replicate_degree"] *
+                n["--parallelism.data_parallel_shard_degree"] *
+                n["--parallelism.tensor_parallel_degree"] *
+                n["--parallelism.pipeline_parallel_degree"] *
+                n["--parallelism.context_parallel_degree"],
+            32);
+  EXPECT_EQ(n["--training.global_batch_size"], 256);
+  EXPECT_NE(text->find("--model.flavor 8B"), std::string::npos);
+}
+
+TEST(LaunchTest, GpuEnginesRefuseTpuSystems) {
+  Trained t = Train("llama3-8b", "tpu-v5e:4x4", "fsdp=16", 64 * 4096, 4096);
+  auto text =
+      EmitTraining(TrainEngine::kMegatron, t.model, t.system, t.cfg, t.est);
+  ASSERT_FALSE(text.has_value());
+  EXPECT_NE(text.error().message.find("use --emit maxtext"), std::string::npos);
+}
+
+TEST(LaunchTest, EngineNamesSuggest) {
+  auto e = ParseTrainEngine("megatrom");
+  ASSERT_FALSE(e.has_value());
+  EXPECT_NE(e.error().message.find("did you mean 'megatron'"),
+            std::string::npos);
+  EXPECT_TRUE(ParseServeEngine("SGLang").has_value());
+  EXPECT_FALSE(ParseServeEngine("trtllm").has_value());
+}
+
+TEST(LaunchTest, VllmServingFlags) {
+  model::ModelSpec m = Model("llama3-70b");
+  hw::System sys = System("h100:8x2");
+  estimate::ServeConfig cfg;
+  cfg.tp = 8;
+  cfg.dp = 2;
+  cfg.batch = 64;
+  cfg.prompt = 2048;
+  cfg.output = 512;
+  cfg.weights = hw::Dtype::kFp8;
+  cfg.kv = hw::Dtype::kFp8;
+  auto est = estimate::EstimateServing(m, sys, cfg);
+  ASSERT_TRUE(est.has_value());
+  auto text = EmitServing(ServeEngine::kVllm, m, sys, cfg, *est);
+  ASSERT_TRUE(text.has_value());
+  auto n = Numbers(*text);
+  EXPECT_EQ(n["--tensor-parallel-size"], 8);
+  EXPECT_EQ(n["--max-num-seqs"], 64);
+  EXPECT_EQ(n["--max-model-len"], 2560);
+  EXPECT_NE(text->find("vllm serve meta-llama/Llama-3.1-70B"),
+            std::string::npos);
+  EXPECT_NE(text->find("--quantization fp8"), std::string::npos);
+  EXPECT_NE(text->find("--kv-cache-dtype fp8"), std::string::npos);
+  EXPECT_NE(text->find("launch 2 copies"), std::string::npos);
+}
+
+// A config.json given by path: the engine loads its directory.
+TEST(LaunchTest, LocalConfigLoadsItsDirectory) {
+  auto m = ParseHfConfig(R"({"model_type": "llama", "hidden_size": 4096,
+      "intermediate_size": 14336, "num_hidden_layers": 32,
+      "num_attention_heads": 32, "num_key_value_heads": 8,
+      "vocab_size": 128256, "max_position_embeddings": 131072})",
+                         "/ckpt/my-llama/config.json");
+  ASSERT_TRUE(m.has_value()) << m.error().ToString();
+  EXPECT_EQ(m->spec.hf_repo, "/ckpt/my-llama");
+  EXPECT_TRUE(m->spec.maxtext_model.empty());
+}
+
+}  // namespace
+}  // namespace scalemodel::io
