@@ -226,6 +226,13 @@ int GpusPerHost(const hw::System& sys) {
   return per;
 }
 
+// `torchrun` over the system's hosts, GPUs per host from GpusPerHost.
+std::string Torchrun(const hw::System& sys, const std::string& entry) {
+  const int per_host = GpusPerHost(sys);
+  return fmt::format("torchrun --nproc-per-node {} --nnodes {} {}", per_host,
+                     sys.num_chips() / per_host, entry);
+}
+
 Result<bool> NeedGpu(const hw::System& sys, std::string_view engine) {
   if (sys.chip.is_tpu()) {
     return InvalidArgument(std::string(engine) + " runs on GPUs, and " +
@@ -293,8 +300,6 @@ Result<std::string> EmitMegatron(const model::ModelSpec& m,
                                  const estimate::TrainingConfig& cfg,
                                  const estimate::TrainingEstimate& est,
                                  const Degrees& d) {
-  if (auto ok = NeedGpu(sys, "Megatron-LM"); !ok)
-    return tl::unexpected(ok.error());
   LaunchText out;
   TrainingHeader(out, "Megatron-LM", m, sys, cfg, est, d);
   const int per_host = GpusPerHost(sys);
@@ -303,9 +308,7 @@ Result<std::string> EmitMegatron(const model::ModelSpec& m,
       "--master-addr); add your data, tokenizer and checkpoint flags; the "
       "tokenizer sets the vocabulary (V = {})",
       sys.num_chips() / per_host, m.vocab));
-  out.Command(
-      fmt::format("torchrun --nproc-per-node {} --nnodes {} pretrain_gpt.py",
-                  per_host, sys.num_chips() / per_host));
+  out.Command(Torchrun(sys, "pretrain_gpt.py"));
   out.Flag("--tensor-model-parallel-size", d.tp);
   out.Flag("--pipeline-model-parallel-size", d.pp);
   if (d.pp > 1 && cfg.vpp > 1) {
@@ -381,11 +384,8 @@ Result<std::string> EmitTorchtitan(const model::ModelSpec& m,
                                    const estimate::TrainingConfig& cfg,
                                    const estimate::TrainingEstimate& est,
                                    const Degrees& d) {
-  if (auto ok = NeedGpu(sys, "torchtitan"); !ok)
-    return tl::unexpected(ok.error());
   LaunchText out;
   TrainingHeader(out, "torchtitan", m, sys, cfg, est, d);
-  const int per_host = GpusPerHost(sys);
   // torchtitan carves expert parallelism out of the sharded data-parallel
   // ranks and has no ZeRO-1/2: replicas with zero > 0 become FSDP shards.
   const bool zero_as_fsdp = cfg.par.zero > 0 && d.dp > 1;
@@ -401,9 +401,7 @@ Result<std::string> EmitTorchtitan(const model::ModelSpec& m,
   out.Comment(
       "--section.key flags work with TOML-era and config-registry torchtitan "
       "(add --job.config_file or --module/--config for the rest)");
-  out.Command(fmt::format(
-      "torchrun --nproc-per-node {} --nnodes {} -m torchtitan.train", per_host,
-      sys.num_chips() / per_host));
+  out.Command(Torchrun(sys, "-m torchtitan.train"));
   static const std::vector<std::pair<std::string, std::string>> kFlavors = {
       {"llama3-8b", "8B"}, {"llama3-70b", "70B"}, {"llama3-405b", "405B"}};
   for (const auto& [id, flavor] : kFlavors) {
@@ -608,6 +606,9 @@ Result<std::string> EmitTraining(TrainEngine engine,
                                  const hw::System& system,
                                  const estimate::TrainingConfig& cfg,
                                  const estimate::TrainingEstimate& est) {
+  if (auto ok = CheckTrainEngine(engine, system); !ok) {
+    return tl::unexpected(ok.error());
+  }
   const Degrees d = DegreesOf(est);
   switch (engine) {
     case TrainEngine::kMaxText:

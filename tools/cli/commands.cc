@@ -31,6 +31,14 @@ io::Json Document(const Json& inputs, const Json& results) {
   return j;
 }
 
+Result<bool> PutLaunch(const std::string& engine_name,
+                       const Result<std::string>& text, Output& out) {
+  if (!text) return tl::unexpected(text.error());
+  out.text = *text;
+  out.json["launch"] = {{"engine", ToLower(engine_name)}, {"script", *text}};
+  return true;
+}
+
 std::string Table(const std::vector<std::vector<std::string>>& rows) {
   std::vector<size_t> width;
   for (const auto& r : rows) {

@@ -89,6 +89,11 @@ void AddServeSearchOptions(CLI::App* app, ServeSearchCli& o);
 Result<Output> RunServeSearch(const catalog::Catalog& cat,
                               const ServeSearchCli& o);
 
+// --emit: the launch text replaces the text report; the JSON document
+// gains "launch" {engine, script}. Passes an emit error through.
+Result<bool> PutLaunch(const std::string& engine_name,
+                       const Result<std::string>& text, Output& out);
+
 // Shorthands the command files share.
 using io::Json;
 using units::FormatBandwidth;

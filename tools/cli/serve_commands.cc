@@ -43,11 +43,8 @@ static Result<bool> AddServeLaunch(const std::string& engine_name,
   if (engine_name.empty()) return true;
   auto engine = io::ParseServeEngine(engine_name);
   if (!engine) return tl::unexpected(engine.error());
-  auto text = io::EmitServing(*engine, m, sys, cfg, est);
-  if (!text) return tl::unexpected(text.error());
-  out.text = *text;
-  out.json["launch"] = {{"engine", ToLower(engine_name)}, {"script", *text}};
-  return true;
+  return PutLaunch(engine_name, io::EmitServing(*engine, m, sys, cfg, est),
+                   out);
 }
 
 static Result<estimate::ServeConfig> ParseServeCommon(

@@ -228,11 +228,8 @@ static Result<bool> AddLaunch(const std::string& engine_name,
   if (engine_name.empty()) return true;
   auto engine = io::ParseTrainEngine(engine_name);
   if (!engine) return tl::unexpected(engine.error());
-  auto text = io::EmitTraining(*engine, m, sys, cfg, est);
-  if (!text) return tl::unexpected(text.error());
-  out.text = *text;
-  out.json["launch"] = {{"engine", ToLower(engine_name)}, {"script", *text}};
-  return true;
+  return PutLaunch(engine_name, io::EmitTraining(*engine, m, sys, cfg, est),
+                   out);
 }
 
 static std::string TrainText(const estimate::TrainingEstimate& e,
