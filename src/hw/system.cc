@@ -29,9 +29,9 @@ int System::num_chips() const {
   return n;
 }
 
-const PhysicalAxis* System::FindAxis(std::string_view name) const {
+const PhysicalAxis* System::FindAxis(std::string_view axis_name) const {
   for (const PhysicalAxis& a : axes) {
-    if (a.name == name) return &a;
+    if (a.name == axis_name) return &a;
   }
   return nullptr;
 }

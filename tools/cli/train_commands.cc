@@ -478,18 +478,18 @@ Command AddPlanCommand(CLI::App& app) {
       estimate::TrainingEstimate estimate;
     };
     std::optional<BestLaunch> best_launch;
-    search::SearchOptions so;
-    so.base = in->config;
+    search::SearchOptions sopt;
+    sopt.base = in->config;
     // Keep extra candidates so folding near-duplicates still leaves --top.
-    so.top_k = o->top * 8;
-    so.objective = o->objective == "cost" ? search::Objective::kCost
-                                          : search::Objective::kTime;
-    so.threads = o->threads;
+    sopt.top_k = o->top * 8;
+    sopt.objective = o->objective == "cost" ? search::Objective::kCost
+                                            : search::Objective::kTime;
+    sopt.threads = o->threads;
     // Only plans the engine can launch.
-    if (engine) so.max_zero = io::MaxZeroLevel(*engine);
+    if (engine) sopt.max_zero = io::MaxZeroLevel(*engine);
     auto start = std::chrono::steady_clock::now();
     bool printed = false;
-    so.progress = [&](double fraction, double configs) {
+    sopt.progress = [&](double fraction, double configs) {
       double el = std::chrono::duration<double>(
                       std::chrono::steady_clock::now() - start)
                       .count();
@@ -507,8 +507,8 @@ Command AddPlanCommand(CLI::App& app) {
     if (o->chips.empty()) {
       systems.push_back(in->system);
     } else {
-      for (const std::string& c : Split(o->chips, ',')) {
-        auto n = units::ParseCount(c);
+      for (const std::string& count : Split(o->chips, ',')) {
+        auto n = units::ParseCount(count);
         if (!n || std::floor(*n) != *n) {
           return InvalidArgument(
               "expected chip counts such as 256,512, got '" + o->chips + "'",
@@ -524,7 +524,7 @@ Command AddPlanCommand(CLI::App& app) {
             ? in->config.price_per_chip_hour
             : (in->system.chip.price ? in->system.chip.price->usd_per_chip_hour
                                      : 0);
-    if (so.objective == search::Objective::kCost && price <= 0) {
+    if (sopt.objective == search::Objective::kCost && price <= 0) {
       return InvalidArgument(
           "ranking by cost needs a price: " + in->system.chip.id +
               " has none in the catalog; pass "
@@ -534,7 +534,7 @@ Command AddPlanCommand(CLI::App& app) {
     Result<search::SearchResult> res = search::SearchResult{};
     std::vector<std::pair<search::PlanCandidate, int>> merged;
     for (size_t k = 0; k < systems.size(); ++k) {
-      auto r = search::SearchTraining(in->model.spec, systems[k], so);
+      auto r = search::SearchTraining(in->model.spec, systems[k], sopt);
       if (!r) {
         if (printed) std::fprintf(stderr, "\n");
         return tl::unexpected(r.error());
@@ -551,7 +551,7 @@ Command AddPlanCommand(CLI::App& app) {
     if (printed) std::fprintf(stderr, "\n");
     auto score = [&](const std::pair<search::PlanCandidate, int>& x) {
       double t = x.first.step_time_s;
-      return so.objective == search::Objective::kCost
+      return sopt.objective == search::Objective::kCost
                  ? t * systems[x.second].num_chips()
                  : t;
     };

@@ -50,7 +50,7 @@ struct System {
 
   int num_chips() const;
   // Returns nullptr when the system has no axis of that name.
-  const PhysicalAxis* FindAxis(std::string_view name) const;
+  const PhysicalAxis* FindAxis(std::string_view axis_name) const;
   std::vector<std::string> AxisNames() const;
 };
 
