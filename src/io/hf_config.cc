@@ -328,7 +328,11 @@ Result<ImportedModel> ParseHfConfig(std::string_view json_text,
     m.maxtext_model = s.value("maxtext_model", "");
   } else {
     m.name = top_type.empty() ? path : top_type + " (" + path + ")";
-    m.id = std::filesystem::path(path).stem().string();
+    // ".../Llama-3.1-8B/config.json" is named by its directory.
+    const std::filesystem::path fp(path);
+    m.id = fp.stem() == "config" && fp.parent_path().has_filename()
+               ? fp.parent_path().filename().string()
+               : fp.stem().string();
     m.source = path;
     std::filesystem::path dir = std::filesystem::path(path).parent_path();
     m.hf_repo = dir.empty() ? "." : dir.string();

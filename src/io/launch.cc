@@ -475,9 +475,9 @@ void ServingHeader(LaunchText& out, std::string_view engine,
       est.feasible ? "" : " (INFEASIBLE: " + est.reason + ")"));
   if (cfg.dp > 1) {
     out.Comment(fmt::format(
-        "launch {} copies of this command, one per replica of {} chips, "
+        "launch {} copies of this command, one per replica of {} chip{}, "
         "behind a load balancer",
-        cfg.dp, cfg.tp * cfg.ep));
+        cfg.dp, cfg.tp * cfg.ep, cfg.tp * cfg.ep > 1 ? "s" : ""));
   }
   const int replica = cfg.tp * cfg.ep;
   const int domain = sys.chip.nvlink ? sys.chip.nvlink->domain_size : 0;
