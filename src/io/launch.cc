@@ -1,6 +1,7 @@
 #include "scalemodel/io/launch.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <vector>
 
@@ -42,31 +43,26 @@ class LaunchText {
   std::vector<std::string> args_;
 };
 
+// Degrees of one parallelism inside and across the fast domain; 1 x 1 when
+// the plan does not use it.
+estimate::TrainingEstimate::DomainSplit SplitOf(
+    const estimate::TrainingEstimate& est, const char* parallelism) {
+  auto it = est.layout_split.find(parallelism);
+  return it == est.layout_split.end()
+             ? estimate::TrainingEstimate::DomainSplit{}
+             : it->second;
+}
+
 struct Degrees {
   int dp = 1, fsdp = 1, tp = 1, pp = 1, ep = 1, cp = 1;
-  int Fast(const estimate::TrainingEstimate& est, const char* k) const {
-    auto it = est.layout_split.find(k);
-    return it == est.layout_split.end() ? 1 : it->second.fast;
-  }
-  int Slow(const estimate::TrainingEstimate& est, const char* k) const {
-    auto it = est.layout_split.find(k);
-    return it == est.layout_split.end() ? 1 : it->second.slow;
-  }
 };
 
 Degrees DegreesOf(const estimate::TrainingEstimate& est) {
-  Degrees d;
   auto deg = [&](const char* k) {
-    auto it = est.layout_split.find(k);
-    return it == est.layout_split.end() ? 1 : it->second.fast * it->second.slow;
+    auto s = SplitOf(est, k);
+    return s.fast * s.slow;
   };
-  d.dp = deg("dp");
-  d.fsdp = deg("fsdp");
-  d.tp = deg("tp");
-  d.pp = deg("pp");
-  d.ep = deg("ep");
-  d.cp = deg("cp");
-  return d;
+  return {deg("dp"), deg("fsdp"), deg("tp"), deg("pp"), deg("ep"), deg("cp")};
 }
 
 std::string PlanText(const Degrees& d, int zero) {
@@ -180,22 +176,24 @@ Result<std::string> EmitMaxText(const model::ModelSpec& m,
             FormatNumber(static_cast<double>(gbs) / chips / micro));
     if (micro > 1) out.Key("gradient_accumulation_steps", micro);
   }
-  struct Axis {
-    const char* maxtext;
-    const char* ours;
-  };
-  for (const Axis& a :
-       {Axis{"data", "dp"}, Axis{"fsdp", "fsdp"}, Axis{"tensor", "tp"},
-        Axis{"pipeline", "pp"}, Axis{"expert", "ep"}, Axis{"context", "cp"}}) {
-    out.Key(fmt::format("ici_{}_parallelism", a.maxtext), d.Fast(est, a.ours));
+  // MaxText mesh axis <- our parallelism; ici_* for every axis (MaxText's
+  // defaults include -1 = auto), dcn_* where used, and dcn_data always since
+  // it defaults to -1 too.
+  static constexpr std::array<std::pair<const char*, const char*>, 6> kAxes = {
+      {{"data", "dp"},
+       {"fsdp", "fsdp"},
+       {"tensor", "tp"},
+       {"pipeline", "pp"},
+       {"expert", "ep"},
+       {"context", "cp"}}};
+  for (const auto& [maxtext, ours] : kAxes) {
+    out.Key(fmt::format("ici_{}_parallelism", maxtext),
+            SplitOf(est, ours).fast);
   }
-  for (const Axis& a :
-       {Axis{"data", "dp"}, Axis{"fsdp", "fsdp"}, Axis{"tensor", "tp"},
-        Axis{"pipeline", "pp"}, Axis{"expert", "ep"}, Axis{"context", "cp"}}) {
-    int slow = d.Slow(est, a.ours);
-    // dcn_data_parallelism defaults to -1 (auto): always pin it.
-    if (slow > 1 || std::string_view(a.ours) == "dp") {
-      out.Key(fmt::format("dcn_{}_parallelism", a.maxtext), slow);
+  for (const auto& [maxtext, ours] : kAxes) {
+    const int slow = SplitOf(est, ours).slow;
+    if (slow > 1 || std::string_view(ours) == "dp") {
+      out.Key(fmt::format("dcn_{}_parallelism", maxtext), slow);
     }
   }
   out.Key("remat_policy", MaxTextRemat(cfg.remat));

@@ -307,8 +307,7 @@ Command AddTrainCommand(CLI::App& app) {
         estimate::EstimateTraining(in->model.spec, in->system, in->config);
     if (!est) return tl::unexpected(est.error());
     Output out;
-    in->inputs["plan"] = est->layout.empty() ? in->config.par.ToString()
-                                             : in->config.par.ToString();
+    in->inputs["plan"] = in->config.par.ToString();
     out.json = Document(in->inputs, io::ToJson(*est));
     out.text = fmt::format("{} on {} ({} chips), plan {}\n\n",
                            in->model.spec.name, in->system.id,
@@ -471,13 +470,14 @@ Command AddPlanCommand(CLI::App& app) {
       auto ok = io::CheckTrainEngine(*engine, in->system);
       if (!ok) return tl::unexpected(ok.error());
     }
-    struct BestLaunch {
-      model::ModelSpec model;
-      hw::System system;
+    // The top-ranked plan, kept from the ranking loop for the detailed
+    // report and --emit.
+    struct BestPlan {
+      const hw::System* system;
       estimate::TrainingConfig config;
       estimate::TrainingEstimate estimate;
     };
-    std::optional<BestLaunch> best_launch;
+    std::optional<BestPlan> best_plan;
     search::SearchOptions sopt;
     sopt.base = in->config;
     // Keep extra candidates so folding near-duplicates still leaves --top.
@@ -632,6 +632,7 @@ Command AddPlanCommand(CLI::App& app) {
       j["search_step_time_s"] = p.step_time_s;
       j["behind_best"] = behind;
       plans.push_back(j);
+      if (rank == 1 && est) best_plan = BestPlan{&psys, cfg, *est};
       rows.push_back({std::to_string(rank), std::to_string(psys.num_chips()),
                       p.Key(), FormatSeconds(units::Seconds(p.step_time_s)),
                       fmt::format("{:+.1f}%", 100 * behind),
@@ -640,19 +641,9 @@ Command AddPlanCommand(CLI::App& app) {
                       est ? est->bottleneck : "?"});
     }
     text += Table(rows);
-    if (!merged.empty()) {
-      const hw::System& bsys = systems[merged[0].second];
-      estimate::TrainingConfig best_cfg = merged[0].first.config;
-      best_cfg.placement_order.assign(merged[0].first.order.begin(),
-                                      merged[0].first.order.end());
-      auto est = estimate::EstimateTraining(in->model.spec, bsys, best_cfg);
-      if (est) {
-        text += "\nBest plan in detail (" + bsys.id + "):\n" +
-                TrainText(*est, bsys);
-        if (!o->train.emit.empty()) {
-          best_launch = {in->model.spec, bsys, best_cfg, *est};
-        }
-      }
+    if (best_plan) {
+      text += "\nBest plan in detail (" + best_plan->system->id + "):\n" +
+              TrainText(best_plan->estimate, *best_plan->system);
     }
     Json results = {{"plans", plans},
                     {"configs_evaluated", res->configs_evaluated},
@@ -691,10 +682,9 @@ Command AddPlanCommand(CLI::App& app) {
     }
     out.json = Document(in->inputs, results);
     out.text = text;
-    if (best_launch) {
-      auto launch =
-          AddLaunch(o->train.emit, best_launch->model, best_launch->system,
-                    best_launch->config, best_launch->estimate, out);
+    if (best_plan) {
+      auto launch = AddLaunch(o->train.emit, in->model.spec, *best_plan->system,
+                              best_plan->config, best_plan->estimate, out);
       if (!launch) return tl::unexpected(launch.error());
     } else if (!o->train.emit.empty()) {
       return InvalidArgument(
