@@ -21,78 +21,6 @@
 namespace scalemodel::cli {
 namespace {
 
-Json ModelJson(const model::ModelSpec& m, double seq, hw::Dtype kv,
-               model::AttentionFlops conv) {
-  model::ParamCounts p = model::CountParams(m);
-  Json j;
-  j["id"] = m.id;
-  j["name"] = m.name;
-  j["params"] = p.total;
-  j["active_params"] = p.active;
-  j["params_by_component"] = {
-      {"embedding", p.embedding}, {"unembedding", p.unembedding},
-      {"attention", p.attention}, {"mlp", p.mlp},
-      {"experts", p.experts},     {"shared_experts", p.shared_experts},
-      {"router", p.router},       {"norms", p.norms}};
-  j["matmul_params_active"] = p.matmul_active;
-  j["train_flops_per_token"] = model::TrainFlopsPerToken(m, seq, conv);
-  j["forward_flops_per_token"] = model::ForwardFlopsPerToken(m, seq, conv);
-  j["attention_flops_per_token"] = model::AttentionFlopsPerToken(m, seq, conv);
-  j["attention_flops_convention"] =
-      conv == model::AttentionFlops::kCausal ? "causal (halved)" : "full";
-  j["kv_cache_bytes_per_token"] = model::KvCacheBytes(m, seq, kv) / seq;
-  j["kv_cache_bytes_per_sequence"] = model::KvCacheBytes(m, seq, kv);
-  j["weight_bytes"] = p.total * hw::BytesPerElement(m.weight_dtype);
-  Json acts = Json::object();
-  for (model::Remat r :
-       {model::Remat::kNone, model::Remat::kSelective,
-        model::Remat::kSaveMatmulOutputs, model::Remat::kFull}) {
-    model::ActivationCost a = model::Activations(m, r, seq);
-    acts[std::string(model::RematName(r))] = {
-        {"bytes_per_token_per_layer", a.bytes_per_token_per_layer},
-        {"recompute_flops_per_token", a.recompute_flops_per_token}};
-  }
-  j["activations_bf16"] = acts;
-  Json arch;
-  arch["num_layers"] = m.num_layers;
-  arch["d_model"] = m.d_model;
-  arch["ffn"] = m.ffn;
-  arch["num_heads"] = m.num_heads;
-  arch["num_kv_heads"] = m.num_kv_heads;
-  arch["head_dim"] = m.head_dim;
-  arch["vocab"] = m.vocab;
-  arch["tied_embeddings"] = m.tied_embeddings;
-  arch["gated_mlp"] = m.gated_mlp;
-  arch["positions"] = m.learned_positions ? "learned" : "rotary";
-  arch["weight_dtype"] = std::string(hw::DtypeName(m.weight_dtype));
-  if (m.is_moe()) {
-    arch["moe"] = {{"num_experts", m.moe.num_experts},
-                   {"top_k", m.moe.top_k},
-                   {"num_shared_experts", m.moe.num_shared_experts},
-                   {"expert_ffn", m.moe.expert_ffn},
-                   {"first_dense_layers", m.moe.first_dense_layers},
-                   {"layer_freq", m.moe.layer_freq}};
-  } else {
-    arch["moe"] = nullptr;
-  }
-  if (m.mla) {
-    arch["mla"] = {{"q_lora_rank", m.mla->q_lora_rank},
-                   {"kv_lora_rank", m.mla->kv_lora_rank},
-                   {"qk_nope_head_dim", m.mla->qk_nope_head_dim},
-                   {"qk_rope_head_dim", m.mla->qk_rope_head_dim},
-                   {"v_head_dim", m.mla->v_head_dim}};
-  } else {
-    arch["mla"] = nullptr;
-  }
-  int sliding = 0;
-  for (int l = 0; l < m.num_layers; ++l) sliding += m.IsSlidingLayer(l);
-  arch["sliding_window"] = m.sliding_window;
-  arch["sliding_layers"] = sliding;
-  j["architecture"] = arch;
-  j["source"] = m.source;
-  return j;
-}
-
 struct ModelOptionsCli {
   std::string name;
   std::string seq = "4096";
@@ -120,8 +48,8 @@ Command AddModelsCommand(CLI::App& app) {
       if (!m) return tl::unexpected(m.error());
       const model::ModelSpec& s = m->spec;
       model::ParamCounts p = model::CountParams(s);
-      list.push_back(
-          ModelJson(s, 4096, hw::Dtype::kBf16, model::AttentionFlops::kCausal));
+      list.push_back(io::ToJson(s, 4096, hw::Dtype::kBf16,
+                                model::AttentionFlops::kCausal));
       rows.push_back(
           {s.id, units::FormatCount(p.total), units::FormatCount(p.active),
            std::to_string(s.num_layers), std::to_string(s.d_model),
@@ -184,7 +112,7 @@ Command AddModelCommand(CLI::App& app) {
     }
     const model::ModelSpec& m = imported->spec;
     Output out;
-    Json results = ModelJson(m, *seq, *kv, conv);
+    Json results = io::ToJson(m, *seq, *kv, conv);
     results["notes"] = imported->notes;
     out.json = Document({{"model", o->name},
                          {"seq", *seq},

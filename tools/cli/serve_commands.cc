@@ -87,35 +87,6 @@ static Result<estimate::ServeConfig> ParseServeCommon(
   return c;
 }
 
-static Json ServeJson(const estimate::ServeEstimate& e) {
-  return {{"feasible", e.feasible},
-          {"reason", e.reason},
-          {"prefill_time_s", e.prefill_time.si()},
-          {"ttft_s", e.ttft.si()},
-          {"decode_step_time_s", e.decode_step.si()},
-          {"request_latency_s", e.request_latency.si()},
-          {"tokens_per_s", e.tokens_per_s},
-          {"tokens_per_s_per_chip", e.tokens_per_s_per_chip},
-          {"tokens_per_s_per_user", e.tokens_per_s_per_user},
-          {"max_batch", e.max_batch},
-          {"critical_batch", e.critical_batch},
-          {"memory_per_chip",
-           {{"weights_bytes", e.weights_bytes.si()},
-            {"kv_cache_bytes", e.kv_cache_bytes.si()},
-            {"total_bytes", e.total_bytes.si()},
-            {"capacity_bytes", e.capacity_bytes.si()}}},
-          {"decode_breakdown",
-           {{"weights_s", e.weight_time.si()},
-            {"kv_cache_s", e.kv_time.si()},
-            {"compute_s", e.compute_time.si()},
-            {"comm_s", e.comm_time.si()},
-            {"overhead_s", e.overhead.si()}}},
-          {"bound", e.bound},
-          {"cost_per_million_tokens_usd",
-           io::NumberOrNull(e.cost_per_million_tokens_usd)},
-          {"notes", e.notes}};
-}
-
 static std::string ServeText(const estimate::ServeEstimate& e) {
   std::string s;
   if (!e.feasible) s += "NOT FEASIBLE: " + e.reason + "\n";
@@ -318,7 +289,7 @@ Result<Output> RunServeSearch(const catalog::Catalog& cat,
             base->output);
       }
     }
-    best_json = ServeJson(best->e);
+    best_json = io::ToJson(best->e);
     best_json["plan"] = plan_str(*best);
     best_json["batch"] = best->batch;
     best_json["chips"] = best->chips;
@@ -466,7 +437,7 @@ Command AddServeCommand(CLI::App& app) {
                          {"weights", std::string(hw::DtypeName(cfg->weights))},
                          {"kv", std::string(hw::DtypeName(cfg->kv))},
                          {"mode", o->mode}},
-                        ServeJson(*e));
+                        io::ToJson(*e));
     out.text =
         fmt::format("{} on {} ({}), batch {}, prompt {} + output {}\n\n",
                     m->spec.name, sys->id, o->plan, FormatNumber(cfg->batch),

@@ -8,9 +8,11 @@
 
 #include "nlohmann/json.hpp"
 #include "scalemodel/catalog/catalog.h"
+#include "scalemodel/estimate/inference.h"
 #include "scalemodel/estimate/training.h"
 #include "scalemodel/hw/chip.h"
 #include "scalemodel/hw/system.h"
+#include "scalemodel/model/transformer.h"
 #include "scalemodel/net/collective.h"
 #include "scalemodel/roofline/roofline.h"
 
@@ -32,6 +34,11 @@ Json ToJson(const roofline::Roofline& r);
 Json ToJson(const roofline::MatmulRoofline& m);
 Json ToJson(const net::CollectiveCost& c);
 Json ToJson(const estimate::TrainingEstimate& e);
+Json ToJson(const estimate::ServeEstimate& e);
+// A model's parameters, FLOPs, KV cache and activations at sequence length
+// `seq`, KV-cache dtype `kv` and the attention FLOP convention `conv`.
+Json ToJson(const model::ModelSpec& m, double seq, hw::Dtype kv,
+            model::AttentionFlops conv);
 
 // Pretty-prints with 2-space indentation and a trailing newline.
 std::string Dump(const Json& j);
