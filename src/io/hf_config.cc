@@ -326,6 +326,8 @@ Result<ImportedModel> ParseHfConfig(std::string_view json_text,
     m.source = s.value("source", "");
     m.hf_repo = s.value("hf_repo", "");
     m.maxtext_model = s.value("maxtext_model", "");
+    m.torchtitan_model = s.value("torchtitan_model", "");
+    m.torchtitan_flavor = s.value("torchtitan_flavor", "");
   } else {
     m.name = top_type.empty() ? path : top_type + " (" + path + ")";
     // ".../Llama-3.1-8B/config.json" is named by its directory.

@@ -400,13 +400,9 @@ Result<std::string> EmitTorchtitan(const model::ModelSpec& m,
       "--section.key flags work with TOML-era and config-registry torchtitan "
       "(add --job.config_file or --module/--config for the rest)");
   out.Command(Torchrun(sys, "-m torchtitan.train"));
-  static const std::vector<std::pair<std::string, std::string>> kFlavors = {
-      {"llama3-8b", "8B"}, {"llama3-70b", "70B"}, {"llama3-405b", "405B"}};
-  for (const auto& [id, flavor] : kFlavors) {
-    if (m.id == id) {
-      out.Flag("--model.name", "llama3");
-      out.Flag("--model.flavor", flavor);
-    }
+  if (!m.torchtitan_model.empty()) {
+    out.Flag("--model.name", m.torchtitan_model);
+    out.Flag("--model.flavor", m.torchtitan_flavor);
   }
   const long gbs = GlobalSequences(cfg);
   const long dp_ranks = static_cast<long>(replicate) * shard;

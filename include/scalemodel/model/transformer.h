@@ -52,6 +52,8 @@ struct ModelSpec {
   // MaxText's name for the model (src/maxtext/configs/models/<name>.yml);
   // empty when MaxText has none.
   std::string maxtext_model;
+  // torchtitan's model name and flavor ("llama3", "8B"); empty when unknown.
+  std::string torchtitan_model, torchtitan_flavor;
   int num_layers = 0;    // L
   long d_model = 0;      // D
   long ffn = 0;          // F of dense layers
