@@ -451,6 +451,42 @@ Result<const hw::Chip*> Catalog::FindChip(std::string_view name) const {
       "; `scalemodel chips` lists all " + std::to_string(chips_.size()));
 }
 
+namespace {
+
+// Builds a catalog system's fabric on `shape`: its chip, with the system's
+// scale-out overrides (NIC rate, switch tiers, in-network reduction).
+Result<hw::System> BuildEntry(const SystemEntry& e, const hw::Chip& chip,
+                              const std::string& shape) {
+  auto sys = hw::BuildSystem(chip, shape);
+  if (!sys) return sys;
+  sys->id = e.id;
+  sys->name = e.name;
+  sys->source = e.source;
+  for (hw::PhysicalAxis& a : sys->axes) {
+    if (a.kind != hw::AxisKind::kScaleOut && a.kind != hw::AxisKind::kDcn) {
+      continue;
+    }
+    a.tiers = e.tiers;
+    if (e.scale_out_bandwidth.si() > 0) a.bandwidth = e.scale_out_bandwidth;
+    if (e.has_in_network_reduction) {
+      a.in_network_reduction = e.in_network_reduction;
+    }
+  }
+  return sys;
+}
+
+}  // namespace
+
+const SystemEntry* Catalog::FindSystemEntry(std::string_view name) const {
+  std::string ls = ToLower(std::string(Trim(name)));
+  for (const SystemEntry& e : systems_) {
+    bool match = ToLower(e.id) == ls;
+    for (const std::string& a : e.aliases) match = match || ToLower(a) == ls;
+    if (match) return &e;
+  }
+  return nullptr;
+}
+
 Result<hw::System> Catalog::FindSystem(std::string_view spec) const {
   std::string s(Trim(spec));
   if (s.empty()) {
@@ -459,37 +495,40 @@ Result<hw::System> Catalog::FindSystem(std::string_view spec) const {
   }
   size_t colon = s.find(':');
   if (colon != std::string::npos) {
-    auto chip = FindChip(s.substr(0, colon));
-    if (!chip) return tl::unexpected(chip.error());
-    return hw::BuildSystem(**chip, s.substr(colon + 1));
+    std::string head = s.substr(0, colon), shape = s.substr(colon + 1);
+    // SYSTEM:SHAPE resizes a catalog system and keeps its fabric.
+    if (const SystemEntry* e = FindSystemEntry(head)) {
+      auto chip = FindChip(e->chip);
+      if (!chip) return tl::unexpected(chip.error());
+      auto sys = BuildEntry(*e, **chip, shape);
+      if (!sys) return sys;
+      sys->id = e->id + ":" + shape;
+      sys->name = e->name + ", resized to " + shape;
+      return sys;
+    }
+    auto chip = FindChip(head);
+    if (!chip) {
+      // Neither: suggest the closest chip or catalog system.
+      std::vector<std::string> all;
+      for (const hw::Chip& c : chips_) all.push_back(c.id);
+      for (const SystemEntry& e : systems_) all.push_back(e.id);
+      return NotFound(
+          "unknown chip or system '" + head + "' before ':" + shape + "'" +
+          DidYouMean(head, all) +
+          "; `scalemodel chips` and `scalemodel systems` list them");
+    }
+    return hw::BuildSystem(**chip, shape);
   }
-  std::string ls = ToLower(s);
   std::vector<std::string> names;
-  for (const SystemEntry& e : systems_) {
-    bool match = ToLower(e.id) == ls;
-    for (const std::string& a : e.aliases) match = match || ToLower(a) == ls;
-    names.push_back(e.id);
-    if (!match) continue;
-    auto chip = FindChip(e.chip);
+  for (const SystemEntry& e : systems_) names.push_back(e.id);
+  if (const SystemEntry* e = FindSystemEntry(s)) {
+    auto chip = FindChip(e->chip);
     if (!chip) return tl::unexpected(chip.error());
-    auto sys = hw::BuildSystem(**chip, e.shape);
+    auto sys = BuildEntry(*e, **chip, e->shape);
     if (!sys) {
       return tl::unexpected(Error{
-          sys.error().code, "system '" + e.id + "': " + sys.error().message,
-          "systems/" + e.id + ".toml"});
-    }
-    sys->id = e.id;
-    sys->name = e.name;
-    sys->source = e.source;
-    for (hw::PhysicalAxis& a : sys->axes) {
-      if (a.kind != hw::AxisKind::kScaleOut && a.kind != hw::AxisKind::kDcn) {
-        continue;
-      }
-      a.tiers = e.tiers;
-      if (e.scale_out_bandwidth.si() > 0) a.bandwidth = e.scale_out_bandwidth;
-      if (e.has_in_network_reduction) {
-        a.in_network_reduction = e.in_network_reduction;
-      }
+          sys.error().code, "system '" + e->id + "': " + sys.error().message,
+          "systems/" + e->id + ".toml"});
     }
     return sys;
   }

@@ -26,6 +26,16 @@ ModelConsts PrepareModel(const model::ModelSpec& m, const TrainingConfig& cfg) {
   mc.vocab = m.vocab;
   mc.model_flops_per_token =
       model::TrainFlopsPerToken(m, cfg.seq, cfg.attention);
+  mc.grad_reduce_bytes = hw::BytesPerElement(cfg.grad_reduce);
+  if (cfg.lora_rank > 0) {
+    // Frozen base: forward (matmuls M + attention A) plus the input-gradient
+    // pass (M + 2A); no weight gradients. 2 (M + A) + A.
+    mc.lora = true;
+    mc.model_flops_per_token =
+        2 * model::ForwardFlopsPerToken(m, cfg.seq, cfg.attention) +
+        model::AttentionFlopsPerToken(m, cfg.seq, cfg.attention);
+    mc.adapter_params = LoraAdapterParams(m, cfg.lora_rank);
+  }
   for (model::Remat r :
        {model::Remat::kNone, model::Remat::kSelective,
         model::Remat::kSaveMatmulOutputs, model::Remat::kFull}) {
@@ -38,6 +48,25 @@ ModelConsts PrepareModel(const model::ModelSpec& m, const TrainingConfig& cfg) {
   }
   mc.act_none_per_token_layer = mc.act_bytes_per_token_layer[0];
   return mc;
+}
+
+double LoraAdapterParams(const model::ModelSpec& m, int rank) {
+  // A (in x r) and B (r x out) on q/k/v, o, and the dense MLP's up (and
+  // gate) and down projections; MoE layers adapt attention only.
+  const double D = m.d_model, r = rank;
+  double q = m.num_heads * m.head_dim, kv = 2.0 * m.num_kv_heads * m.head_dim;
+  if (m.mla) {
+    model::ParamCounts pc = model::CountParams(m);
+    q = kv = 0.5 * (pc.attention / m.num_layers) / D;
+  }
+  double attn = r * (D + q + kv) + r * (q + D);
+  double up = m.gated_mlp ? 2 : 1;
+  double mlp = r * (D + up * m.ffn) + r * (m.ffn + D);
+  double total = 0;
+  for (int l = 0; l < m.num_layers; ++l) {
+    total += attn + (m.IsMoeLayer(l) ? 0 : mlp);
+  }
+  return total;
 }
 
 LayerCompute ComputeLayer(const model::ModelSpec& m, const ModelConsts& mc,
@@ -156,9 +185,12 @@ void EvaluateCore(const ModelConsts& mc, const LayerCompute& lc,
         recompute = lc.gemm_fwd + lc.attn_fwd + lc.elem_fwd;
         break;
     }
-    double layer =
-        3 * lc.gemm_fwd + 3.5 * lc.attn_fwd + 3 * lc.elem_fwd + recompute;
-    stage_mb = lps * layer + 3 * lc.logits_fwd / pp;
+    // Backward GEMMs: input and weight gradients, or input gradients only
+    // for frozen (LoRA) weights.
+    const double gemm_passes = mc.lora ? 2 : 3;
+    double layer = gemm_passes * lc.gemm_fwd + 3.5 * lc.attn_fwd +
+                   3 * lc.elem_fwd + recompute;
+    stage_mb = lps * layer + gemm_passes * lc.logits_fwd / pp;
     elem_mb = lps * 3 * lc.elem_fwd;
   }
   auto& T = r->coll_time;
@@ -216,17 +248,23 @@ void EvaluateCore(const ModelConsts& mc, const LayerCompute& lc,
   const double stage_dense = mc.dense_params / pp / tp;
   const double stage_expert = mc.expert_params / pp / tp / ep;
   const double stage = stage_dense + stage_expert;
+  // Trained parameters on this stage (LoRA: the adapters, split like the
+  // dense weights).
+  const double train_dense =
+      mc.lora ? mc.adapter_params / pp / tp : stage_dense;
+  const double train_expert = mc.lora ? 0.0 : stage_expert;
+  const double trained = train_dense + train_expert;
+  const double gb = mc.grad_reduce_bytes;
   double fsdp_total = 0;
   if (par.fsdp > 1) {
-    double v = stage * 2;
-    put(kFsdpAg, v, 2 * m);
-    put(kFsdpRs, v, m);
+    put(kFsdpAg, stage * 2, 2 * m);
+    put(kFsdpRs, trained * gb, m);
     fsdp_total = T[kFsdpAg] + T[kFsdpRs];
   }
   // Data parallel gradient reduction (dense parameters over dp x ep).
   double dp_total = 0;
   if (par.dp > 1 || par.ep > 1) {
-    double vd = stage_dense * 2 / par.fsdp, ve = stage_expert * 2 / par.fsdp;
+    double vd = train_dense * gb / par.fsdp, ve = train_expert * gb / par.fsdp;
     if (par.dp > 1 && par.ep > 1) {
       put(kDenseAr, vd, 1);
       put(kDpAr, ve, 1);
@@ -243,7 +281,7 @@ void EvaluateCore(const ModelConsts& mc, const LayerCompute& lc,
           ? par.fsdp *
                 (par.zero >= 1 ? static_cast<double>(par.dp) * par.cp : 1.0)
           : 1.0;
-  const double owned = stage / opt_shard;
+  const double owned = trained / opt_shard;
   double t_opt = peak ? 0.0 : owned * 30 / (chip.hbm_bandwidth.si() * eff.hbm);
   double offload = 0;
   if (cfg.offload_optimizer) {
@@ -279,7 +317,7 @@ void EvaluateCore(const ModelConsts& mc, const LayerCompute& lc,
     double tp_exposed_mb = tp_mb;
     if (cfg.tp_comm_overlap) {
       // Split GEMMs hide the collectives; what exceeds the GEMMs shows.
-      double gemm_mb = lps * 3 * lc.gemm_fwd;
+      double gemm_mb = lps * (mc.lora ? 2 : 3) * lc.gemm_fwd;
       tp_exposed_mb = std::max(0.0, tp_mb - gemm_mb);
     }
     exposed = m * (tp_exposed_mb + ep_mb + cp_exposed_mb) + pp_exposed +
@@ -315,9 +353,9 @@ void EvaluateCore(const ModelConsts& mc, const LayerCompute& lc,
   double grad_b = peak ? 0 : 4, opt_b = peak ? 8 : 12;
   r->params = stage * 2 / par.fsdp;
   r->grads =
-      stage * grad_b /
+      trained * grad_b /
       (par.fsdp * (par.zero >= 2 ? static_cast<double>(par.dp) * par.cp : 1.0));
-  r->optimizer = cfg.offload_optimizer ? 0 : stage * opt_b / opt_shard;
+  r->optimizer = cfg.offload_optimizer ? 0 : trained * opt_b / opt_shard;
   double in_flight = 1;
   if (par.pp > 1) {
     in_flight = cfg.schedule == Schedule::kGpipe ? m : std::min<double>(m, pp);

@@ -154,6 +154,10 @@ Result<TrainingRun> ReadTrainingRun(const catalog::Catalog& cat,
   cfg.mode = estimate::Mode::kRealistic;
   cfg.flash_attention = row.value("flash_attention", true);
   cfg.tp_comm_overlap = row.value("tp_comm_overlap", false);
+  cfg.grad_reduce = row.value("grad_reduce", std::string("bf16")) == "fp32"
+                        ? hw::Dtype::kFp32
+                        : hw::Dtype::kBf16;
+  cfg.lora_rank = row.value("lora_rank", 0);
   run.remat_stated = row.value("remat_stated", true);
   return run;
 }

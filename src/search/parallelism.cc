@@ -77,12 +77,13 @@ double MemoryFloor(const estimate::ModelConsts& mc, const Degrees& g, int zero,
   double stage =
       mc.dense_params / g.pp / g.tp + mc.expert_params / g.pp / g.tp / g.ep;
   double params = stage * 2 / g.fsdp;
-  double grads =
-      stage * (peak ? 0 : 4) / (g.fsdp * (zero >= 2 ? 1.0 * g.dp * g.cp : 1.0));
+  double trained = mc.lora ? mc.adapter_params / g.pp / g.tp : stage;
+  double grads = trained * (peak ? 0 : 4) /
+                 (g.fsdp * (zero >= 2 ? 1.0 * g.dp * g.cp : 1.0));
   double opt_shard = (g.fsdp > 1 || zero >= 1)
                          ? g.fsdp * (zero >= 1 ? 1.0 * g.dp * g.cp : 1.0)
                          : 1.0;
-  double opt = offload ? 0 : stage * (peak ? 8 : 12) / opt_shard;
+  double opt = offload ? 0 : trained * (peak ? 8 : 12) / opt_shard;
   double t = seq / g.cp;
   double acts =
       t * std::ceil(mc.layers / g.pp) * mc.act_bytes_per_token_layer[3] / g.tp +

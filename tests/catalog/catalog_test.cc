@@ -62,6 +62,28 @@ TEST(CatalogTest, EverySystemResolves) {
   }
 }
 
+TEST(CatalogTest, SystemShapeResizesACatalogSystemAndKeepsItsFabric) {
+  // gcp-a3-high: 4 x 200 Gb/s GPU NICs per 8 GPUs = 12.5 GB/s per GPU.
+  auto a3 = BuiltinCatalog().FindSystem("gcp-a3-high:8x4");
+  ASSERT_TRUE(a3.has_value()) << a3.error().ToString();
+  EXPECT_EQ(a3->num_chips(), 32);
+  EXPECT_EQ(a3->id, "gcp-a3-high:8x4");
+  auto plain = BuiltinCatalog().FindSystem("h100:8x4");
+  ASSERT_TRUE(plain.has_value());
+  ASSERT_EQ(a3->axes.size(), plain->axes.size());
+  EXPECT_NEAR(a3->axes.back().bandwidth.si(), 12.5e9, 1e6);
+  EXPECT_NEAR(plain->axes.back().bandwidth.si(), 50e9, 1e6);
+  EXPECT_EQ(a3->axes.front().bandwidth, plain->axes.front().bandwidth);
+  // Tiers and oversubscription travel with the fabric.
+  auto meta = BuiltinCatalog().FindSystem("llama3-cluster:8x512");
+  ASSERT_TRUE(meta.has_value()) << meta.error().ToString();
+  EXPECT_EQ(meta->num_chips(), 4096);
+  ASSERT_FALSE(meta->axes.back().tiers.empty());
+  EXPECT_DOUBLE_EQ(meta->axes.back().tiers[0].oversubscription, 7.0);
+  // A bad shape for the system's chip is still an error.
+  EXPECT_FALSE(BuiltinCatalog().FindSystem("gcp-a3-high:8x").has_value());
+}
+
 TEST(CatalogTest, UnknownNamesSuggest) {
   EXPECT_EQ(BuiltinCatalog().FindChip("h10").error().message,
             "unknown chip 'h10' (did you mean 'h100'?); `scalemodel chips` "

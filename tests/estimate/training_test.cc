@@ -5,7 +5,9 @@
 #include <cmath>
 
 #include "../testing/catalog.h"
+#include "scalemodel/estimate/core.h"
 #include "scalemodel/io/hf_config.h"
+#include "scalemodel/model/transformer.h"
 
 namespace scalemodel::estimate {
 namespace {
@@ -222,6 +224,70 @@ TEST(TrainingTest, InfeasibleSaysWhy) {
   EXPECT_EQ(e->bottleneck, "memory-capacity");
   EXPECT_EQ(e->reason.substr(0, 6), "needs ");
   EXPECT_NE(e->reason.find("HBM per chip, has 80 GB"), std::string::npos);
+}
+
+double CommBytes(const TrainingEstimate& e, const std::string& kind,
+                 const std::string& par) {
+  for (const CommItem& c : e.comms) {
+    if (c.kind == kind && c.parallelism == par) return c.bytes.si();
+  }
+  return 0;
+}
+
+TEST(TrainingTest, LoraFreezesTheBase) {
+  auto m = Model("llama2-7b");
+  hw::System sys = System("h100:8x2");
+  TrainingConfig full = Config("dp=2,fsdp=8", 64 * 4096.0, 4096);
+  TrainingConfig lora = full;
+  lora.lora_rank = 32;
+  auto f = EstimateTraining(m, sys, full);
+  auto l = EstimateTraining(m, sys, lora);
+  ASSERT_TRUE(f.has_value() && l.has_value());
+  // Adapters by hand, per layer: q,k,v (4096 -> 3 x 4096) and o take
+  // 32 x (4096 + 12288) + 32 x (4096 + 4096); gate+up (4096 -> 2 x 11008)
+  // and down take 32 x (4096 + 22016) + 32 x (11008 + 4096). 32 layers.
+  double adapters = 32 * (32.0 * (4096 + 12288) + 32.0 * 8192 +
+                          32.0 * (4096 + 22016) + 32.0 * (11008 + 4096));
+  EXPECT_NEAR(LoraAdapterParams(m, 32), adapters, 1);
+  // Model FLOPs: forward plus input gradients, 2 F + A of 3 F.
+  double fwd = model::ForwardFlopsPerToken(m, 4096);
+  double attn = model::AttentionFlopsPerToken(m, 4096);
+  ExpectRel(l->model_flops_per_step / f->model_flops_per_step,
+            (2 * fwd + attn) / (3 * fwd), 1e-9, "LoRA FLOP ratio");
+  // Weights stay; gradients and optimizer state are the adapters' only.
+  EXPECT_EQ(l->memory.params, f->memory.params);
+  EXPECT_LT(l->memory.grads.si(), 0.02 * f->memory.grads.si());
+  EXPECT_LT(l->memory.optimizer.si(), 0.02 * f->memory.optimizer.si());
+  // FSDP still gathers the frozen weights; only adapter gradients move.
+  EXPECT_EQ(CommBytes(*l, "all-gather", "fsdp"),
+            CommBytes(*f, "all-gather", "fsdp"));
+  EXPECT_LT(CommBytes(*l, "reduce-scatter", "fsdp"),
+            0.02 * CommBytes(*f, "reduce-scatter", "fsdp"));
+  EXPECT_LT(CommBytes(*l, "all-reduce", "dp"),
+            0.02 * CommBytes(*f, "all-reduce", "dp"));
+  // No weight-gradient GEMMs: faster, but by less than a third plus the
+  // attention share (dgrad and attention backward remain).
+  EXPECT_LT(l->step_time, f->step_time);
+  EXPECT_GT(l->step_time.si(), 0.6 * f->step_time.si());
+}
+
+TEST(TrainingTest, Fp32GradientReductionDoublesGradientBytesOnly) {
+  auto m = Model("llama3-8b");
+  hw::System sys = System("h100:8x4");
+  TrainingConfig bf = Config("dp=4,fsdp=8", 64 * 4096.0, 4096);
+  TrainingConfig fp = bf;
+  fp.grad_reduce = hw::Dtype::kFp32;
+  auto b = EstimateTraining(m, sys, bf);
+  auto f = EstimateTraining(m, sys, fp);
+  ASSERT_TRUE(b.has_value() && f.has_value());
+  ExpectRel(CommBytes(*f, "reduce-scatter", "fsdp"),
+            2 * CommBytes(*b, "reduce-scatter", "fsdp"), 1e-12, "fsdp RS");
+  ExpectRel(CommBytes(*f, "all-reduce", "dp"),
+            2 * CommBytes(*b, "all-reduce", "dp"), 1e-12, "dp AR");
+  EXPECT_EQ(CommBytes(*f, "all-gather", "fsdp"),
+            CommBytes(*b, "all-gather", "fsdp"));
+  EXPECT_GE(f->step_time, b->step_time);
+  EXPECT_EQ(f->memory.total, b->memory.total);
 }
 
 TEST(TrainingTest, RealisticIsSlowerThanPeak) {

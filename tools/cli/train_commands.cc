@@ -27,8 +27,9 @@ struct TrainOptionsCli {
   std::string model, system, plan = "dp=1", batch_tokens, seq = "4096", tokens,
                              remat = "none", mode = "realistic",
                              precision = "bf16", schedule = "1f1b",
-                             attention = "causal", emit;
+                             attention = "causal", emit, grad_reduce;
   int micro_batch = 1;
+  int lora = 0;
   int vpp = 1;
   double assume_mfu = 0;
   double price = 0;
@@ -146,6 +147,30 @@ static Result<TrainInputs> ResolveTrain(const catalog::Catalog& cat,
         "expected 'causal' or 'full', got '" + o.attention + "'",
         "--attention");
   }
+  if (o.lora < 0) {
+    return InvalidArgument(
+        "expected a LoRA rank >= 1 (or 0 for full training), got " +
+            std::to_string(o.lora),
+        "--lora");
+  }
+  c.lora_rank = o.lora;
+  // The engine's own gradient-reduction dtype when --emit names one that
+  // keeps fp32 weights (MaxText: weight_dtype float32).
+  std::string gr = o.grad_reduce.empty()
+                       ? (o.emit == "maxtext" ? "fp32" : "bf16")
+                       : o.grad_reduce;
+  auto grd = hw::ParseDtype(gr);
+  if (!grd || (*grd != hw::Dtype::kBf16 && *grd != hw::Dtype::kFp32)) {
+    return InvalidArgument("expected bf16 or fp32, got '" + gr + "'",
+                           "--grad-reduce");
+  }
+  c.grad_reduce = *grd;
+  if (c.lora_rank > 0 && !o.emit.empty()) {
+    return InvalidArgument(
+        "no launch line for LoRA fine-tuning: MaxText, Megatron-LM and "
+        "torchtitan have no LoRA flags we can write; drop --emit or --lora",
+        "--emit");
+  }
   in.inputs = {
       {"model", in.model.spec.id},
       {"system", in.system.id},
@@ -159,8 +184,15 @@ static Result<TrainInputs> ResolveTrain(const catalog::Catalog& cat,
       {"precision", std::string(hw::DtypeName(c.precision))},
       {"mode", o.mode},
       {"attention_flops", o.attention},
+      {"grad_reduce", std::string(hw::DtypeName(c.grad_reduce))},
+      {"lora_rank", c.lora_rank},
       {"mfu_convention",
-       "model FLOPs (no recompute) / (time x chips x dense bf16 peak)"}};
+       c.lora_rank > 0
+           ? "model FLOPs (forward + input gradients; frozen weights have "
+             "no weight gradients; no recompute) / (time x chips x dense "
+             "bf16 peak)"
+           : "model FLOPs (no recompute) / (time x chips x dense bf16 "
+             "peak)"}};
   if (c.tokens > 0) in.inputs["tokens"] = c.tokens;
   return in;
 }
@@ -209,6 +241,14 @@ static void AddTrainOptions(CLI::App* app, TrainOptionsCli& o, bool plan) {
       ->capture_default_str();
   app->add_flag("--offload-optimizer", o.offload,
                 "Keep optimizer state in host memory (over PCIe)");
+  app->add_option("--grad-reduce", o.grad_reduce,
+                  "Gradient reduction dtype: bf16 (default) or fp32 (default "
+                  "with --emit maxtext, whose weights are fp32)");
+  app->add_option("--lora", o.lora,
+                  "LoRA fine-tuning at this adapter rank (e.g. 16): frozen "
+                  "base weights, no weight gradients or optimizer state for "
+                  "them")
+      ->capture_default_str();
   app->add_option("--attention", o.attention,
                   "Attention FLOPs in MFU: causal (halved) or full")
       ->capture_default_str();

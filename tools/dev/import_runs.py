@@ -135,6 +135,13 @@ def convert(r):
         out["skip"] = "no %s system shape for %d chips" % (chip, n)
         return out
     out["system"] = chip + ":" + shape
+    if "configs/gpu/a3/" in r["source"]:
+        # MaxText's a3 directory is for A3 High VMs (A3 Mega has its own):
+        # GPUDirect-TCPX over 4 x 200 Gb/s NICs per 8 GPUs, not a DGX's
+        # 8 x 400 Gb/s InfiniBand.
+        out["system"] = "gcp-a3-high:" + shape
+        a.append("A3 High VMs: 4 x 200 Gb/s GPU NICs per 8 GPUs "
+                 "(gcp-a3-high), not one 400 Gb/s NIC per GPU")
     mdl = r["model"]
     if not any(re.search(pat, mdl.get("name", "")) for pat, _ in CATALOG_MODELS) and \
             not all(mdl.get(k) for k in ("d_model", "layers", "n_heads", "vocab", "d_ff")):
@@ -235,6 +242,15 @@ def convert(r):
     out["sequence_parallel"] = bool(sp) if sp is not None else tp > 1
     if "tp-comm-overlap" in other or "async tp" in other.lower():
         out["tp_comm_overlap"] = True
+    if "maxtext" in r["source"].lower():
+        # MaxText keeps weights in fp32 (base.yml weight_dtype: float32), so
+        # its gradients and their reductions are fp32.
+        out["grad_reduce"] = "fp32"
+    if "LoRA fine-tuning" in (r.get("notes") or ""):
+        # Rank 32 is NeMo's default adapter dimension; the adapters are
+        # under 1% of the step either way.
+        out["lora_rank"] = 32
+        a.append("LoRA adapters of rank 32 (NeMo's default), base frozen")
     # What the source counts in TFLOP/s and MFU.
     src = r["source"]
     if "Narayanan" in src:

@@ -64,8 +64,11 @@ class Catalog {
   // the closest name: "unknown chip 'h10' (did you mean 'h100'?)".
   Result<const hw::Chip*> FindChip(std::string_view name) const;
 
-  // A catalog system name or CHIP:SHAPE ("tpu-v5e:16x16", "h100:8x128").
+  // A catalog system name, CHIP:SHAPE ("tpu-v5e:16x16", "h100:8x128") or
+  // SYSTEM:SHAPE (a catalog system's fabric resized: "gcp-a3-high:8x4").
   Result<hw::System> FindSystem(std::string_view spec) const;
+  // The catalog system with this id or alias, or null.
+  const SystemEntry* FindSystemEntry(std::string_view name) const;
 
   const std::vector<hw::Chip>& chips() const { return chips_; }
   const std::vector<SystemEntry>& systems() const { return systems_; }

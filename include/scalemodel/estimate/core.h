@@ -54,6 +54,11 @@ struct ModelConsts {
   double layers = 0, moe_frac = 0, d = 0, heads = 0, kv_heads = 0;
   double head_dim = 0, kv_per_token_layer = 0, top_k = 0, experts = 0;
   double dense_params = 0, expert_params = 0, total_params = 0;
+  // Parameters with gradients and optimizer state: all of them, or the LoRA
+  // adapters (counted as dense).
+  bool lora = false;
+  double adapter_params = 0;
+  double grad_reduce_bytes = 2;  // per gradient element in reductions
   double vocab = 0;
   double model_flops_per_token = 0;
   std::array<double, 4> recompute_flops_per_token{};  // per Remat
@@ -61,6 +66,9 @@ struct ModelConsts {
   double act_none_per_token_layer = 0;
 };
 ModelConsts PrepareModel(const model::ModelSpec& m, const TrainingConfig& cfg);
+// LoRA adapter parameters of this rank over the model (attention and dense
+// MLP projections).
+double LoraAdapterParams(const model::ModelSpec& m, int rank);
 
 LayerCompute ComputeLayer(const model::ModelSpec& m, const ModelConsts& mc,
                           const hw::Chip& chip, const ChipEfficiency& eff,

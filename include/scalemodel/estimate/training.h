@@ -72,6 +72,15 @@ struct TrainingConfig {
   // adjacent GEMMs (Megatron --tp-comm-overlap, torchtitan async TP): only
   // the part longer than the layer's GEMMs stays exposed.
   bool tp_comm_overlap = false;
+  // Data type of the gradient reductions (data-parallel all-reduce, FSDP /
+  // ZeRO reduce-scatter): bf16, or fp32 where the engine keeps fp32 weights
+  // or accumulates gradients in fp32 (MaxText's default weight_dtype).
+  hw::Dtype grad_reduce = hw::Dtype::kBf16;
+  // LoRA fine-tuning with adapters of this rank on every attention and
+  // dense-MLP projection (0: full training). The base weights are frozen:
+  // no weight-gradient GEMMs, gradients, optimizer state or gradient
+  // reductions for them.
+  int lora_rank = 0;
   double tokens = 0;  // total training tokens (0: not asked)
   // Order in which degrees are laid onto physical axes, innermost first
   // (indices of estimate::ParIndex); empty: tp, cp, ep, fsdp, dp, pp.
