@@ -313,7 +313,10 @@ void EvaluateCore(const ModelConsts& mc, const LayerCompute& lc,
             ? std::max({0.0, fsdp_total / (m * 3 * lps), fsdp_total - compute})
             : 0.0;
     double dp_exposed =
-        dp_total > 0 ? std::max(dp_total / lps, dp_total - backward_last) : 0.0;
+        dp_total > 0
+            ? std::max(dp_total / lps,
+                       dp_total - (cfg.dp_overlap ? backward_last : 0.0))
+            : 0.0;
     double tp_exposed_mb = tp_mb;
     if (cfg.tp_comm_overlap) {
       // Split GEMMs hide the collectives; what exceeds the GEMMs shows.

@@ -158,6 +158,7 @@ Result<TrainingRun> ReadTrainingRun(const catalog::Catalog& cat,
                         ? hw::Dtype::kFp32
                         : hw::Dtype::kBf16;
   cfg.lora_rank = row.value("lora_rank", 0);
+  cfg.dp_overlap = row.value("dp_overlap", true);
   run.remat_stated = row.value("remat_stated", true);
   return run;
 }
@@ -278,6 +279,20 @@ Result<ValidationReport> RunValidation(const catalog::Catalog& cat) {
                          std::string(model::RematName(r)) +
                          ", the least that fits";
             break;
+          }
+        }
+        // Nothing fits: the engine's default policy, when the row names one.
+        auto def = model::ParseRemat(row.value("remat_default", ""));
+        if (remat_note.empty() && def && *def != cfg.remat) {
+          estimate::TrainingConfig c2 = cfg;
+          c2.remat = *def;
+          auto e2 = estimate::EstimateTraining(spec, *sys, c2);
+          if (e2) {
+            cfg = c2;
+            est = e2;
+            remat_note = std::string("; recompute not stated and none fits: ") +
+                         std::string(model::RematName(*def)) +
+                         ", the engine's default";
           }
         }
       }

@@ -290,6 +290,38 @@ TEST(TrainingTest, Fp32GradientReductionDoublesGradientBytesOnly) {
   EXPECT_EQ(f->memory.total, b->memory.total);
 }
 
+TEST(TrainingTest, DpReductionAfterTheBackwardPassIsExposedInFull) {
+  auto m = Model("llama2-7b");
+  hw::System sys = System("gcp-a3-high:8x4");
+  TrainingConfig over = Config("dp=4,fsdp=8", 128 * 4096.0, 4096);
+  over.micro_batch = 4;
+  over.grad_reduce = hw::Dtype::kFp32;
+  TrainingConfig after = over;
+  after.dp_overlap = false;
+  auto o = EstimateTraining(m, sys, over);
+  auto a = EstimateTraining(m, sys, after);
+  ASSERT_TRUE(o.has_value() && a.has_value());
+  const CommItem* dp = nullptr;
+  for (const CommItem& c : a->comms) {
+    if (c.parallelism == "dp") dp = &c;
+  }
+  ASSERT_NE(dp, nullptr);
+  EXPECT_EQ(dp->exposed, dp->time);
+  // Under the backward pass only the last layer's bucket shows.
+  EXPECT_LT(o->exposed_comm.si(), 0.2 * dp->time.si());
+  ExpectRel((a->step_time - o->step_time).si(),
+            (dp->time.si() - (o->exposed_comm.si() -
+                              [&] {
+                                double other = 0;
+                                for (const CommItem& c : o->comms) {
+                                  if (c.parallelism != "dp")
+                                    other += c.exposed.si();
+                                }
+                                return other;
+                              }())),
+            1e-9, "step grows by the hidden part of the dp all-reduce");
+}
+
 TEST(TrainingTest, RealisticIsSlowerThanPeak) {
   auto m = Model("llama3-8b");
   for (const char* plan : {"dp=64", "fsdp=64", "tp=8,dp=8", "tp=8,pp=8"}) {

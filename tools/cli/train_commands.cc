@@ -30,6 +30,7 @@ struct TrainOptionsCli {
                              attention = "causal", emit, grad_reduce;
   int micro_batch = 1;
   int lora = 0;
+  bool no_dp_overlap = false;
   int vpp = 1;
   double assume_mfu = 0;
   double price = 0;
@@ -165,6 +166,7 @@ static Result<TrainInputs> ResolveTrain(const catalog::Catalog& cat,
                            "--grad-reduce");
   }
   c.grad_reduce = *grd;
+  c.dp_overlap = !(o.no_dp_overlap || o.emit == "maxtext");
   if (c.lora_rank > 0 && !o.emit.empty()) {
     return InvalidArgument(
         "no launch line for LoRA fine-tuning: MaxText, Megatron-LM and "
@@ -185,6 +187,7 @@ static Result<TrainInputs> ResolveTrain(const catalog::Catalog& cat,
       {"mode", o.mode},
       {"attention_flops", o.attention},
       {"grad_reduce", std::string(hw::DtypeName(c.grad_reduce))},
+      {"dp_overlap", c.dp_overlap},
       {"lora_rank", c.lora_rank},
       {"mfu_convention",
        c.lora_rank > 0
@@ -244,6 +247,10 @@ static void AddTrainOptions(CLI::App* app, TrainOptionsCli& o, bool plan) {
   app->add_option("--grad-reduce", o.grad_reduce,
                   "Gradient reduction dtype: bf16 (default) or fp32 (default "
                   "with --emit maxtext, whose weights are fp32)");
+  app->add_flag("--no-dp-overlap", o.no_dp_overlap,
+                "The data-parallel gradient reduction runs after the backward "
+                "pass, not under it (MaxText's measured behaviour; implied by "
+                "--emit maxtext)");
   app->add_option("--lora", o.lora,
                   "LoRA fine-tuning at this adapter rank (e.g. 16): frozen "
                   "base weights, no weight gradients or optimizer state for "

@@ -246,6 +246,14 @@ def convert(r):
         # MaxText keeps weights in fp32 (base.yml weight_dtype: float32), so
         # its gradients and their reductions are fp32.
         out["grad_reduce"] = "fp32"
+        # base.yml remat_policy: full; used when the row states no policy
+        # and none fits our memory model.
+        out["remat_default"] = "full"
+        # Its cross-VM / cross-slice gradient reduction shows in full in the
+        # step time (docs/model.md 5.3).
+        out["dp_overlap"] = False
+        a.append("MaxText: fp32 gradient reductions (weight_dtype float32), "
+                 "data-parallel reduction after the backward pass")
     if "LoRA fine-tuning" in (r.get("notes") or ""):
         # Rank 32 is NeMo's default adapter dimension; the adapters are
         # under 1% of the step either way.

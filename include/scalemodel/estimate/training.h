@@ -76,6 +76,11 @@ struct TrainingConfig {
   // ZeRO reduce-scatter): bf16, or fp32 where the engine keeps fp32 weights
   // or accumulates gradients in fp32 (MaxText's default weight_dtype).
   hw::Dtype grad_reduce = hw::Dtype::kBf16;
+  // The data-parallel gradient reduction runs under the last microbatch's
+  // backward pass (bucketed, as Megatron and PyTorch DDP/FSDP do), or after
+  // it (false): what MaxText's published multi-VM and multi-slice step times
+  // show (docs/model.md 5.3).
+  bool dp_overlap = true;
   // LoRA fine-tuning with adapters of this rank on every attention and
   // dense-MLP projection (0: full training). The base weights are frozen:
   // no weight-gradient GEMMs, gradients, optimizer state or gradient
