@@ -122,6 +122,12 @@ Result<std::string> EmitMaxText(const model::ModelSpec& m,
                                 const Degrees& d) {
   LaunchText out;
   TrainingHeader(out, "MaxText", m, sys, cfg, est, d);
+  if (cfg.grad_reduce == hw::Dtype::kFp32 && !cfg.dp_overlap) {
+    out.Comment(
+        "predicted as MaxText runs: fp32 gradient reductions (weight_dtype "
+        "float32) and the data-parallel reduction after the backward pass "
+        "(docs/model.md 5.3)");
+  }
   out.Comment(
       "overrides of src/maxtext/configs/base.yml (older checkouts: python3 "
       "-m MaxText.train MaxText/configs/base.yml ...); ici_* = inside a "
