@@ -257,8 +257,8 @@ void EvaluateCore(const ModelConsts& mc, const LayerCompute& lc,
   const double gb = mc.grad_reduce_bytes;
   double fsdp_total = 0;
   if (par.fsdp > 1) {
-    put(kFsdpAg, stage * 2, 2 * m);
-    put(kFsdpRs, trained * gb, m);
+    put(kFsdpAg, stage * 2 / lps, static_cast<int>(2 * m * lps));
+    put(kFsdpRs, trained * gb / lps, static_cast<int>(m * lps));
     fsdp_total = T[kFsdpAg] + T[kFsdpRs];
   }
   // Data parallel gradient reduction (dense parameters over dp x ep).
