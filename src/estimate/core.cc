@@ -36,9 +36,7 @@ ModelConsts PrepareModel(const model::ModelSpec& m, const TrainingConfig& cfg) {
         model::AttentionFlopsPerToken(m, cfg.seq, cfg.attention);
     mc.adapter_params = LoraAdapterParams(m, cfg.lora_rank);
   }
-  for (model::Remat r :
-       {model::Remat::kNone, model::Remat::kSelective,
-        model::Remat::kSaveMatmulOutputs, model::Remat::kFull}) {
+  for (model::Remat r : model::kAllRemats) {
     model::ActivationCost a =
         model::Activations(m, r, cfg.seq, hw::Dtype::kBf16, cfg.attention);
     mc.recompute_flops_per_token[static_cast<int>(r)] =
@@ -90,28 +88,45 @@ LayerCompute ComputeLayer(const model::ModelSpec& m, const ModelConsts& mc,
         gemm(t, qkv / tp, D) + gemm(t, D, m.num_heads * m.head_dim / tp);
   }
   double up = m.gated_mlp ? 2 : 1;
-  double dense_mlp = gemm(t, up * m.ffn / tp, D) + gemm(t, D, m.ffn / tp);
-  double moe_mlp = 0;
+  double dense_in = gemm(t, up * m.ffn / tp, D);
+  double dense_mlp = dense_in + gemm(t, D, m.ffn / tp);
+  double moe_mlp = 0, moe_in = 0;
   double f_active = (1 - mc.moe_frac) * m.ffn;
   if (m.is_moe()) {
     double local = static_cast<double>(m.moe.num_experts) / ep;
-    double per_expert = t * m.moe.top_k * cfg.load_imbalance / local;
+    const bool dropping = cfg.capacity_factor > 0;
+    double per_expert = t * m.moe.top_k *
+                        (dropping ? cfg.capacity_factor : cfg.load_imbalance) /
+                        local;
     double fe = m.moe.expert_ffn;
-    moe_mlp = local * (gemm(per_expert, up * fe / tp, D) +
-                       gemm(per_expert, D, fe / tp));
+    moe_in = local * gemm(per_expert, up * fe / tp, D);
+    moe_mlp = moe_in + local * gemm(per_expert, D, fe / tp);
     double fs = 0;
     if (m.moe.num_shared_experts > 0) {
       fs = (m.moe.shared_ffn > 0 ? m.moe.shared_ffn : fe) *
            m.moe.num_shared_experts;
-      moe_mlp += gemm(t, up * fs / tp, D) + gemm(t, D, fs / tp);
+      double shared_in = gemm(t, up * fs / tp, D);
+      moe_in += shared_in;
+      moe_mlp += shared_in + gemm(t, D, fs / tp);
     }
     moe_mlp +=
         GemmTime(chip, eff, t, m.moe.num_experts, D, hw::Dtype::kBf16).si();
+    if (dropping) {
+      // One-hot dispatch and combine, per sequence (chunk) of S tokens:
+      // [E x C, S] x [S, D] each, C = capacity_factor x S x top_k / E slots
+      // per expert. Activations are not split by tp here.
+      double S = std::min(t, cfg.seq / cfg.par.cp);
+      double E = m.moe.num_experts;
+      double C = std::ceil(cfg.capacity_factor * S * m.moe.top_k / E);
+      moe_mlp +=
+          2 * (t / S) * GemmTime(chip, eff, E * C, D, S, hw::Dtype::kBf16).si();
+    }
     f_active += mc.moe_frac * (fe * m.moe.top_k + fs);
   }
   lc.gemm_fwd =
       attn_proj + (1 - mc.moe_frac) * dense_mlp + mc.moe_frac * moe_mlp;
   lc.logits_fwd = gemm(t, m.vocab / tp, D);
+  lc.mlp_in_fwd = (1 - mc.moe_frac) * dense_in + mc.moe_frac * moe_in;
   const double C_bf16 = chip.Peak(hw::Dtype::kBf16).si();
   double attn_flops = model::AttentionFlopsPerToken(
                           m, cfg.seq, model::AttentionFlops::kCausal) /
@@ -180,6 +195,9 @@ void EvaluateCore(const ModelConsts& mc, const LayerCompute& lc,
         break;
       case model::Remat::kSaveMatmulOutputs:
         recompute = lc.attn_fwd + lc.elem_fwd;
+        break;
+      case model::Remat::kSaveDotExceptMlpIn:
+        recompute = lc.attn_fwd + lc.elem_fwd + lc.mlp_in_fwd;
         break;
       case model::Remat::kFull:
         recompute = lc.gemm_fwd + lc.attn_fwd + lc.elem_fwd;

@@ -253,9 +253,7 @@ Json ToJson(const model::ModelSpec& m, double seq, hw::Dtype kv,
   j["kv_cache_bytes_per_sequence"] = model::KvCacheBytes(m, seq, kv);
   j["weight_bytes"] = p.total * hw::BytesPerElement(m.weight_dtype);
   Json acts = Json::object();
-  for (model::Remat r :
-       {model::Remat::kNone, model::Remat::kSelective,
-        model::Remat::kSaveMatmulOutputs, model::Remat::kFull}) {
+  for (model::Remat r : model::kAllRemats) {
     model::ActivationCost a = model::Activations(m, r, seq);
     acts[std::string(model::RematName(r))] = {
         {"bytes_per_token_per_layer", a.bytes_per_token_per_layer},

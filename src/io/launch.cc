@@ -109,6 +109,8 @@ std::string_view MaxTextRemat(model::Remat r) {
       return "minimal_with_context";
     case model::Remat::kSaveMatmulOutputs:
       return "minimal";
+    case model::Remat::kSaveDotExceptMlpIn:
+      return "save_dot_except_mlpwi";
     case model::Remat::kFull:
       return "full";
   }
@@ -362,6 +364,13 @@ Result<std::string> EmitMegatron(const model::ModelSpec& m,
           "save-matmul-outputs: Megatron's nearest is selective recompute of "
           "the attention core and the norms");
       break;
+    case model::Remat::kSaveDotExceptMlpIn:
+      out.Flag("--recompute-granularity", "selective");
+      out.Flag("--recompute-modules", "core_attn layernorm mlp");
+      out.Comment(
+          "save-dot-except-mlp-in: Megatron's nearest recomputes the attention "
+          "core, the norms and the whole MLP (more than w1/w3 alone)");
+      break;
     case model::Remat::kFull:
       out.Flag("--recompute-granularity", "full");
       out.Flag("--recompute-method", "uniform");
@@ -438,6 +447,7 @@ Result<std::string> EmitTorchtitan(const model::ModelSpec& m,
       break;
     case model::Remat::kSelective:
     case model::Remat::kSaveMatmulOutputs:
+    case model::Remat::kSaveDotExceptMlpIn:
       out.Flag("--activation_checkpoint.mode", "selective");
       out.Flag("--activation_checkpoint.selective_ac_option", "op");
       break;

@@ -159,6 +159,7 @@ Result<TrainingRun> ReadTrainingRun(const catalog::Catalog& cat,
                         : hw::Dtype::kBf16;
   cfg.lora_rank = row.value("lora_rank", 0);
   cfg.dp_overlap = row.value("dp_overlap", true);
+  cfg.capacity_factor = row.value("capacity_factor", 0.0);
   run.remat_stated = row.value("remat_stated", true);
   return run;
 }

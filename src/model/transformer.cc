@@ -195,6 +195,8 @@ std::string_view RematName(Remat r) {
       return "selective";
     case Remat::kSaveMatmulOutputs:
       return "save-matmul-outputs";
+    case Remat::kSaveDotExceptMlpIn:
+      return "save-dot-except-mlp-in";
     case Remat::kFull:
       return "full";
   }
@@ -204,18 +206,18 @@ std::string_view RematName(Remat r) {
 Result<Remat> ParseRemat(std::string_view text) {
   std::string t = ToLower(Trim(text));
   std::vector<std::string> names;
-  for (Remat r : {Remat::kNone, Remat::kSelective, Remat::kSaveMatmulOutputs,
-                  Remat::kFull}) {
+  for (Remat r : kAllRemats) {
     names.emplace_back(RematName(r));
     if (t == RematName(r)) return r;
   }
   if (t == "attention-only" || t == "attention") return Remat::kSelective;
   if (t == "minimal" || t == "matmuls") return Remat::kSaveMatmulOutputs;
   if (t == "block") return Remat::kFull;
+  if (t == "save_dot_except_mlpwi") return Remat::kSaveDotExceptMlpIn;
   return InvalidArgument("unknown remat policy '" + std::string(text) + "'" +
                          DidYouMean(t, names) +
-                         "; expected none, selective, save-matmul-outputs or "
-                         "full");
+                         "; expected none, selective, save-matmul-outputs, "
+                         "save-dot-except-mlp-in or full");
 }
 
 // Saved tensors per token per layer, in elements (docs/model.md 3.4), with
@@ -229,7 +231,7 @@ ActivationCost Activations(const ModelSpec& m, Remat remat, double seq,
                                  m.mla->kv_lora_rank + m.mla->q_lora_rank
                            : (m.num_heads + 2.0 * m.num_kv_heads) * m.head_dim;
   const double attn_out = m.num_heads * VDim(m);
-  double saved = 0, matmul_outputs = 0;
+  double saved = 0, matmul_outputs = 0, mlp_in = 0, mlp_in_flops = 0;
   for (int l = 0; l < m.num_layers; ++l) {
     double f = m.IsMoeLayer(l) ? m.moe.expert_ffn : m.ffn;
     double k = m.IsMoeLayer(l) ? m.moe.top_k + m.moe.num_shared_experts : 1;
@@ -239,6 +241,9 @@ ActivationCost Activations(const ModelSpec& m, Remat remat, double seq,
     // The 7 matmul outputs: q, k, v, o; w1, w3 (per active expert) and w2
     // (summed over experts into one D-wide output).
     matmul_outputs += qkv + d + (m.gated_mlp ? 2 : 1) * f * k + d;
+    // The MLP input projections' outputs (w1, w3 per active expert).
+    mlp_in += (m.gated_mlp ? 2 : 1) * f * k;
+    mlp_in_flops += 2.0 * d * (m.gated_mlp ? 2 : 1) * f * k;
   }
   const double layers = m.num_layers;
   const double bytes = hw::BytesPerElement(dtype);
@@ -259,6 +264,14 @@ ActivationCost Activations(const ModelSpec& m, Remat remat, double seq,
       c.bytes_per_token_per_layer =
           (matmul_outputs + layers * d) / layers * bytes;
       c.recompute_flops_per_token = AttentionFlopsPerToken(m, seq, conv);
+      break;
+    case Remat::kSaveDotExceptMlpIn:
+      // As above without the MLP input projections' outputs, which are
+      // recomputed (their GEMMs) along with the attention core.
+      c.bytes_per_token_per_layer =
+          (matmul_outputs - mlp_in + layers * d) / layers * bytes;
+      c.recompute_flops_per_token =
+          AttentionFlopsPerToken(m, seq, conv) + mlp_in_flops;
       break;
     case Remat::kFull:
       // Keep each layer's input; rerun the whole layer forward (the book's

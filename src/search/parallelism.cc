@@ -86,7 +86,9 @@ double MemoryFloor(const estimate::ModelConsts& mc, const Degrees& g, int zero,
   double opt = offload ? 0 : trained * (peak ? 8 : 12) / opt_shard;
   double t = seq / g.cp;
   double acts =
-      t * std::ceil(mc.layers / g.pp) * mc.act_bytes_per_token_layer[3] / g.tp +
+      t * std::ceil(mc.layers / g.pp) *
+          mc.act_bytes_per_token_layer[static_cast<int>(model::Remat::kFull)] /
+          g.tp +
       t * mc.vocab / g.tp * 8;
   return params + grads + opt + acts + (peak ? 0 : 0.05 * capacity);
 }
@@ -128,12 +130,9 @@ struct Worker {
       if (d <= opt->max_micro_batch) mbs.push_back(d);
     }
     std::vector<model::Remat> remats =
-        opt->search_remat
-            ? std::vector<model::Remat>{model::Remat::kNone,
-                                        model::Remat::kSelective,
-                                        model::Remat::kSaveMatmulOutputs,
-                                        model::Remat::kFull}
-            : std::vector<model::Remat>{base.remat};
+        opt->search_remat ? std::vector<model::Remat>(model::kAllRemats.begin(),
+                                                      model::kAllRemats.end())
+                          : std::vector<model::Remat>{base.remat};
     std::vector<std::pair<Schedule, int>> scheds = {{Schedule::k1F1B, 1}};
     if (g.pp > 1) {
       int lps = static_cast<int>(std::ceil(mc->layers / g.pp));

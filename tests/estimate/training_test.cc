@@ -322,6 +322,34 @@ TEST(TrainingTest, DpReductionAfterTheBackwardPassIsExposedInFull) {
             1e-9, "step grows by the hidden part of the dp all-reduce");
 }
 
+TEST(TrainingTest, TokenDroppingPadsExpertsAndPaysForDispatch) {
+  auto m = Model("mixtral-8x7b");
+  hw::System sys = System("tpu-v6e:16x16");
+  TrainingConfig dropless = Config("fsdp=256", 256 * 8 * 4096.0, 4096);
+  dropless.micro_batch = 8;
+  TrainingConfig skewed = dropless;
+  skewed.load_imbalance = 1.25;
+  TrainingConfig dropping = dropless;
+  dropping.capacity_factor = 1.25;
+  auto a = EstimateTraining(m, sys, dropless);
+  auto b = EstimateTraining(m, sys, skewed);
+  auto c = EstimateTraining(m, sys, dropping);
+  ASSERT_TRUE(a.has_value() && b.has_value() && c.has_value());
+  // Padding to the capacity costs what a 1.25 imbalance does; the one-hot
+  // dispatch and combine einsums come on top.
+  EXPECT_GT(b->compute, a->compute);
+  EXPECT_GT(c->compute, b->compute);
+  // Useful (model) FLOPs do not change.
+  EXPECT_EQ(c->model_flops_per_step, a->model_flops_per_step);
+  // Dense models ignore it.
+  auto d = Model("llama3-8b");
+  TrainingConfig dense = Config("fsdp=256", 256 * 4096.0, 4096);
+  TrainingConfig dense_cf = dense;
+  dense_cf.capacity_factor = 1.25;
+  EXPECT_EQ(EstimateTraining(d, sys, dense)->step_time,
+            EstimateTraining(d, sys, dense_cf)->step_time);
+}
+
 TEST(TrainingTest, RealisticIsSlowerThanPeak) {
   auto m = Model("llama3-8b");
   for (const char* plan : {"dp=64", "fsdp=64", "tp=8,dp=8", "tp=8,pp=8"}) {

@@ -87,10 +87,16 @@ TEST(ActivationsTest, PoliciesOrderAndRecompute) {
     ActivationCost none = Activations(m, Remat::kNone, 4096);
     ActivationCost sel = Activations(m, Remat::kSelective, 4096);
     ActivationCost mm = Activations(m, Remat::kSaveMatmulOutputs, 4096);
+    ActivationCost dot = Activations(m, Remat::kSaveDotExceptMlpIn, 4096);
     ActivationCost full = Activations(m, Remat::kFull, 4096);
     EXPECT_GT(none.bytes_per_token_per_layer, sel.bytes_per_token_per_layer);
     EXPECT_GT(sel.bytes_per_token_per_layer, mm.bytes_per_token_per_layer);
-    EXPECT_GT(mm.bytes_per_token_per_layer, full.bytes_per_token_per_layer);
+    EXPECT_GT(mm.bytes_per_token_per_layer, dot.bytes_per_token_per_layer);
+    EXPECT_GT(dot.bytes_per_token_per_layer, full.bytes_per_token_per_layer);
+    // save-dot-except-mlp-in recomputes what save-matmul-outputs does plus
+    // the MLP input projections: less than the full forward.
+    EXPECT_GT(dot.recompute_flops_per_token, mm.recompute_flops_per_token);
+    EXPECT_LT(dot.recompute_flops_per_token, full.recompute_flops_per_token);
     EXPECT_DOUBLE_EQ(full.bytes_per_token_per_layer, 2.0 * m.d_model);
     EXPECT_EQ(none.recompute_flops_per_token, 0);
     // Full remat reruns the forward: training goes from ~6N to ~8N.
@@ -102,7 +108,17 @@ TEST(ActivationsTest, PoliciesOrderAndRecompute) {
   EXPECT_EQ(*ParseRemat("attention-only"), Remat::kSelective);
   EXPECT_EQ(ParseRemat("ful").error().message,
             "unknown remat policy 'ful' (did you mean 'full'?); expected none, "
-            "selective, save-matmul-outputs or full");
+            "selective, save-matmul-outputs, save-dot-except-mlp-in or full");
+  EXPECT_EQ(*ParseRemat("save_dot_except_mlpwi"), Remat::kSaveDotExceptMlpIn);
+  // Llama 3 70B: w1 and w3 outputs are 2 x 28672 elements per token per
+  // layer; their GEMMs 2 x 8192 x 2 x 28672 FLOPs per token per layer.
+  ModelSpec l = Catalog("llama3-70b");
+  ActivationCost mm = Activations(l, Remat::kSaveMatmulOutputs, 4096);
+  ActivationCost dot = Activations(l, Remat::kSaveDotExceptMlpIn, 4096);
+  EXPECT_DOUBLE_EQ(mm.bytes_per_token_per_layer - dot.bytes_per_token_per_layer,
+                   2.0 * 2 * 28672);
+  EXPECT_DOUBLE_EQ(dot.recompute_flops_per_token - mm.recompute_flops_per_token,
+                   80.0 * 2 * 8192 * 2 * 28672);
 }
 
 // ---- Book vectors (shared/reference/book-vectors.json, topic

@@ -53,9 +53,7 @@ TEST(SearchTest, BestEqualsBruteForceMinimum) {
           for (int zero :
                dp > 1 ? std::vector<int>{0, 1, 2} : std::vector<int>{0}) {
             for (int mb : Divs(static_cast<int>(seqs / (dp * fsdp)))) {
-              for (model::Remat rm :
-                   {model::Remat::kNone, model::Remat::kSelective,
-                    model::Remat::kSaveMatmulOutputs, model::Remat::kFull}) {
+              for (model::Remat rm : model::kAllRemats) {
                 std::vector<std::pair<estimate::Schedule, int>> sch = {
                     {estimate::Schedule::k1F1B, 1}};
                 if (pp > 1) {

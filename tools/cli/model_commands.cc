@@ -137,9 +137,7 @@ Command AddModelCommand(CLI::App& app) {
     rows.push_back({"active per token", units::FormatCount(p.active)});
     std::vector<std::vector<std::string>> acts = {
         {"remat", "saved per token per layer", "recompute FLOPs/token"}};
-    for (model::Remat r :
-         {model::Remat::kNone, model::Remat::kSelective,
-          model::Remat::kSaveMatmulOutputs, model::Remat::kFull}) {
+    for (model::Remat r : model::kAllRemats) {
       model::ActivationCost a = model::Activations(m, r, *seq);
       acts.push_back(
           {std::string(model::RematName(r)),

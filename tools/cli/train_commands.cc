@@ -35,6 +35,7 @@ struct TrainOptionsCli {
   double assume_mfu = 0;
   double price = 0;
   double imbalance = 1.0;
+  double capacity = 0;
   bool offload = false;
 };
 
@@ -140,6 +141,13 @@ static Result<TrainInputs> ResolveTrain(const catalog::Catalog& cat,
                            "--load-imbalance");
   }
   c.load_imbalance = o.imbalance;
+  if (o.capacity < 0 || std::isnan(o.capacity) ||
+      (o.capacity > 0 && o.capacity < 1)) {
+    return InvalidArgument(
+        "expected a capacity factor >= 1 such as 1.25 (0 = dropless)",
+        "--capacity-factor");
+  }
+  c.capacity_factor = o.capacity;
   c.offload_optimizer = o.offload;
   if (o.attention == "full") {
     c.attention = model::AttentionFlops::kFull;
@@ -189,6 +197,7 @@ static Result<TrainInputs> ResolveTrain(const catalog::Catalog& cat,
       {"grad_reduce", std::string(hw::DtypeName(c.grad_reduce))},
       {"dp_overlap", c.dp_overlap},
       {"lora_rank", c.lora_rank},
+      {"capacity_factor", c.capacity_factor},
       {"mfu_convention",
        c.lora_rank > 0
            ? "model FLOPs (forward + input gradients; frozen weights have "
@@ -241,6 +250,11 @@ static void AddTrainOptions(CLI::App* app, TrainOptionsCli& o, bool plan) {
                   "USD per chip-hour (default: the catalog's list price)");
   app->add_option("--load-imbalance", o.imbalance,
                   "MoE: tokens on the busiest expert / mean")
+      ->capture_default_str();
+  app->add_option("--capacity-factor", o.capacity,
+                  "MoE token dropping at this capacity factor (1.25): experts "
+                  "padded to it, one-hot dispatch/combine einsums (GShard, "
+                  "MaxText's dense path); 0 = dropless")
       ->capture_default_str();
   app->add_flag("--offload-optimizer", o.offload,
                 "Keep optimizer state in host memory (over PCIe)");

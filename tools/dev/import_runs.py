@@ -205,6 +205,12 @@ def convert(r):
     out["plan"] = {"dp": dp_final, "fsdp": fsdp, "tp": tp, "pp": pp, "ep": ep,
                    "cp": cp, "zero": zero}
     mb = num(p.get("micro_batch"))
+    # MaxText recipes quoted in 'other': per_device_batch is sequences per
+    # chip, i.e. our micro batch per replica.
+    m_pdb = re.search(r"per_device_batch (\d+)", other)
+    if mb is None and m_pdb:
+        mb = int(m_pdb.group(1))
+        a.append("micro batch %d from the recipe's per_device_batch" % mb)
     if mb is None:
         mb = 1
         a.append("micro batch not stated: 1 sequence")
@@ -222,6 +228,16 @@ def convert(r):
     out["global_batch"] = gb
     out["remat"] = remat_of(p.get("recompute"), a, r["source"])
     out["remat_stated"] = bool(p.get("recompute"))
+    m_remat = re.search(r"remat (custom|save_dot_except_mlpwi|full|minimal)", other)
+    if not p.get("recompute") and m_remat:
+        # MaxText remat policies: save_dot_except_mlpwi is our
+        # save-dot-except-mlp-in; custom recipes offload a few tensors and
+        # recompute the rest (nearest: full).
+        out["remat"] = {"custom": "full", "save_dot_except_mlpwi":
+                        "save-dot-except-mlp-in", "full": "full",
+                        "minimal": "save-matmul-outputs"}[m_remat.group(1)]
+        out["remat_stated"] = True
+        a.append("recipe remat_policy %s read as %s" % (m_remat.group(1), out["remat"]))
     # FlashAttention (Dao et al., May 2022) reached Megatron-LM later; the
     # 2021-2022 Megatron papers used kernels that materialise the scores.
     if "Narayanan" in r["source"] or "Korthikanti" in r["source"]:
@@ -254,6 +270,12 @@ def convert(r):
         out["dp_overlap"] = False
         a.append("MaxText: fp32 gradient reductions (weight_dtype float32), "
                  "data-parallel reduction after the backward pass")
+    if "token dropping" in other:
+        # MaxText's mixtral_8x7b_dropped benchmark config: megablox off
+        # (one-hot dense dispatch), capacity_factor 1.25.
+        out["capacity_factor"] = 1.25
+        a.append("token dropping at capacity factor 1.25 with one-hot "
+                 "dispatch (MaxText's mixtral_8x7b_dropped config)")
     if "LoRA fine-tuning" in (r.get("notes") or ""):
         # Rank 32 is NeMo's default adapter dimension; the adapters are
         # under 1% of the step either way.

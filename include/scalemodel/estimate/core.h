@@ -47,6 +47,7 @@ struct LayerCompute {
   double attn_fwd = 0;
   double elem_fwd = 0;
   double logits_fwd = 0;
+  double mlp_in_fwd = 0;  // the MLP input projections (w1, w3) alone
 };
 
 // Model numbers that do not depend on the plan.
@@ -61,8 +62,8 @@ struct ModelConsts {
   double grad_reduce_bytes = 2;  // per gradient element in reductions
   double vocab = 0;
   double model_flops_per_token = 0;
-  std::array<double, 4> recompute_flops_per_token{};  // per Remat
-  std::array<double, 4> act_bytes_per_token_layer{};  // per Remat, bf16
+  std::array<double, model::kNumRemat> recompute_flops_per_token{};  // /Remat
+  std::array<double, model::kNumRemat> act_bytes_per_token_layer{};  // bf16
   double act_none_per_token_layer = 0;
 };
 ModelConsts PrepareModel(const model::ModelSpec& m, const TrainingConfig& cfg);

@@ -64,6 +64,11 @@ struct TrainingConfig {
   double assume_mfu = 0;  // > 0: step time from model FLOPs at this MFU
   bool offload_optimizer = false;  // optimizer state in host memory
   double load_imbalance = 1.0;     // MoE: busiest expert / mean
+  // MoE token dropping (GShard / MaxText's dense-matmul path): every expert
+  // computes capacity_factor x its fair share of tokens, and tokens reach
+  // their experts through one-hot dispatch and combine einsums. 0: dropless
+  // (grouped GEMMs over the routed tokens, --load-imbalance applies).
+  double capacity_factor = 0;
   model::AttentionFlops attention = model::AttentionFlops::kCausal;
   // Fused (flash) attention, or the pre-2022 kernels that materialise the
   // S x S scores in HBM (scale, mask, softmax, dropout as separate passes).

@@ -9,6 +9,7 @@
 #ifndef SCALEMODEL_MODEL_TRANSFORMER_H_
 #define SCALEMODEL_MODEL_TRANSFORMER_H_
 
+#include <array>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -137,8 +138,16 @@ enum class Remat {
   kNone,               // save every intermediate the backward pass uses
   kSelective,          // recompute the attention core (Megatron selective)
   kSaveMatmulOutputs,  // the book's "big matmuls only": keep the 7 outputs
-  kFull,               // keep only each layer's input; recompute the layer
+  // MaxText's save_dot_except_mlpwi: keep the matmul outputs but the MLP
+  // input projections (w1, w3), which are recomputed with the attention core.
+  kSaveDotExceptMlpIn,
+  kFull,  // keep only each layer's input; recompute the layer
 };
+inline constexpr int kNumRemat = 5;
+// Every policy, from the most memory to the least.
+inline constexpr std::array<Remat, kNumRemat> kAllRemats = {
+    Remat::kNone, Remat::kSelective, Remat::kSaveMatmulOutputs,
+    Remat::kSaveDotExceptMlpIn, Remat::kFull};
 std::string_view RematName(Remat r);
 Result<Remat> ParseRemat(std::string_view text);
 
