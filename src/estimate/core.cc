@@ -20,6 +20,7 @@ ModelConsts PrepareModel(const model::ModelSpec& m, const TrainingConfig& cfg) {
                                 : 2.0 * m.num_kv_heads * m.head_dim;
   mc.top_k = m.moe.top_k;
   mc.experts = m.moe.num_experts;
+  mc.topk_group = m.moe.topk_group;
   mc.total_params = pc.total;
   mc.expert_params = pc.experts;
   mc.dense_params = pc.total - pc.experts;
@@ -238,6 +239,15 @@ void EvaluateCore(const ModelConsts& mc, const LayerCompute& lc,
   double ep_mb = 0;
   if (par.ep > 1) {
     double v = ep * t * mc.top_k * D * 2 / tp;
+    if (cfg.ep_dedup && lay.ep_nodes > 1) {
+      // A token crosses the network once per distinct destination node:
+      // n (1 - (1 - 1/n)^k) nodes for k uniformly routed experts over n,
+      // at most topk_group with node-limited routing.
+      double n = lay.ep_nodes, k = mc.top_k;
+      double nodes = n * (1 - std::pow(1 - 1 / n, k));
+      if (mc.topk_group > 0) nodes = std::min(nodes, mc.topk_group);
+      v *= nodes / k;
+    }
     int per_layer = 4 + (full ? 2 : 0);
     put(kEpA2a, v,
         static_cast<int>(std::round(lps * mc.moe_frac * per_layer * m)));
@@ -499,6 +509,12 @@ LayoutCoefficients BuildCoefficients(const hw::System& sys,
   coef(kTpRs, net::Collective::kReduceScatter, pl[kTp]);
   coef(kTpAr, net::Collective::kAllReduce, pl[kTp]);
   coef(kEpA2a, net::Collective::kAllToAll, pl[kEp]);
+  for (size_t i = 0; i < pl[kEp].axes.size(); ++i) {
+    hw::AxisKind kind = sys.axes[pl[kEp].axes[i]].kind;
+    if (kind == hw::AxisKind::kScaleOut || kind == hw::AxisKind::kDcn) {
+      lay.ep_nodes *= pl[kEp].sizes[i];
+    }
+  }
   coef(kCpPermute, net::Collective::kPermute, pl[kCp]);
   coef(kPpPermute, net::Collective::kPermute, pl[kPp]);
   coef(kFsdpAg, net::Collective::kAllGather, pl[kFsdp]);

@@ -37,7 +37,6 @@ const std::set<std::string>& IgnoredKnownKeys() {
                                           "router_aux_loss_coef",
                                           "output_router_logits",
                                           "n_group",
-                                          "topk_group",
                                           "topk_method",
                                           "scoring_func",
                                           "routed_scaling_factor",
@@ -221,6 +220,7 @@ Result<ImportedModel> ParseHfConfig(std::string_view json_text,
     }
     m.moe.first_dense_layers =
         static_cast<int>(integer({"first_k_dense_replace"}, false));
+    m.moe.topk_group = static_cast<int>(integer({"topk_group"}, false));
     long freq = integer({"moe_layer_freq", "decoder_sparse_step"}, false);
     m.moe.layer_freq = freq > 0 ? static_cast<int>(freq) : 1;
     if (const json* dense = f.Get({"mlp_only_layers"});

@@ -278,7 +278,8 @@ Json ToJson(const model::ModelSpec& m, double seq, hw::Dtype kv,
                    {"num_shared_experts", m.moe.num_shared_experts},
                    {"expert_ffn", m.moe.expert_ffn},
                    {"first_dense_layers", m.moe.first_dense_layers},
-                   {"layer_freq", m.moe.layer_freq}};
+                   {"layer_freq", m.moe.layer_freq},
+                   {"topk_group", m.moe.topk_group}};
   } else {
     arch["moe"] = nullptr;
   }

@@ -160,6 +160,7 @@ Result<TrainingRun> ReadTrainingRun(const catalog::Catalog& cat,
   cfg.lora_rank = row.value("lora_rank", 0);
   cfg.dp_overlap = row.value("dp_overlap", true);
   cfg.capacity_factor = row.value("capacity_factor", 0.0);
+  cfg.ep_dedup = row.value("ep_dedup", false);
   run.remat_stated = row.value("remat_stated", true);
   return run;
 }

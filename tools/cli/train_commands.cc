@@ -31,6 +31,7 @@ struct TrainOptionsCli {
   int micro_batch = 1;
   int lora = 0;
   bool no_dp_overlap = false;
+  bool ep_dedup = false;
   int vpp = 1;
   double assume_mfu = 0;
   double price = 0;
@@ -148,6 +149,7 @@ static Result<TrainInputs> ResolveTrain(const catalog::Catalog& cat,
         "--capacity-factor");
   }
   c.capacity_factor = o.capacity;
+  c.ep_dedup = o.ep_dedup;
   c.offload_optimizer = o.offload;
   if (o.attention == "full") {
     c.attention = model::AttentionFlops::kFull;
@@ -198,6 +200,7 @@ static Result<TrainInputs> ResolveTrain(const catalog::Catalog& cat,
       {"dp_overlap", c.dp_overlap},
       {"lora_rank", c.lora_rank},
       {"capacity_factor", c.capacity_factor},
+      {"ep_dedup", c.ep_dedup},
       {"mfu_convention",
        c.lora_rank > 0
            ? "model FLOPs (forward + input gradients; frozen weights have "
@@ -256,6 +259,10 @@ static void AddTrainOptions(CLI::App* app, TrainOptionsCli& o, bool plan) {
                   "padded to it, one-hot dispatch/combine einsums (GShard, "
                   "MaxText's dense path); 0 = dropless")
       ->capture_default_str();
+  app->add_flag("--ep-dedup", o.ep_dedup,
+                "MoE dispatch sends a token once per destination node "
+                "(DeepEP): the network carries distinct nodes, not top_k "
+                "copies (capped by the model's topk_group)");
   app->add_flag("--offload-optimizer", o.offload,
                 "Keep optimizer state in host memory (over PCIe)");
   app->add_option("--grad-reduce", o.grad_reduce,

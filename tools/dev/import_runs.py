@@ -270,6 +270,11 @@ def convert(r):
         out["dp_overlap"] = False
         a.append("MaxText: fp32 gradient reductions (weight_dtype float32), "
                  "data-parallel reduction after the backward pass")
+    if megatron_family and r["model"].get("moe") and chip in ("h100", "h800"):
+        # NeMo / Megatron-Bridge performance recipes dispatch with DeepEP on
+        # Hopper (and the all-to-all dispatcher on Blackwell).
+        out["ep_dedup"] = True
+        a.append("DeepEP dispatch (Hopper recipes): one copy per destination node")
     if "token dropping" in other:
         # MaxText's mixtral_8x7b_dropped benchmark config: megablox off
         # (one-hot dense dispatch), capacity_factor 1.25.

@@ -54,6 +54,7 @@ struct LayerCompute {
 struct ModelConsts {
   double layers = 0, moe_frac = 0, d = 0, heads = 0, kv_heads = 0;
   double head_dim = 0, kv_per_token_layer = 0, top_k = 0, experts = 0;
+  double topk_group = 0;  // node-limited routing (0: none)
   double dense_params = 0, expert_params = 0, total_params = 0;
   // Parameters with gradients and optimizer state: all of them, or the LoRA
   // adapters (counted as dense).
@@ -79,6 +80,9 @@ LayerCompute ComputeLayer(const model::ModelSpec& m, const ModelConsts& mc,
 // Everything that is fixed once degrees and their placement are.
 struct LayoutCoefficients {
   std::array<CollCoef, kNumColl> coll;
+  // Expert-parallel ranks on scale-out / DCN axes (nodes the EP group
+  // spans); 1 when expert parallelism stays inside a node.
+  double ep_nodes = 1;
 };
 
 // Parallelisms in their default placement order, innermost first.

@@ -69,6 +69,10 @@ struct TrainingConfig {
   // their experts through one-hot dispatch and combine einsums. 0: dropless
   // (grouped GEMMs over the routed tokens, --load-imbalance applies).
   double capacity_factor = 0;
+  // Expert dispatch that sends a token once per destination node and
+  // forwards it over NVLink there (DeepEP): the network carries the distinct
+  // nodes a token's experts sit on, not its top_k copies.
+  bool ep_dedup = false;
   model::AttentionFlops attention = model::AttentionFlops::kCausal;
   // Fused (flash) attention, or the pre-2022 kernels that materialise the
   // S x S scores in HBM (scale, mask, softmax, dropout as separate passes).

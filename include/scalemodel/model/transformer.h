@@ -41,6 +41,10 @@ struct MoeSpec {
   // `layer_freq`-th layer is MoE (1: all of them).
   int first_dense_layers = 0;
   int layer_freq = 1;
+  // Node-limited (group-limited) routing: a token's experts come from at
+  // most this many of the expert groups (DeepSeek-V3 topk_group 4 of
+  // n_group 8). 0: unrestricted.
+  int topk_group = 0;
 };
 
 struct ModelSpec {
