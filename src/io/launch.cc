@@ -351,6 +351,13 @@ Result<std::string> EmitMegatron(const model::ModelSpec& m,
   out.Flag("--max-position-embeddings",
            std::max(static_cast<long>(cfg.seq), m.max_positions));
   MegatronModelFlags(out, m);
+  // Selective recompute of some modules: the nearest Megatron has to a
+  // policy it lacks.
+  auto selective = [&](const char* modules, const std::string& why) {
+    out.Flag("--recompute-granularity", "selective");
+    out.Flag("--recompute-modules", modules);
+    out.Comment(why);
+  };
   switch (cfg.remat) {
     case model::Remat::kNone:
       break;
@@ -358,18 +365,15 @@ Result<std::string> EmitMegatron(const model::ModelSpec& m,
       out.Flag("--recompute-granularity", "selective");
       break;
     case model::Remat::kSaveMatmulOutputs:
-      out.Flag("--recompute-granularity", "selective");
-      out.Flag("--recompute-modules", "core_attn layernorm");
-      out.Comment(
-          "save-matmul-outputs: Megatron's nearest is selective recompute of "
-          "the attention core and the norms");
+      selective("core_attn layernorm",
+                "save-matmul-outputs: Megatron's nearest is selective "
+                "recompute of the attention core and the norms");
       break;
     case model::Remat::kSaveDotExceptMlpIn:
-      out.Flag("--recompute-granularity", "selective");
-      out.Flag("--recompute-modules", "core_attn layernorm mlp");
-      out.Comment(
-          "save-dot-except-mlp-in: Megatron's nearest recomputes the attention "
-          "core, the norms and the whole MLP (more than w1/w3 alone)");
+      selective("core_attn layernorm mlp",
+                "save-dot-except-mlp-in: Megatron's nearest recomputes the "
+                "attention core, the norms and the whole MLP (more than "
+                "w1/w3 alone)");
       break;
     case model::Remat::kFull:
       out.Flag("--recompute-granularity", "full");
