@@ -428,10 +428,15 @@ Result<TrainingEstimate> EstimateTraining(const model::ModelSpec& m,
                 "tensor parallel not compute-bound at any degree "
                 "(F W / C = {:.2f} < 2)",
                 cb.tensor_parallel_max);
+  // FSDP x TP needs an axis for each; a system with one has no threshold.
+  std::string fsdp_tp_text =
+      cb.fsdp_tp > 0
+          ? fmt::format("FSDP x TP {:.0f} tokens per chip", cb.fsdp_tp)
+          : std::string("FSDP x TP not applicable (one axis)");
   est.notes.push_back(fmt::format(
       "the book's critical batches on {}: data parallel / FSDP {:.0f} tokens "
-      "per chip, {}, FSDP x TP {:.0f} tokens per chip{}",
-      sys.id, cb.data_parallel, tp_text, cb.fsdp_tp,
+      "per chip, {}, {}{}",
+      sys.id, cb.data_parallel, tp_text, fsdp_tp_text,
       cb.dcn_per_slice > 0 ? fmt::format(", {:.0f} tokens per slice across DCN",
                                          cb.dcn_per_slice)
                            : std::string()));
@@ -454,6 +459,20 @@ Result<TrainingEstimate> EstimateTraining(const model::ModelSpec& m,
         "uneven pipeline: {} layers over {} stages, the busiest stage holds {} "
         "and sets the pace",
         m.num_layers, par.pp, (m.num_layers + par.pp - 1) / par.pp));
+  }
+  if (mc.lora) {
+    est.notes.push_back(fmt::format(
+        "LoRA rank {}: {} adapter parameters ({:.2f}% of the model) get "
+        "gradients and optimizer state; the frozen base skips its "
+        "weight-gradient GEMMs (MFU counts forward + input gradients)",
+        cfg.lora_rank, units::FormatCount(mc.adapter_params),
+        100 * mc.adapter_params / mc.total_params));
+  }
+  if (m.is_moe() && cfg.capacity_factor > 0) {
+    est.notes.push_back(fmt::format(
+        "token dropping at capacity factor {}: experts padded to {}x their "
+        "share, plus one-hot dispatch and combine (not in model FLOPs)",
+        FormatNumber(cfg.capacity_factor), FormatNumber(cfg.capacity_factor)));
   }
   if (par.pp > 1) {
     est.notes.push_back(fmt::format(
