@@ -196,7 +196,8 @@ Command AddSystemsCommand(CLI::App& app) {
     out.json = Document(Json::object(), Json{{"systems", list}});
     out.text = Table(rows) +
                "\nAny CHIP:SHAPE is a system too: tpu-v5e:16x16, "
-               "tpu-v5p:16x16x16/4, h100:8x128, gb200:72x8.\n";
+               "tpu-v5p:16x16x16/4, h100:8x128, gb200:72x8; SYSTEM:SHAPE "
+               "resizes a catalog system with its fabric (gcp-a3-high:8x4).\n";
     return out;
   };
   return c;
@@ -208,8 +209,10 @@ Command AddSystemCommand(CLI::App& app) {
   c.app = app.add_subcommand(
       "system",
       "Show one system's physical axes, links and totals.\n"
-      "Example: scalemodel system tpu-v5p:8x16x16   (or a catalog name)");
-  c.app->add_option("name", *name, "Catalog system or CHIP:SHAPE")->required();
+      "Examples:\n  scalemodel system tpu-v5p:8x16x16\n  scalemodel system "
+      "gcp-a3-high:8x4   (a catalog system, resized)");
+  c.app->add_option("name", *name, "Catalog system, CHIP:SHAPE or SYSTEM:SHAPE")
+      ->required();
   c.action = [name](const catalog::Catalog& cat) -> Result<Output> {
     auto sys = cat.FindSystem(*name);
     if (!sys)
@@ -455,7 +458,9 @@ Command AddCollectiveCommand(CLI::App& app) {
                    "all-gather, reduce-scatter, all-reduce, all-to-all or "
                    "permute")
       ->required();
-  c.app->add_option("--system", o->system, "Catalog system or CHIP:SHAPE")
+  c.app
+      ->add_option("--system", o->system,
+                   "Catalog system, CHIP:SHAPE or SYSTEM:SHAPE")
       ->required();
   c.app
       ->add_option("--axes", o->axes,

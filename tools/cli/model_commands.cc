@@ -311,7 +311,9 @@ Command AddMatmulCommand(CLI::App& app) {
       "  scalemodel matmul 'A[I, J_X] @ B[J_X, K]' --system h100:8x4 --mesh "
       "X=node,Y=net --dims I=8192,J=8192,K=8192");
   c.app->add_option("spec", o->spec, "'A[..] @ B[..] -> C[..]'")->required();
-  c.app->add_option("--system", o->system, "Catalog system or CHIP:SHAPE")
+  c.app
+      ->add_option("--system", o->system,
+                   "Catalog system, CHIP:SHAPE or SYSTEM:SHAPE")
       ->required();
   c.app
       ->add_option("--mesh", o->mesh,

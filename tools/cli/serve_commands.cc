@@ -380,7 +380,9 @@ Command AddServeCommand(CLI::App& app) {
       "--batch 64 --prompt 2048 --output 512 --weights fp8 --emit vllm");
   c.app->add_option("--model", o->model, "Catalog model or config.json")
       ->required();
-  c.app->add_option("--system", o->system, "Catalog system or CHIP:SHAPE")
+  c.app
+      ->add_option("--system", o->system,
+                   "Catalog system, CHIP:SHAPE or SYSTEM:SHAPE")
       ->required();
   c.app
       ->add_option(

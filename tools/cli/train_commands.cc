@@ -215,7 +215,8 @@ static Result<TrainInputs> ResolveTrain(const catalog::Catalog& cat,
 static void AddTrainOptions(CLI::App* app, TrainOptionsCli& o, bool plan) {
   app->add_option("--model", o.model, "Catalog model or config.json")
       ->required();
-  app->add_option("--system", o.system, "Catalog system or CHIP:SHAPE")
+  app->add_option("--system", o.system,
+                  "Catalog system, CHIP:SHAPE or SYSTEM:SHAPE")
       ->required();
   if (plan) {
     app->add_option(
