@@ -209,8 +209,9 @@ Command AddSystemCommand(CLI::App& app) {
   c.app = app.add_subcommand(
       "system",
       "Show one system's physical axes, links and totals.\n"
-      "Examples:\n  scalemodel system tpu-v5p:8x16x16\n  scalemodel system "
-      "gcp-a3-high:8x4   (a catalog system, resized)");
+      "Examples (a chip in a shape; a catalog system resized):\n"
+      "  scalemodel system tpu-v5p:8x16x16\n"
+      "  scalemodel system gcp-a3-high:8x4");
   c.app->add_option("name", *name, "Catalog system, CHIP:SHAPE or SYSTEM:SHAPE")
       ->required();
   c.action = [name](const catalog::Catalog& cat) -> Result<Output> {
