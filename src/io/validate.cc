@@ -27,7 +27,7 @@ double Quantile(std::vector<double> v, double q) {
 
 void AddCase(ValidationReport& r, std::string id, std::string group,
              std::string metric, double predicted, double expected,
-             std::string detail, std::string source) {
+             std::string detail, std::string source, std::string family = "") {
   ValidationCase c;
   c.id = std::move(id);
   c.group = std::move(group);
@@ -37,6 +37,7 @@ void AddCase(ValidationReport& r, std::string id, std::string group,
   c.rel_error = predicted / expected - 1;
   c.detail = std::move(detail);
   c.source = std::move(source);
+  c.family = std::move(family);
   r.cases.push_back(c);
 }
 
@@ -228,7 +229,7 @@ void InferenceRow(const catalog::Catalog& cat, const std::string& path,
     AddCase(report, id + "#" + std::to_string(k),
             sys->chip.is_tpu() ? "inference-tpu" : "inference-gpu", metric,
             predicted, c["value"].get<double>(), detail,
-            row.value("source", ""));
+            row.value("source", ""), row.value("family", ""));
   }
 }
 
@@ -343,29 +344,52 @@ Result<ValidationReport> RunValidation(const catalog::Catalog& cat) {
           est->feasible ? "" : "; predicted infeasible: " + est->reason,
           assumptions + remat_note);
       AddCase(report, id, sys->chip.is_tpu() ? "tpu" : "gpu", metric, predicted,
-              expected, detail, row.value("source", ""));
+              expected, detail, row.value("source", ""),
+              row.value("family", ""));
     }
   }
+  // One summary over the cases `in` selects.
+  auto summarize = [&](const std::string& name, auto in) {
+    std::vector<double> abs_errs, errs;
+    for (const ValidationCase& c : report.cases) {
+      if (!in(c)) continue;
+      errs.push_back(c.rel_error);
+      abs_errs.push_back(std::fabs(c.rel_error));
+    }
+    GroupSummary s;
+    s.group = name;
+    s.count = static_cast<int>(errs.size());
+    if (errs.empty()) return s;
+    s.median_abs_rel_error = Quantile(abs_errs, 0.5);
+    s.p90_abs_rel_error = Quantile(abs_errs, 0.9);
+    s.max_abs_rel_error = *std::max_element(abs_errs.begin(), abs_errs.end());
+    s.median_rel_error = Quantile(errs, 0.5);
+    return s;
+  };
   for (const char* g : {"book", "gpu", "tpu", "all", "inference-gpu",
                         "inference-tpu", "inference"}) {
-    std::vector<double> errs;
     std::string gs(g);
-    for (const ValidationCase& c : report.cases) {
-      bool in = gs == "all"         ? (c.group == "gpu" || c.group == "tpu")
-                : gs == "inference" ? c.group.rfind("inference", 0) == 0
-                                    : c.group == gs;
-      if (in) errs.push_back(std::fabs(c.rel_error));
+    GroupSummary s = summarize(
+        gs == "all"         ? "training runs (gpu + tpu)"
+        : gs == "inference" ? "inference runs (gpu + tpu)"
+                            : gs,
+        [&](const ValidationCase& c) {
+          return gs == "all"         ? (c.group == "gpu" || c.group == "tpu")
+                 : gs == "inference" ? c.group.rfind("inference", 0) == 0
+                                     : c.group == gs;
+        });
+    if (s.count > 0) report.summary.push_back(s);
+  }
+  std::vector<std::string> families;
+  for (const ValidationCase& c : report.cases) {
+    if (!c.family.empty() && std::find(families.begin(), families.end(),
+                                       c.family) == families.end()) {
+      families.push_back(c.family);
     }
-    if (errs.empty()) continue;
-    GroupSummary s;
-    s.group = gs == "all"         ? "training runs (gpu + tpu)"
-              : gs == "inference" ? "inference runs (gpu + tpu)"
-                                  : gs;
-    s.count = static_cast<int>(errs.size());
-    s.median_abs_rel_error = Quantile(errs, 0.5);
-    s.p90_abs_rel_error = Quantile(errs, 0.9);
-    s.max_abs_rel_error = *std::max_element(errs.begin(), errs.end());
-    report.summary.push_back(s);
+  }
+  for (const std::string& f : families) {
+    report.by_family.push_back(
+        summarize(f, [&](const ValidationCase& c) { return c.family == f; }));
   }
   return report;
 }
@@ -389,6 +413,16 @@ std::string AccuracyMarkdown(const ValidationReport& r) {
     out += fmt::format("| {} | {} | {:.1f}% | {:.1f}% | {:.1f}% |\n", s.group,
                        s.count, 100 * s.median_abs_rel_error,
                        100 * s.p90_abs_rel_error, 100 * s.max_abs_rel_error);
+  }
+  out +=
+      "\n## By source\n\nThe signed median says which way a source's rows "
+      "lean (+: predicted faster than measured).\n\n"
+      "| source | cases | median error | median abs error | max abs error "
+      "|\n|---|---:|---:|---:|---:|\n";
+  for (const GroupSummary& s : r.by_family) {
+    out += fmt::format("| {} | {} | {:+.1f}% | {:.1f}% | {:.1f}% |\n", s.group,
+                       s.count, 100 * s.median_rel_error,
+                       100 * s.median_abs_rel_error, 100 * s.max_abs_rel_error);
   }
   out +=
       "\n## Every case\n\n| id | group | metric | predicted | measured | error "

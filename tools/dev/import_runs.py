@@ -61,6 +61,32 @@ def gpu_shape(chip, n):
     return "8x%d" % (n // 8) if n % 8 == 0 else None
 
 
+# Where each row comes from, for the per-source table of docs/accuracy.md:
+# (id prefix, family), first match wins.
+FAMILIES = [
+    ("megatron2021-zero3", "DeepSpeed ZeRO-3, A100 (Narayanan et al. 2021)"),
+    ("megatron2021", "Megatron-LM PTD-P, A100 (Narayanan et al. 2021)"),
+    ("korthikanti2022", "Megatron-LM SP + selective, A100 (Korthikanti et al. 2022)"),
+    ("megatron-core", "Megatron-Core README, H100"),
+    ("nemo-longseq", "NeMo long context (CP), H100 / B200"),
+    ("nemo2407", "NeMo 24.07, H100 FP8"),
+    ("mbridge", "Megatron-Bridge, H100 / B200 / GB200"),
+    ("maxtext-a3", "MaxText, A3 H100"),
+    ("maxtext-tiering", "MaxText tiering, v5p / v6e"),
+    ("maxtext-v5e", "MaxText, v5e (multislice)"),
+    ("maxtext", "MaxText, v4 / v5p"),
+    ("trtllm", "TensorRT-LLM, H100 / H200 / B200"),
+    ("jetstream", "JetStream, v5e"),
+]
+
+
+def family_of(rid):
+    for prefix, fam in FAMILIES:
+        if rid.startswith(prefix):
+            return fam
+    return rid.split("-")[0]
+
+
 def remat_of(text, assumptions, source):
     t = (text or "").lower()
     if not t:
@@ -125,6 +151,7 @@ def convert(r):
     hw = r["hardware"]
     chip = CHIPS.get(hw["chip"])
     out = {"id": r["id"], "source": r["source"], "confidence": r.get("confidence"),
+           "family": family_of(r["id"]),
            "model_name": r["model"]["name"], "chip": chip, "count": hw["count"]}
     if chip is None:
         out["skip"] = "chip %s is not in the catalog" % hw["chip"]
@@ -345,7 +372,7 @@ def convert_inference(r):
                 "skip": "speculative decoding (MTP draft layers) is not modelled"}
     chip = INF_CHIPS.get(hw["chip"])
     out = {"id": r["id"], "source": r["source"], "model_name": r["model"]["name"],
-           "confidence": r.get("confidence")}
+           "family": family_of(r["id"]), "confidence": r.get("confidence")}
     a = []
     if chip is None:
         out["skip"] = "chip %s is not in the catalog" % hw["chip"]

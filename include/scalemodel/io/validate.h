@@ -23,6 +23,7 @@ struct ValidationCase {
   double rel_error = 0;  // predicted / expected - 1
   std::string detail;    // model, system, plan, assumptions
   std::string source;
+  std::string family;  // the publication or table the row comes from
 };
 
 struct GroupSummary {
@@ -31,12 +32,14 @@ struct GroupSummary {
   double median_abs_rel_error = 0;
   double p90_abs_rel_error = 0;
   double max_abs_rel_error = 0;
+  double median_rel_error = 0;  // signed: > 0 means predictions run fast
 };
 
 struct ValidationReport {
   std::vector<ValidationCase> cases;
-  std::vector<GroupSummary> summary;  // per group, then "all"
-  std::vector<std::string> skipped;   // "id: reason"
+  std::vector<GroupSummary> summary;    // per group, then "all"
+  std::vector<GroupSummary> by_family;  // published rows, per source
+  std::vector<std::string> skipped;     // "id: reason"
 };
 
 Result<ValidationReport> RunValidation(const catalog::Catalog& catalog);

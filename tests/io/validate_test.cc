@@ -1,0 +1,70 @@
+#include "scalemodel/io/validate.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "../testing/catalog.h"
+
+namespace scalemodel::io {
+namespace {
+
+using scalemodel::testing::BuiltinCatalog;
+
+const ValidationReport& Report() {
+  static const ValidationReport kReport = [] {
+    auto r = RunValidation(BuiltinCatalog());
+    if (!r) {
+      ADD_FAILURE() << r.error().ToString();
+      return ValidationReport{};
+    }
+    return *r;
+  }();
+  return kReport;
+}
+
+TEST(ValidateTest, BookCasesPassAndEveryPredictionIsFinite) {
+  const ValidationReport& r = Report();
+  ASSERT_GT(r.cases.size(), 200u);
+  for (const ValidationCase& c : r.cases) {
+    SCOPED_TRACE(c.id);
+    EXPECT_TRUE(std::isfinite(c.predicted));
+    EXPECT_GT(c.predicted, 0);
+    EXPECT_GT(c.expected, 0);
+    if (c.group == "book") {
+      EXPECT_LE(std::fabs(c.rel_error), 0.01);
+    }
+  }
+}
+
+TEST(ValidateTest, EveryPublishedRowHasASourceFamilyAndIsSummarised) {
+  const ValidationReport& r = Report();
+  int published = 0, summarised = 0;
+  for (const ValidationCase& c : r.cases) {
+    if (c.group == "book") continue;
+    ++published;
+    EXPECT_FALSE(c.family.empty()) << c.id;
+  }
+  for (const GroupSummary& s : r.by_family) {
+    summarised += s.count;
+    EXPECT_LE(s.median_abs_rel_error, s.max_abs_rel_error) << s.group;
+    EXPECT_LE(std::fabs(s.median_rel_error), s.max_abs_rel_error) << s.group;
+  }
+  EXPECT_EQ(summarised, published);
+}
+
+// docs/accuracy.md is generated; it must match what the code predicts now.
+TEST(ValidateTest, AccuracyDocIsCurrent) {
+  std::ifstream in(std::string(SCALEMODEL_SOURCE_DIR) + "/docs/accuracy.md");
+  ASSERT_TRUE(in.good());
+  std::stringstream doc;
+  doc << in.rdbuf();
+  EXPECT_TRUE(doc.str() == AccuracyMarkdown(Report()))
+      << "docs/accuracy.md is stale: run `./build/scalemodel validate "
+         "--markdown > docs/accuracy.md`";
+}
+
+}  // namespace
+}  // namespace scalemodel::io
