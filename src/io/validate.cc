@@ -406,7 +406,13 @@ std::string AccuracyMarkdown(const ValidationReport& r) {
       "chip (with the source's FLOP convention: Narayanan et al. count the "
       "recomputed forward pass; MaxText's TPU v4/v5e tables count full "
       "attention; the rest halve causal attention), MFU (against the dense "
-      "bf16 peak). Error = predicted / measured - 1.\n\n## Summary\n\n"
+      "bf16 peak). Error = predicted / measured - 1. Rows also carry the "
+      "habits of the engine the source ran (MaxText: fp32 gradient "
+      "reductions and the data-parallel reduction after the backward pass; "
+      "NeMo and Megatron-Bridge on Hopper: DeepEP dispatch; LoRA rows: a "
+      "frozen base; MaxText's dropped-MoE recipe: capacity factor 1.25); the "
+      "setup column of each row lists them with every other assumption "
+      "(docs/model.md section 5).\n\n## Summary\n\n"
       "| group | cases | median abs error | p90 abs error | max abs error |\n"
       "|---|---:|---:|---:|---:|\n";
   for (const GroupSummary& s : r.summary) {
