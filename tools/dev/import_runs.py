@@ -219,6 +219,14 @@ def convert(r):
     if rest is None:
         out["skip"] = "tp*pp*cp*fsdp = %d does not divide %d chips" % (model_par, n)
         return out
+    if ep > 1 and rest % ep and ep % tp == 0 and rest % (ep // tp) == 0:
+        # Megatron's MoE parallel folding: the expert-parallel group spans
+        # the tensor-parallel ranks too (expert TP 1). Modelled as ep / tp
+        # with the experts split by tp: the same expert memory and FLOPs per
+        # GPU, the dispatch among ep / tp ranks instead of ep.
+        a.append("ep %d folded over tp %d (expert TP 1) modelled as ep %d "
+                 "with experts split by tp" % (ep, tp, ep // tp))
+        ep = ep // tp
     if ep > 1:
         if rest % ep:
             out["skip"] = "ep=%d does not divide the %d data ranks" % (ep, rest)
