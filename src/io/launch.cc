@@ -615,6 +615,20 @@ int MaxZeroLevel(TrainEngine engine) {
   return engine == TrainEngine::kMegatron ? 2 : 0;
 }
 
+std::vector<model::Remat> ExactRemats(TrainEngine engine) {
+  using model::Remat;
+  switch (engine) {
+    case TrainEngine::kMaxText:
+      return {Remat::kNone, Remat::kSaveMatmulOutputs,
+              Remat::kSaveDotExceptMlpIn, Remat::kFull};
+    case TrainEngine::kMegatron:
+      return {Remat::kNone, Remat::kSelective, Remat::kFull};
+    case TrainEngine::kTorchtitan:
+      return {Remat::kNone, Remat::kSaveMatmulOutputs, Remat::kFull};
+  }
+  return {model::kAllRemats.begin(), model::kAllRemats.end()};
+}
+
 Result<std::string> EmitTraining(TrainEngine engine,
                                  const model::ModelSpec& model,
                                  const hw::System& system,

@@ -130,9 +130,11 @@ struct Worker {
       if (d <= opt->max_micro_batch) mbs.push_back(d);
     }
     std::vector<model::Remat> remats =
-        opt->search_remat ? std::vector<model::Remat>(model::kAllRemats.begin(),
-                                                      model::kAllRemats.end())
-                          : std::vector<model::Remat>{base.remat};
+        opt->search_remat && !opt->remats.empty() ? opt->remats
+        : opt->search_remat
+            ? std::vector<model::Remat>(model::kAllRemats.begin(),
+                                        model::kAllRemats.end())
+            : std::vector<model::Remat>{base.remat};
     std::vector<std::pair<Schedule, int>> scheds = {{Schedule::k1F1B, 1}};
     if (g.pp > 1) {
       int lps = static_cast<int>(std::ceil(mc->layers / g.pp));

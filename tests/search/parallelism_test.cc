@@ -166,6 +166,31 @@ TEST(SearchTest, Deterministic) {
   EXPECT_EQ(a->configs_evaluated, b->configs_evaluated);
 }
 
+// --emit keeps the search to the engine's exact remat policies: the plan it
+// prints is the plan it estimated.
+TEST(SearchTest, RematsCanBeRestricted) {
+  model::ModelSpec m = Model("llama3-8b");
+  hw::System sys = System("h100:8x2");
+  SearchOptions opt;
+  opt.base.batch_tokens = 64 * 4096.0;
+  opt.base.seq = 4096;
+  opt.top_k = 50;
+  opt.remats = {model::Remat::kNone, model::Remat::kFull};
+  auto r = SearchTraining(m, sys, opt);
+  ASSERT_TRUE(r.has_value());
+  ASSERT_FALSE(r->plans.empty());
+  for (const PlanCandidate& p : r->plans) {
+    EXPECT_TRUE(p.config.remat == model::Remat::kNone ||
+                p.config.remat == model::Remat::kFull)
+        << p.Key();
+  }
+  SearchOptions all = opt;
+  all.remats.clear();
+  // Fewer policies, fewer configurations.
+  EXPECT_LT(r->configs_evaluated,
+            SearchTraining(m, sys, all)->configs_evaluated);
+}
+
 // Quality: for every published run whose layout fits by our model, the
 // search's best plan is at least as fast as the published layout.
 TEST(SearchTest, BestBeatsEveryPublishedLayout) {

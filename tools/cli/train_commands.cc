@@ -555,7 +555,10 @@ Command AddPlanCommand(CLI::App& app) {
                                             : search::Objective::kTime;
     sopt.threads = o->threads;
     // Only plans the engine can launch.
-    if (engine) sopt.max_zero = io::MaxZeroLevel(*engine);
+    if (engine) {
+      sopt.max_zero = io::MaxZeroLevel(*engine);
+      sopt.remats = io::ExactRemats(*engine);
+    }
     auto start = std::chrono::steady_clock::now();
     bool printed = false;
     sopt.progress = [&](double fraction, double configs) {

@@ -20,6 +20,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "scalemodel/base/error.h"
 #include "scalemodel/estimate/inference.h"
@@ -42,6 +43,12 @@ Result<ServeEngine> ParseServeEngine(std::string_view text);
 // data-parallel replicas (MaxText and torchtitan: 0; Megatron: 2).
 Result<bool> CheckTrainEngine(TrainEngine engine, const hw::System& system);
 int MaxZeroLevel(TrainEngine engine);
+// The remat policies the engine expresses exactly (the others map to its
+// nearest, with a comment): MaxText none (minimal_with_context),
+// save-matmul-outputs (minimal), save-dot-except-mlp-in, full; Megatron-LM
+// none, selective, full; torchtitan none, save-matmul-outputs (op-level
+// selective checkpointing), full.
+std::vector<model::Remat> ExactRemats(TrainEngine engine);
 
 // `est` is EstimateTraining's result for (model, system, cfg): it carries the
 // degrees placed on the fast (ICI / NVLink) and slow (DCN / network) domains

@@ -42,6 +42,9 @@ struct SearchOptions {
   // Largest ZeRO level tried for data-parallel replicas: 0 for engines
   // without ZeRO-1/2 (MaxText, torchtitan), so every plan can be launched.
   int max_zero = 2;
+  // Remat policies tried (empty: all of model::kAllRemats); --emit keeps to
+  // the ones the engine expresses exactly.
+  std::vector<model::Remat> remats;
   // Called about every 100 ms from the calling thread with the fraction of
   // the space covered and the configurations so far.
   std::function<void(double fraction, double configs)> progress;
