@@ -311,8 +311,13 @@ Result<ValidationReport> RunValidation(const catalog::Catalog& cat) {
                              : model::TrainFlopsPerToken(
                                    m, cfg.seq, model::AttentionFlops::kCausal);
       if (conv == "hfu") {
-        per_token +=
-            model::Activations(m, cfg.remat, cfg.seq).recompute_flops_per_token;
+        // Narayanan et al. (2021), eq. 3: full attention, and the
+        // recomputed forward counted.
+        per_token = model::TrainFlopsPerToken(m, cfg.seq,
+                                              model::AttentionFlops::kFull) +
+                    model::Activations(m, cfg.remat, cfg.seq, hw::Dtype::kBf16,
+                                       model::AttentionFlops::kFull)
+                        .recompute_flops_per_token;
       }
       double tflops = per_token * est->tokens_per_s_per_chip / 1e12;
       const json& meas = row["measured"];
@@ -404,8 +409,10 @@ std::string AccuracyMarkdown(const ValidationReport& r) {
       "states. Each run is compared on the first quantity its source "
       "measured, in this order: step time, tokens/s per chip, TFLOP/s per "
       "chip (with the source's FLOP convention: Narayanan et al. count the "
-      "recomputed forward pass; MaxText's TPU v4/v5e tables count full "
-      "attention; the rest halve causal attention), MFU (against the dense "
+      "recomputed forward pass and full attention; Megatron-LM's 2024 "
+      "formula, behind the Megatron-Core README and NeMo's 2024 pages, and "
+      "MaxText's TPU v4/v5e tables count full attention; Megatron-Bridge "
+      "and newer MaxText halve causal attention), MFU (against the dense "
       "bf16 peak). Error = predicted / measured - 1. Rows also carry the "
       "habits of the engine the source ran (MaxText: fp32 gradient "
       "reductions and the data-parallel reduction after the backward pass; "

@@ -322,10 +322,19 @@ def convert(r):
         out["lora_rank"] = 32
         a.append("LoRA adapters of rank 32 (NeMo's default), base frozen")
     # What the source counts in TFLOP/s and MFU.
+    # Narayanan et al. (2021), eq. 3: 96 B s l h^2 (1 + s/6h + V/16lh), the
+    # recomputed forward included and attention counted in full. Megatron-LM's
+    # num_floating_point_operations (2024), which the Megatron-Core README and
+    # NeMo's 2024 performance pages report, has the same s/h term without a
+    # causal factor; Megatron-Bridge's formulas (2025) halve it. MaxText's
+    # v4/v5e tables predate its July-2025 halving.
     src = r["source"]
     if "Narayanan" in src:
         conv = "hfu"
     elif "MaxText" in src and chip in ("tpu-v4", "tpu-v5e"):
+        conv = "model_full"
+    elif "Megatron-LM README" in src or ("NeMo" in src and "Bridge" not in src
+                                         and "bridge" not in src):
         conv = "model_full"
     else:
         conv = "model_causal"
