@@ -132,8 +132,12 @@ LayerCompute ComputeLayer(const model::ModelSpec& m, const ModelConsts& mc,
   double attn_flops = model::AttentionFlopsPerToken(
                           m, cfg.seq, model::AttentionFlops::kCausal) /
                       m.num_layers * t / tp;
-  lc.attn_fwd = attn_flops / (eff.attention * C_bf16);
-  if (!cfg.flash_attention && cfg.mode == Mode::kRealistic) {
+  const double attn_eff = cfg.attention_kernel == AttentionKernel::kFlash2
+                              ? eff.attention_fa2
+                              : eff.attention;
+  lc.attn_fwd = attn_flops / (attn_eff * C_bf16);
+  if (cfg.attention_kernel == AttentionKernel::kMaterialized &&
+      cfg.mode == Mode::kRealistic) {
     // Materialised attention: QK^T and AV run as batched GEMMs on the full
     // S x S product (the mask is applied afterwards), and the scores stream
     // through HBM: written by QK^T, read and written by scale-mask-softmax
@@ -397,8 +401,9 @@ void EvaluateCore(const ModelConsts& mc, const LayerCompute& lc,
   // Materialised attention keeps the softmax output, the dropout mask and its
   // output (2 + 1 + 2 bytes per score element) unless the attention core is
   // recomputed (selective) or the whole layer is (full).
-  if (!cfg.flash_attention && (cfg.remat == model::Remat::kNone ||
-                               cfg.remat == model::Remat::kSaveMatmulOutputs)) {
+  if (cfg.attention_kernel == AttentionKernel::kMaterialized &&
+      (cfg.remat == model::Remat::kNone ||
+       cfg.remat == model::Remat::kSaveMatmulOutputs)) {
     acts += in_flight * t * lps * (mc.heads / tp) * cfg.seq * 5;
   }
   acts += t * mc.vocab / tp * 4 * 2;

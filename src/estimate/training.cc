@@ -40,6 +40,30 @@ Result<Schedule> ParseSchedule(std::string_view text) {
                          "--schedule");
 }
 
+std::string_view AttentionKernelName(AttentionKernel k) {
+  switch (k) {
+    case AttentionKernel::kFused:
+      return "fused";
+    case AttentionKernel::kFlash2:
+      return "flash2";
+    case AttentionKernel::kMaterialized:
+      return "materialized";
+  }
+  return "?";
+}
+
+Result<AttentionKernel> ParseAttentionKernel(std::string_view text) {
+  std::string t = ToLower(Trim(text));
+  for (AttentionKernel k : {AttentionKernel::kFused, AttentionKernel::kFlash2,
+                            AttentionKernel::kMaterialized}) {
+    if (t == AttentionKernelName(k)) return k;
+  }
+  return InvalidArgument("expected fused, flash2 or materialized, got '" +
+                             std::string(text) + "'" +
+                             DidYouMean(t, {"fused", "flash2", "materialized"}),
+                         "--attention-kernel");
+}
+
 std::string Parallelism::ToString() const {
   std::string s;
   auto add = [&](const char* k, int v) {

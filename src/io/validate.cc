@@ -153,7 +153,12 @@ Result<TrainingRun> ReadTrainingRun(const catalog::Catalog& cat,
     cfg.vpp = row.value("vpp", 1);
   }
   cfg.mode = estimate::Mode::kRealistic;
-  cfg.flash_attention = row.value("flash_attention", true);
+  if (!row.value("flash_attention", true)) {
+    cfg.attention_kernel = estimate::AttentionKernel::kMaterialized;
+  }
+  if (row.value("attention_kernel", std::string()) == "flash2") {
+    cfg.attention_kernel = estimate::AttentionKernel::kFlash2;
+  }
   cfg.tp_comm_overlap = row.value("tp_comm_overlap", false);
   cfg.grad_reduce = row.value("grad_reduce", std::string("bf16")) == "fp32"
                         ? hw::Dtype::kFp32

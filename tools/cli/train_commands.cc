@@ -24,10 +24,10 @@ namespace scalemodel::cli {
 namespace {
 
 struct TrainOptionsCli {
-  std::string model, system, plan = "dp=1", batch_tokens, seq = "4096", tokens,
-                             remat = "none", mode = "realistic",
-                             precision = "bf16", schedule = "1f1b",
-                             attention = "causal", emit, grad_reduce;
+  std::string model, system,
+      plan = "dp=1", batch_tokens, seq = "4096", tokens, remat = "none",
+      mode = "realistic", precision = "bf16", schedule = "1f1b",
+      attention = "causal", emit, grad_reduce, attention_kernel = "fused";
   int micro_batch = 1;
   int lora = 0;
   bool no_dp_overlap = false;
@@ -150,6 +150,9 @@ static Result<TrainInputs> ResolveTrain(const catalog::Catalog& cat,
   }
   c.capacity_factor = o.capacity;
   c.ep_dedup = o.ep_dedup;
+  auto kernel = estimate::ParseAttentionKernel(o.attention_kernel);
+  if (!kernel) return tl::unexpected(kernel.error());
+  c.attention_kernel = *kernel;
   c.offload_optimizer = o.offload;
   if (o.attention == "full") {
     c.attention = model::AttentionFlops::kFull;
@@ -201,6 +204,8 @@ static Result<TrainInputs> ResolveTrain(const catalog::Catalog& cat,
       {"lora_rank", c.lora_rank},
       {"capacity_factor", c.capacity_factor},
       {"ep_dedup", c.ep_dedup},
+      {"attention_kernel",
+       std::string(estimate::AttentionKernelName(c.attention_kernel))},
       {"mfu_convention",
        c.lora_rank > 0
            ? "model FLOPs (forward + input gradients; frozen weights have "
@@ -277,6 +282,11 @@ static void AddTrainOptions(CLI::App* app, TrainOptionsCli& o, bool plan) {
                   "LoRA fine-tuning at this adapter rank (e.g. 16): frozen "
                   "base weights, no weight gradients or optimizer state for "
                   "them")
+      ->capture_default_str();
+  app->add_option("--attention-kernel", o.attention_kernel,
+                  "fused (today's kernel for the chip: FA3/cuDNN on Hopper, "
+                  "FA4/cuDNN on Blackwell), flash2 (FlashAttention-2) or "
+                  "materialized (S x S scores in HBM, pre-2022)")
       ->capture_default_str();
   app->add_option("--attention", o.attention,
                   "Attention FLOPs in MFU: causal (halved) or full")

@@ -310,6 +310,12 @@ def convert(r):
         # Hopper (and the all-to-all dispatcher on Blackwell).
         out["ep_dedup"] = True
         a.append("DeepEP dispatch (Hopper recipes): one copy per destination node")
+    if chip in ("h100", "h800") and re.search(r"NeMo ?24\.0[1-6]", r["source"]):
+        # FlashAttention-3 (July 2024) and the cuDNN kernels that match it
+        # came after these containers: Hopper attention at FA2's level.
+        out["attention_kernel"] = "flash2"
+        a.append("FlashAttention-2-level attention (container older than "
+                 "FlashAttention-3, July 2024)")
     if "token dropping" in other:
         # MaxText's mixtral_8x7b_dropped benchmark config: megablox off
         # (one-hot dense dispatch), capacity_factor 1.25.

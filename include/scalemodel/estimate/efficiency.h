@@ -17,7 +17,10 @@ struct ChipEfficiency {
   int units = 1;               // SMs (GPU) for wave quantization; 0 = none
   units::Seconds op_overhead;  // fixed cost per GEMM / kernel
   double attention = 1.0;      // fused attention kernel, fraction of peak
-  double hbm = 1.0;            // streaming kernels, fraction of HBM peak
+  // FlashAttention-2 on this chip (the pre-FA3 kernel generation on Hopper);
+  // equal to `attention` where FA2 is the chip's best (A100) or unmeasured.
+  double attention_fa2 = 1.0;
+  double hbm = 1.0;  // streaming kernels, fraction of HBM peak
 };
 
 // Peak mode: all 1.0, no overheads, no quantization.

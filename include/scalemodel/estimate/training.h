@@ -51,6 +51,10 @@ struct Parallelism {
 Result<Parallelism> ParsePlan(std::string_view text);
 Result<Schedule> ParseSchedule(std::string_view text);
 
+enum class AttentionKernel { kFused, kFlash2, kMaterialized };
+std::string_view AttentionKernelName(AttentionKernel k);
+Result<AttentionKernel> ParseAttentionKernel(std::string_view text);
+
 struct TrainingConfig {
   Parallelism par;
   double batch_tokens = 0;  // global batch per step, tokens
@@ -74,9 +78,11 @@ struct TrainingConfig {
   // nodes a token's experts sit on, not its top_k copies.
   bool ep_dedup = false;
   model::AttentionFlops attention = model::AttentionFlops::kCausal;
-  // Fused (flash) attention, or the pre-2022 kernels that materialise the
-  // S x S scores in HBM (scale, mask, softmax, dropout as separate passes).
-  bool flash_attention = true;
+  // The attention kernel: today's fused kernel for the chip (FA3 / cuDNN on
+  // Hopper, FA4 / cuDNN on Blackwell), FlashAttention-2 (Hopper before mid
+  // 2024), or the pre-2022 kernels that materialise the S x S scores in HBM
+  // (scale, mask, softmax, dropout as separate passes).
+  AttentionKernel attention_kernel = AttentionKernel::kFused;
   // Tensor-parallel all-gathers and reduce-scatters overlapped with the
   // adjacent GEMMs (Megatron --tp-comm-overlap, torchtitan async TP): only
   // the part longer than the layer's GEMMs stays exposed.
