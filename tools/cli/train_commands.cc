@@ -683,7 +683,11 @@ Command AddPlanCommand(CLI::App& app) {
     if (res->plans.empty()) {
       text += "No plan fits: every layout needs more HBM per chip than the " +
               units::FormatBytes(in->system.chip.hbm_capacity) +
-              " available. Try more chips, a shorter sequence, or FP8.\n";
+              " available. Try more chips, a shorter sequence, or FP8" +
+              (in->config.lora_rank > 0
+                   ? std::string(".\n")
+                   : std::string("; to fine-tune, --lora 16 trains adapters "
+                                 "over frozen weights.\n"));
     }
     std::vector<std::vector<std::string>> rows = {{"#", "chips", "plan", "step",
                                                    "vs best", "MFU", "memory",
