@@ -47,6 +47,9 @@ struct LayerCompute {
   double attn_fwd = 0;
   double elem_fwd = 0;
   double logits_fwd = 0;
+  // Softmax cross-entropy over the vocabulary, forward and backward: the
+  // logits stream through HBM (memory-bound).
+  double loss_total = 0;
   double mlp_in_fwd = 0;  // the MLP input projections (w1, w3) alone
 };
 
