@@ -130,10 +130,10 @@ LayerCompute ComputeLayer(const model::ModelSpec& m, const ModelConsts& mc,
   // Vocabulary-parallel cross-entropy per token: read the bf16 logits and
   // write fp32 softmax (2 + 4 B per logit) forward, read them and write the
   // bf16 logit gradient (4 + 2 B) backward: 12 B per logit.
-  lc.loss_total = cfg.mode == Mode::kPeak
-                      ? 0.0
-                      : t * m.vocab / tp * 12 /
-                            (chip.hbm_bandwidth.si() * eff.hbm);
+  lc.loss_total =
+      cfg.mode == Mode::kPeak
+          ? 0.0
+          : t * m.vocab / tp * 12 / (chip.hbm_bandwidth.si() * eff.hbm);
   lc.mlp_in_fwd = (1 - mc.moe_frac) * dense_in + mc.moe_frac * moe_in;
   const double C_bf16 = chip.Peak(hw::Dtype::kBf16).si();
   double attn_flops = model::AttentionFlopsPerToken(
@@ -220,8 +220,7 @@ void EvaluateCore(const ModelConsts& mc, const LayerCompute& lc,
     const double gemm_passes = mc.lora ? 2 : 3;
     double layer = gemm_passes * lc.gemm_fwd + 3.5 * lc.attn_fwd +
                    3 * lc.elem_fwd + recompute;
-    stage_mb =
-        lps * layer + (gemm_passes * lc.logits_fwd + lc.loss_total) / pp;
+    stage_mb = lps * layer + (gemm_passes * lc.logits_fwd + lc.loss_total) / pp;
     elem_mb = lps * 3 * lc.elem_fwd;
   }
   auto& T = r->coll_time;
