@@ -70,7 +70,7 @@ double LoraAdapterParams(const model::ModelSpec& m, int rank) {
 
 LayerCompute ComputeLayer(const model::ModelSpec& m, const ModelConsts& mc,
                           const hw::Chip& chip, const ChipEfficiency& eff,
-                          double tp, double ep, double t,
+                          double tp, double ep, double cp, double t,
                           const TrainingConfig& cfg) {
   LayerCompute lc;
   const double D = mc.d;
@@ -116,7 +116,7 @@ LayerCompute ComputeLayer(const model::ModelSpec& m, const ModelConsts& mc,
       // One-hot dispatch and combine, per sequence (chunk) of S tokens:
       // [E x C, S] x [S, D] each, C = capacity_factor x S x top_k / E slots
       // per expert. Activations are not split by tp here.
-      double S = std::min(t, cfg.seq / cfg.par.cp);
+      double S = std::min(t, cfg.seq / cp);
       double E = m.moe.num_experts;
       double C = std::ceil(cfg.capacity_factor * S * m.moe.top_k / E);
       moe_mlp +=

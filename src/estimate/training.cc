@@ -269,7 +269,7 @@ Result<TrainingEstimate> EstimateTraining(const model::ModelSpec& m,
   const int microbatches = static_cast<int>(seqs_per_replica / cfg.micro_batch);
   est.microbatches = microbatches;
   const ModelConsts mc = PrepareModel(m, cfg);
-  const LayerCompute lc = ComputeLayer(m, mc, chip, eff, par.tp, par.ep,
+  const LayerCompute lc = ComputeLayer(m, mc, chip, eff, par.tp, par.ep, par.cp,
                                        cfg.micro_batch * cfg.seq / par.cp, cfg);
   const LayoutCoefficients lay = BuildCoefficients(sys, *placement, cfg.mode);
   CoreResult r;

@@ -176,7 +176,7 @@ struct Worker {
     TrainingConfig cfg = base;
     for (size_t k = 0; k < mbs.size(); ++k) {
       lcs[k] = estimate::ComputeLayer(*model, *mc, sys->chip, eff, g.tp, g.ep,
-                                      mbs[k] * base.seq / g.cp, base);
+                                      g.cp, mbs[k] * base.seq / g.cp, base);
     }
     do {
       std::array<int, kNumPar> order = ord;

@@ -96,25 +96,31 @@ TEST(SearchTest, BestEqualsBruteForceMinimum) {
 
 // Every pruned block's least-memory variant really does not fit.
 TEST(SearchTest, PrunedPlansAreInfeasible) {
-  model::ModelSpec m = Model("llama3-70b");
-  hw::System sys = System("h100:8x2");
-  SearchOptions opt;
-  opt.base.batch_tokens = 64 * 4096.0;
-  opt.base.seq = 4096;
-  std::mutex mu;
-  std::vector<estimate::TrainingConfig> probes;
-  opt.on_pruned = [&](const estimate::TrainingConfig& c) {
-    std::lock_guard<std::mutex> lock(mu);
-    probes.push_back(c);
-  };
-  auto r = SearchTraining(m, sys, opt);
-  ASSERT_TRUE(r.has_value());
-  ASSERT_GT(probes.size(), 10u);
-  EXPECT_GT(r->configs_pruned, 0);
-  for (const estimate::TrainingConfig& c : probes) {
-    auto e = estimate::EstimateTraining(m, sys, c);
-    ASSERT_TRUE(e.has_value()) << e.error().ToString();
-    EXPECT_FALSE(e->feasible) << c.par.ToString();
+  // Full training, and a LoRA fine-tune whose memory floor counts only the
+  // adapters' gradients and optimizer state.
+  for (int lora : {0, 16}) {
+    SCOPED_TRACE(lora);
+    model::ModelSpec m = Model("llama3-70b");
+    hw::System sys = System(lora > 0 ? "h100:8x1" : "h100:8x2");
+    SearchOptions opt;
+    opt.base.batch_tokens = 64 * 4096.0;
+    opt.base.seq = 4096;
+    opt.base.lora_rank = lora;
+    std::mutex mu;
+    std::vector<estimate::TrainingConfig> probes;
+    opt.on_pruned = [&](const estimate::TrainingConfig& c) {
+      std::lock_guard<std::mutex> lock(mu);
+      probes.push_back(c);
+    };
+    auto r = SearchTraining(m, sys, opt);
+    ASSERT_TRUE(r.has_value());
+    ASSERT_GT(probes.size(), 10u);
+    EXPECT_GT(r->configs_pruned, 0);
+    for (const estimate::TrainingConfig& c : probes) {
+      auto e = estimate::EstimateTraining(m, sys, c);
+      ASSERT_TRUE(e.has_value()) << e.error().ToString();
+      EXPECT_FALSE(e->feasible) << c.par.ToString();
+    }
   }
 }
 
@@ -134,6 +140,10 @@ TEST(SearchTest, PlansAreValidForTheEstimator) {
     opt.base.batch_tokens = c.seqs * c.seq;
     opt.base.seq = c.seq;
     opt.top_k = 20;
+    // The engine-habit and MoE options flow through the search unchanged.
+    opt.base.grad_reduce = hw::Dtype::kFp32;
+    opt.base.dp_overlap = false;
+    opt.base.capacity_factor = 1.25;
     hw::System sys = System(c.system);
     model::ModelSpec m = Model(c.model);
     auto r = SearchTraining(m, sys, opt);

@@ -75,9 +75,11 @@ ModelConsts PrepareModel(const model::ModelSpec& m, const TrainingConfig& cfg);
 // MLP projections).
 double LoraAdapterParams(const model::ModelSpec& m, int rank);
 
+// `tokens` per microbatch per rank (micro_batch x seq / cp); `cp` splits
+// each sequence (the token-dropping dispatch works per sequence chunk).
 LayerCompute ComputeLayer(const model::ModelSpec& m, const ModelConsts& mc,
                           const hw::Chip& chip, const ChipEfficiency& eff,
-                          double tp, double ep, double tokens,
+                          double tp, double ep, double cp, double tokens,
                           const TrainingConfig& cfg);
 
 // Everything that is fixed once degrees and their placement are.
