@@ -175,6 +175,9 @@ void EvaluateCore(const ModelConsts& mc, const LayerCompute& lc,
                   const LayoutCoefficients& lay, const Parallelism& par,
                   const TrainingConfig& cfg, const hw::Chip& chip,
                   const ChipEfficiency& eff, int m, CoreResult* r) {
+  // GEMM passes per layer: forward, input and weight gradients; frozen
+  // (LoRA) weights skip the weight gradients.
+  const double gemm_passes = mc.lora ? 2 : 3;
   const bool peak = cfg.mode == Mode::kPeak;
   const double chips = par.product();
   const double pp = par.pp, tp = par.tp, ep = par.ep, cp = par.cp;
@@ -215,9 +218,6 @@ void EvaluateCore(const ModelConsts& mc, const LayerCompute& lc,
         recompute = lc.gemm_fwd + lc.attn_fwd + lc.elem_fwd;
         break;
     }
-    // Backward GEMMs: input and weight gradients, or input gradients only
-    // for frozen (LoRA) weights.
-    const double gemm_passes = mc.lora ? 2 : 3;
     double layer = gemm_passes * lc.gemm_fwd + 3.5 * lc.attn_fwd +
                    3 * lc.elem_fwd + recompute;
     stage_mb = lps * layer + (gemm_passes * lc.logits_fwd + lc.loss_total) / pp;
@@ -249,16 +249,7 @@ void EvaluateCore(const ModelConsts& mc, const LayerCompute& lc,
   // Expert parallel.
   double ep_mb = 0;
   if (par.ep > 1) {
-    double v = ep * t * mc.top_k * D * 2 / tp;
-    if (cfg.ep_dedup && lay.ep_nodes > 1) {
-      // A token crosses the network once per distinct destination node:
-      // n (1 - (1 - 1/n)^k) nodes for k uniformly routed experts over n,
-      // at most topk_group with node-limited routing.
-      double n = lay.ep_nodes, k = mc.top_k;
-      double nodes = n * (1 - std::pow(1 - 1 / n, k));
-      if (mc.topk_group > 0) nodes = std::min(nodes, mc.topk_group);
-      v *= nodes / k;
-    }
+    double v = ep * t * mc.top_k * D * 2 / tp * lay.ep_bytes_scale;
     int per_layer = 4 + (full ? 2 : 0);
     put(kEpA2a, v,
         static_cast<int>(std::round(lps * mc.moe_frac * per_layer * m)));
@@ -359,7 +350,7 @@ void EvaluateCore(const ModelConsts& mc, const LayerCompute& lc,
     double tp_exposed_mb = tp_mb;
     if (cfg.tp_comm_overlap) {
       // Split GEMMs hide the collectives; what exceeds the GEMMs shows.
-      double gemm_mb = lps * (mc.lora ? 2 : 3) * lc.gemm_fwd;
+      double gemm_mb = lps * gemm_passes * lc.gemm_fwd;
       tp_exposed_mb = std::max(0.0, tp_mb - gemm_mb);
     }
     exposed = m * (tp_exposed_mb + ep_mb + cp_exposed_mb) + pp_exposed +
@@ -537,6 +528,23 @@ LayoutCoefficients BuildCoefficients(const hw::System& sys,
   dense.sizes.insert(dense.sizes.end(), pl[kEp].sizes.begin(),
                      pl[kEp].sizes.end());
   coef(kDenseAr, net::Collective::kAllReduce, dense);
+  return lay;
+}
+
+LayoutCoefficients BuildCoefficients(const hw::System& sys,
+                                     const Placements& pl,
+                                     const TrainingConfig& cfg,
+                                     const ModelConsts& mc) {
+  LayoutCoefficients lay = BuildCoefficients(sys, pl, cfg.mode);
+  if (cfg.ep_dedup && lay.ep_nodes > 1 && mc.top_k > 0) {
+    // A token crosses the network once per distinct destination node:
+    // n (1 - (1 - 1/n)^k) nodes for k uniformly routed experts over n, at
+    // most topk_group with node-limited routing.
+    double n = lay.ep_nodes, k = mc.top_k;
+    double nodes = n * (1 - std::pow(1 - 1 / n, k));
+    if (mc.topk_group > 0) nodes = std::min(nodes, mc.topk_group);
+    lay.ep_bytes_scale = nodes / k;
+  }
   return lay;
 }
 

@@ -72,15 +72,10 @@ ChipEfficiency RealisticEfficiencyAtBoost(const hw::Chip& chip) {
     e.tile_n = 128;
     e.attention = e.attention_fa2 = 0.58;
     e.hbm = 0.86;
-  } else if (id == "b200") {
-    e.gemm_max = 0.776;
-    e.gemm_max_fp8 = 0.763;
-    e.units = 148;
-    e.attention = e.attention_fa2 = 0.37;
-    e.hbm = 0.85;
-  } else if (id == "gb200") {
-    e.gemm_max = 0.729;
-    e.gemm_max_fp8 = 0.723;
+  } else if (id == "b200" || id == "gb200") {  // Blackwell
+    const bool gb = id == "gb200";
+    e.gemm_max = gb ? 0.729 : 0.776;
+    e.gemm_max_fp8 = gb ? 0.723 : 0.763;
     e.units = 148;
     e.attention = e.attention_fa2 = 0.37;
     e.hbm = 0.85;

@@ -271,7 +271,7 @@ Result<TrainingEstimate> EstimateTraining(const model::ModelSpec& m,
   const ModelConsts mc = PrepareModel(m, cfg);
   const LayerCompute lc = ComputeLayer(m, mc, chip, eff, par.tp, par.ep, par.cp,
                                        cfg.micro_batch * cfg.seq / par.cp, cfg);
-  const LayoutCoefficients lay = BuildCoefficients(sys, *placement, cfg.mode);
+  const LayoutCoefficients lay = BuildCoefficients(sys, *placement, cfg, mc);
   CoreResult r;
   EvaluateCore(mc, lc, lay, par, cfg, chip, eff, microbatches, &r);
 

@@ -309,20 +309,18 @@ Result<ValidationReport> RunValidation(const catalog::Catalog& cat) {
         continue;
       }
       const model::ModelSpec& m = spec;
+      // The source's FLOP count: model FLOPs with causal attention halved
+      // or full, or Narayanan et al.'s (2021, eq. 3) full attention with the
+      // recomputed forward counted ("hfu").
       std::string conv = row.value("flops_convention", "model_causal");
-      double per_token = conv == "model_full"
-                             ? model::TrainFlopsPerToken(
-                                   m, cfg.seq, model::AttentionFlops::kFull)
-                             : model::TrainFlopsPerToken(
-                                   m, cfg.seq, model::AttentionFlops::kCausal);
+      const model::AttentionFlops attn = conv == "model_causal"
+                                             ? model::AttentionFlops::kCausal
+                                             : model::AttentionFlops::kFull;
+      double per_token = model::TrainFlopsPerToken(m, cfg.seq, attn);
       if (conv == "hfu") {
-        // Narayanan et al. (2021), eq. 3: full attention, and the
-        // recomputed forward counted.
-        per_token = model::TrainFlopsPerToken(m, cfg.seq,
-                                              model::AttentionFlops::kFull) +
-                    model::Activations(m, cfg.remat, cfg.seq, hw::Dtype::kBf16,
-                                       model::AttentionFlops::kFull)
-                        .recompute_flops_per_token;
+        per_token +=
+            model::Activations(m, cfg.remat, cfg.seq, hw::Dtype::kBf16, attn)
+                .recompute_flops_per_token;
       }
       double tflops = per_token * est->tokens_per_s_per_chip / 1e12;
       const json& meas = row["measured"];

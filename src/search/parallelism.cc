@@ -264,10 +264,8 @@ struct Worker {
   }
 
   LayoutCoefficients Coefficients(const Placements& pl) {
-    // Each coefficient depends on its own placement only: cache by it.
-    LayoutCoefficients all =
-        estimate::BuildCoefficients(*sys, pl, opt->base.mode);
-    return all;
+    // Once per placement; every plan of the layout reuses them.
+    return estimate::BuildCoefficients(*sys, pl, opt->base, *mc);
   }
 };
 

@@ -48,6 +48,7 @@ struct TrainInputs {
   hw::System system;
   estimate::TrainingConfig config;
   Json inputs;
+  std::optional<io::TrainEngine> engine;  // --emit
 };
 
 static Result<TrainInputs> ResolveTrain(const catalog::Catalog& cat,
@@ -168,19 +169,25 @@ static Result<TrainInputs> ResolveTrain(const catalog::Catalog& cat,
         "--lora");
   }
   c.lora_rank = o.lora;
-  // The engine's own gradient-reduction dtype when --emit names one that
-  // keeps fp32 weights (MaxText: weight_dtype float32).
-  std::string gr = o.grad_reduce.empty()
-                       ? (o.emit == "maxtext" ? "fp32" : "bf16")
-                       : o.grad_reduce;
+  if (!o.emit.empty()) {
+    auto engine = io::ParseTrainEngine(o.emit);
+    if (!engine) return tl::unexpected(engine.error());
+    in.engine = *engine;
+  }
+  // MaxText's own habits (docs/model.md 5.3): fp32 weights, so fp32
+  // gradient reductions, and the data-parallel reduction after the backward
+  // pass.
+  const bool maxtext = in.engine == io::TrainEngine::kMaxText;
+  std::string gr =
+      o.grad_reduce.empty() ? (maxtext ? "fp32" : "bf16") : o.grad_reduce;
   auto grd = hw::ParseDtype(gr);
   if (!grd || (*grd != hw::Dtype::kBf16 && *grd != hw::Dtype::kFp32)) {
     return InvalidArgument("expected bf16 or fp32, got '" + gr + "'",
                            "--grad-reduce");
   }
   c.grad_reduce = *grd;
-  c.dp_overlap = !(o.no_dp_overlap || o.emit == "maxtext");
-  if (c.lora_rank > 0 && !o.emit.empty()) {
+  c.dp_overlap = !(o.no_dp_overlap || maxtext);
+  if (c.lora_rank > 0 && in.engine) {
     return InvalidArgument(
         "no launch line for LoRA fine-tuning: MaxText, Megatron-LM and "
         "torchtitan have no LoRA flags we can write; drop --emit or --lora",
@@ -300,13 +307,12 @@ static void AddTrainOptions(CLI::App* app, TrainOptionsCli& o, bool plan) {
 
 // --emit: the launch text replaces the report; JSON carries both.
 static Result<bool> AddLaunch(const std::string& engine_name,
+                              std::optional<io::TrainEngine> engine,
                               const model::ModelSpec& m, const hw::System& sys,
                               const estimate::TrainingConfig& cfg,
                               const estimate::TrainingEstimate& est,
                               Output& out) {
-  if (engine_name.empty()) return true;
-  auto engine = io::ParseTrainEngine(engine_name);
-  if (!engine) return tl::unexpected(engine.error());
+  if (!engine) return true;
   return PutLaunch(engine_name, io::EmitTraining(*engine, m, sys, cfg, est),
                    out);
 }
@@ -392,8 +398,8 @@ Command AddTrainCommand(CLI::App& app) {
                            in->model.spec.name, in->system.id,
                            in->system.num_chips(), in->config.par.ToString()) +
                TrainText(*est, in->system);
-    auto launch =
-        AddLaunch(opts.emit, in->model.spec, in->system, in->config, *est, out);
+    auto launch = AddLaunch(opts.emit, in->engine, in->model.spec, in->system,
+                            in->config, *est, out);
     if (!launch) return tl::unexpected(launch.error());
     return out;
   };
@@ -536,15 +542,10 @@ Command AddPlanCommand(CLI::App& app) {
           "expected 'time' or 'cost', got '" + o->objective + "'",
           "--objective");
     }
-    std::optional<io::TrainEngine> engine;
-    if (!o->train.emit.empty()) {
-      auto e = io::ParseTrainEngine(o->train.emit);
-      if (!e) return tl::unexpected(e.error());
-      engine = *e;
-    }
     TrainOptionsCli opts = o->train;
     auto in = ResolveTrain(cat, opts, false);
     if (!in) return tl::unexpected(in.error());
+    const std::optional<io::TrainEngine> engine = in->engine;
     if (engine) {
       auto ok = io::CheckTrainEngine(*engine, in->system);
       if (!ok) return tl::unexpected(ok.error());
@@ -769,10 +770,11 @@ Command AddPlanCommand(CLI::App& app) {
     out.json = Document(in->inputs, results);
     out.text = text;
     if (best_plan) {
-      auto launch = AddLaunch(o->train.emit, in->model.spec, *best_plan->system,
-                              best_plan->config, best_plan->estimate, out);
+      auto launch =
+          AddLaunch(o->train.emit, engine, in->model.spec, *best_plan->system,
+                    best_plan->config, best_plan->estimate, out);
       if (!launch) return tl::unexpected(launch.error());
-    } else if (!o->train.emit.empty()) {
+    } else if (engine) {
       return InvalidArgument(
           "no feasible plan was found, so there is nothing to emit", "--emit");
     }

@@ -88,6 +88,9 @@ struct LayoutCoefficients {
   // Expert-parallel ranks on scale-out / DCN axes (nodes the EP group
   // spans); 1 when expert parallelism stays inside a node.
   double ep_nodes = 1;
+  // Share of the k copies of a token the expert all-to-all moves: 1, or
+  // less with per-node dispatch (TrainingConfig::ep_dedup).
+  double ep_bytes_scale = 1;
 };
 
 // Parallelisms in their default placement order, innermost first.
@@ -111,6 +114,12 @@ Result<Placements> PlaceParallelism(
 // Collective coefficients for a placement.
 LayoutCoefficients BuildCoefficients(const hw::System& sys,
                                      const Placements& pl, Mode mode);
+// The same for training, with the model's terms that depend on the layout
+// (the expert dispatch's share of bytes), computed once per layout.
+LayoutCoefficients BuildCoefficients(const hw::System& sys,
+                                     const Placements& pl,
+                                     const TrainingConfig& cfg,
+                                     const ModelConsts& mc);
 
 // One plan's numbers (SI units as plain doubles: the hot path).
 struct CoreResult {
