@@ -126,14 +126,23 @@ LayerCompute ComputeLayer(const model::ModelSpec& m, const ModelConsts& mc,
   }
   lc.gemm_fwd =
       attn_proj + (1 - mc.moe_frac) * dense_mlp + mc.moe_frac * moe_mlp;
-  lc.logits_fwd = gemm(t, m.vocab / tp, D);
-  // Vocabulary-parallel cross-entropy per token: read the bf16 logits and
-  // write fp32 softmax (2 + 4 B per logit) forward, read them and write the
-  // bf16 logit gradient (4 + 2 B) backward: 12 B per logit.
+  // The output projection stays in bf16 under fp8 training: Transformer
+  // Engine's fp8 autocast covers the transformer layers' linears, not
+  // Megatron's output layer, and torchtitan's float8 filters "output".
+  lc.logits_fwd =
+      GemmTime(chip, eff, t, m.vocab / tp, D, hw::Dtype::kBf16).si();
+  // Vocabulary-parallel cross-entropy per token. Fused (one kernel each
+  // way): read the bf16 logits and write the fp32 softmax (2 + 4 B per
+  // logit) forward, read it and write the bf16 logit gradient (4 + 2 B)
+  // backward: 12 B. Megatron-LM's unfused default: cast to fp32 (2 + 4),
+  // max (4), subtract (4 + 4), exp (4 + 4), sum (4), divide (4 + 4)
+  // forward; scale the saved softmax by the loss gradient (4 + 4) and cast
+  // it back to bf16 (4 + 2) backward: 52 B.
+  const double ce_bytes = cfg.unfused_cross_entropy ? 52 : 12;
   lc.loss_total =
       cfg.mode == Mode::kPeak
           ? 0.0
-          : t * m.vocab / tp * 12 / (chip.hbm_bandwidth.si() * eff.hbm);
+          : t * m.vocab / tp * ce_bytes / (chip.hbm_bandwidth.si() * eff.hbm);
   lc.mlp_in_fwd = (1 - mc.moe_frac) * dense_in + mc.moe_frac * moe_in;
   const double C_bf16 = chip.Peak(hw::Dtype::kBf16).si();
   double attn_flops = model::AttentionFlopsPerToken(
@@ -291,19 +300,34 @@ void EvaluateCore(const ModelConsts& mc, const LayerCompute& lc,
     put(kFsdpRs, trained * gb / lps, static_cast<int>(m * lps));
     fsdp_total = T[kFsdpAg] + T[kFsdpRs];
   }
-  // Data parallel gradient reduction (dense parameters over dp x ep).
-  double dp_total = 0;
+  // Data parallel gradient reduction (dense parameters over dp x ep). With
+  // the optimizer state sharded over dp (zero >= 1), a reduce-scatter of
+  // the gradients before the update and an all-gather of the bf16
+  // parameters after it (which the next step's first forward can hide);
+  // otherwise an all-reduce.
+  double dp_total = 0, dp_gather = 0;
   if (par.dp > 1 || par.ep > 1) {
     double vd = train_dense * gb / par.fsdp, ve = train_expert * gb / par.fsdp;
+    double pd = train_dense * 2 / par.fsdp, pe = train_expert * 2 / par.fsdp;
+    const bool sharded = par.zero >= 1;
+    auto reduce = [&](int ar, int rs, int ag, double grads, double params) {
+      if (sharded) {
+        put(rs, grads, 1);
+        put(ag, params, 1);
+      } else {
+        put(ar, grads, 1);
+      }
+    };
     if (par.dp > 1 && par.ep > 1) {
-      put(kDenseAr, vd, 1);
-      put(kDpAr, ve, 1);
+      reduce(kDenseAr, kDenseRs, kDenseAg, vd, pd);
+      reduce(kDpAr, kDpRs, kDpAg, ve, pe);
     } else if (par.dp > 1) {
-      put(kDpAr, vd + ve, 1);
+      reduce(kDpAr, kDpRs, kDpAg, vd + ve, pd + pe);
     } else {
-      put(kDenseAr, vd, 1);
+      reduce(kDenseAr, kDenseRs, kDenseAg, vd, pd);
     }
-    dp_total = T[kDenseAr] + T[kDpAr];
+    dp_total = T[kDenseAr] + T[kDpAr] + T[kDpRs] + T[kDenseRs];
+    dp_gather = T[kDpAg] + T[kDenseAg];
   }
   // Optimizer.
   const double opt_shard =
@@ -326,8 +350,8 @@ void EvaluateCore(const ModelConsts& mc, const LayerCompute& lc,
         cfg.schedule == Schedule::kInterleaved ? (pp - 1) / vpp : pp - 1;
     bubble = idle * stage_mb;
   }
-  double comm_total =
-      m * (tp_mb + ep_mb + cp_mb) + pp_total + fsdp_total + dp_total + offload;
+  double comm_total = m * (tp_mb + ep_mb + cp_mb) + pp_total + fsdp_total +
+                      dp_total + dp_gather + offload;
   double exposed, step;
   auto& X = r->coll_exposed;
   if (peak) {
@@ -347,6 +371,12 @@ void EvaluateCore(const ModelConsts& mc, const LayerCompute& lc,
             ? std::max(dp_total / lps,
                        dp_total - (cfg.dp_overlap ? backward_last : 0.0))
             : 0.0;
+    // The parameter all-gather, layer by layer under the first forward.
+    double gather_exposed =
+        dp_gather > 0
+            ? std::max(dp_gather / lps,
+                       dp_gather - (cfg.dp_overlap ? stage_mb / 3 : 0.0))
+            : 0.0;
     double tp_exposed_mb = tp_mb;
     if (cfg.tp_comm_overlap) {
       // Split GEMMs hide the collectives; what exceeds the GEMMs shows.
@@ -354,7 +384,7 @@ void EvaluateCore(const ModelConsts& mc, const LayerCompute& lc,
       tp_exposed_mb = std::max(0.0, tp_mb - gemm_mb);
     }
     exposed = m * (tp_exposed_mb + ep_mb + cp_exposed_mb) + pp_exposed +
-              fsdp_exposed + dp_exposed + offload;
+              fsdp_exposed + dp_exposed + gather_exposed + offload;
     step = compute + exposed + bubble + t_opt;
     double tp_share = tp_mb > 0 ? tp_exposed_mb / tp_mb : 0;
     X[kTpAg] = T[kTpAg] * tp_share;
@@ -368,8 +398,12 @@ void EvaluateCore(const ModelConsts& mc, const LayerCompute& lc,
       X[kFsdpRs] = T[kFsdpRs] / fsdp_total * fsdp_exposed;
     }
     if (dp_total > 0) {
-      X[kDpAr] = T[kDpAr] / dp_total * dp_exposed;
-      X[kDenseAr] = T[kDenseAr] / dp_total * dp_exposed;
+      for (int i : {kDpAr, kDenseAr, kDpRs, kDenseRs}) {
+        X[i] = T[i] / dp_total * dp_exposed;
+      }
+    }
+    if (dp_gather > 0) {
+      for (int i : {kDpAg, kDenseAg}) X[i] = T[i] / dp_gather * gather_exposed;
     }
   }
   if (cfg.assume_mfu > 0) {
@@ -528,6 +562,10 @@ LayoutCoefficients BuildCoefficients(const hw::System& sys,
   dense.sizes.insert(dense.sizes.end(), pl[kEp].sizes.begin(),
                      pl[kEp].sizes.end());
   coef(kDenseAr, net::Collective::kAllReduce, dense);
+  coef(kDpRs, net::Collective::kReduceScatter, pl[kDp]);
+  coef(kDpAg, net::Collective::kAllGather, pl[kDp]);
+  coef(kDenseRs, net::Collective::kReduceScatter, dense);
+  coef(kDenseAg, net::Collective::kAllGather, dense);
   return lay;
 }
 

@@ -281,11 +281,13 @@ Result<TrainingEstimate> EstimateTraining(const model::ModelSpec& m,
     const char* par;
     int placement;
   } kColl[kNumColl] = {
-      {"all-gather", "tp", kTp},     {"reduce-scatter", "tp", kTp},
-      {"all-reduce", "tp", kTp},     {"all-to-all", "ep", kEp},
-      {"permute", "cp", kCp},        {"permute", "pp", kPp},
-      {"all-gather", "fsdp", kFsdp}, {"reduce-scatter", "fsdp", kFsdp},
-      {"all-reduce", "dp", kDp},     {"all-reduce", "dp+ep", kDp},
+      {"all-gather", "tp", kTp},        {"reduce-scatter", "tp", kTp},
+      {"all-reduce", "tp", kTp},        {"all-to-all", "ep", kEp},
+      {"permute", "cp", kCp},           {"permute", "pp", kPp},
+      {"all-gather", "fsdp", kFsdp},    {"reduce-scatter", "fsdp", kFsdp},
+      {"all-reduce", "dp", kDp},        {"all-reduce", "dp+ep", kDp},
+      {"reduce-scatter", "dp", kDp},    {"all-gather", "dp", kDp},
+      {"reduce-scatter", "dp+ep", kDp}, {"all-gather", "dp+ep", kDp},
   };
   for (int i = 0; i < kNumColl; ++i) {
     if (r.coll_calls[i] <= 0 || r.coll_time[i] <= 0) continue;
@@ -295,7 +297,7 @@ Result<TrainingEstimate> EstimateTraining(const model::ModelSpec& m,
     for (int ax : (*placement)[kColl[i].placement].axes) {
       c.axes.push_back(sys.axes[ax].name);
     }
-    if (i == kDenseAr) {
+    if (i == kDenseAr || i == kDenseRs || i == kDenseAg) {
       for (int ax : (*placement)[kEp].axes) c.axes.push_back(sys.axes[ax].name);
     }
     c.bytes = Bytes(r.coll_bytes[i]);

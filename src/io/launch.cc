@@ -382,6 +382,11 @@ Result<std::string> EmitMegatron(const model::ModelSpec& m,
       break;
   }
   out.Arg("--bf16");
+  // Megatron-LM reduces bf16 gradients in fp32 unless told otherwise; the
+  // estimate assumed bf16 reductions unless --grad-reduce fp32.
+  if (cfg.grad_reduce == hw::Dtype::kBf16) out.Arg("--grad-reduce-in-bf16");
+  // The fused loss kernel the estimate assumed (--cross-entropy fused).
+  if (!cfg.unfused_cross_entropy) out.Arg("--cross-entropy-loss-fusion");
   if (cfg.precision == hw::Dtype::kFp8) out.Flag("--fp8-format", "hybrid");
   if (cfg.offload_optimizer) {
     out.Arg("--optimizer-cpu-offload");

@@ -210,7 +210,9 @@ TEST(TrainingTest, EveryLayoutIsFiniteAndNonNegative) {
         }
         EXPECT_GE(e->step_time, e->compute) << plan;
         EXPECT_LE(e->mfu, 1.0) << plan;
-        if (!e->feasible) EXPECT_NE(e->reason.find("needs"), std::string::npos);
+        if (!e->feasible) {
+          EXPECT_NE(e->reason.find("needs"), std::string::npos);
+        }
       }
     }
   }
@@ -391,6 +393,73 @@ TEST(TrainingTest, AttentionKernelGenerations) {
   EXPECT_EQ(ParseAttentionKernel("flash3").error().message,
             "expected fused, flash2 or materialized, got 'flash3' (did you "
             "mean 'flash2'?)");
+}
+
+TEST(TrainingTest, OutputLayerStaysBf16UnderFp8) {
+  // fp8 speeds up the transformer layers' GEMMs, not the output projection.
+  auto m = Model("llama3-8b");
+  hw::System sys = System("h100:8x1");
+  TrainingConfig c = Config("dp=8", 64 * 4096.0, 4096);
+  ModelConsts mc = PrepareModel(m, c);
+  ChipEfficiency eff = RealisticEfficiency(sys.chip);
+  TrainingConfig f8 = c;
+  f8.precision = hw::Dtype::kFp8;
+  LayerCompute bf = ComputeLayer(m, mc, sys.chip, eff, 1, 1, 1, 4096, c);
+  LayerCompute fp = ComputeLayer(m, mc, sys.chip, eff, 1, 1, 1, 4096, f8);
+  EXPECT_EQ(bf.logits_fwd, fp.logits_fwd);
+  EXPECT_LT(fp.gemm_fwd, 0.8 * bf.gemm_fwd);
+}
+
+TEST(TrainingTest, UnfusedCrossEntropyCostsItsPasses) {
+  // Megatron-LM's unfused loss moves 52 B per logit where a fused kernel
+  // moves 12: the difference is 40 B x tokens x vocabulary at HBM speed.
+  auto m = Model("llama3-8b");
+  hw::System sys = System("h100:8x1");
+  TrainingConfig fused = Config("dp=8", 64 * 4096.0, 4096);
+  TrainingConfig unfused = fused;
+  unfused.unfused_cross_entropy = true;
+  auto a = EstimateTraining(m, sys, fused);
+  auto b = EstimateTraining(m, sys, unfused);
+  ASSERT_TRUE(a.has_value() && b.has_value());
+  ChipEfficiency eff = RealisticEfficiency(sys.chip);
+  double per_chip_tokens = 64 * 4096.0 / 8;
+  double want =
+      per_chip_tokens * m.vocab * 40 / (sys.chip.hbm_bandwidth.si() * eff.hbm);
+  ExpectRel(b->compute.si() - a->compute.si(), want, 1e-6, "extra loss time");
+  // Peak mode has no loss traffic either way.
+  fused.mode = unfused.mode = Mode::kPeak;
+  EXPECT_EQ(EstimateTraining(m, sys, fused)->step_time,
+            EstimateTraining(m, sys, unfused)->step_time);
+}
+
+TEST(TrainingTest, ShardedOptimizerReducesWithScatterAndGather) {
+  // ZeRO-1 over dp: a reduce-scatter of the gradients and an all-gather of
+  // the bf16 parameters, each half an all-reduce's traffic, instead of the
+  // all-reduce of plain data parallelism.
+  auto m = Model("llama3-8b");
+  hw::System sys = System("h100:8x8");
+  TrainingConfig plain = Config("dp=64", 256 * 4096.0, 4096);
+  TrainingConfig zero1 = Config("dp=64,zero=1", 256 * 4096.0, 4096);
+  auto a = EstimateTraining(m, sys, plain);
+  auto b = EstimateTraining(m, sys, zero1);
+  ASSERT_TRUE(a.has_value() && b.has_value());
+  auto find = [](const TrainingEstimate& e, const std::string& kind) {
+    for (const CommItem& c : e.comms) {
+      if (c.kind == kind && c.parallelism == "dp") return c;
+    }
+    return CommItem{};
+  };
+  CommItem ar = find(*a, "all-reduce");
+  CommItem rs = find(*b, "reduce-scatter");
+  CommItem ag = find(*b, "all-gather");
+  ASSERT_GT(ar.calls, 0);
+  ASSERT_GT(rs.calls, 0);
+  ASSERT_GT(ag.calls, 0);
+  EXPECT_EQ(find(*b, "all-reduce").calls, 0);
+  EXPECT_EQ(rs.bytes, ar.bytes);
+  EXPECT_EQ(ag.bytes, ar.bytes);  // bf16 gradients and bf16 parameters
+  ExpectRel(rs.time.si() + ag.time.si(), ar.time.si(), 0.05,
+            "scatter + gather = all-reduce");
 }
 
 TEST(TrainingTest, RealisticIsSlowerThanPeak) {

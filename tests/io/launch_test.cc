@@ -105,6 +105,15 @@ TEST(LaunchTest, MegatronDegreesAndBatchAreConsistent) {
   EXPECT_EQ(n["--num-query-groups"], 8);
   EXPECT_NE(text->find("--use-distributed-optimizer"), std::string::npos);
   EXPECT_NE(text->find("--sequence-parallel"), std::string::npos);
+  // The habits the estimate assumed: bf16 reductions, the fused loss.
+  EXPECT_NE(text->find("--grad-reduce-in-bf16"), std::string::npos);
+  EXPECT_NE(text->find("--cross-entropy-loss-fusion"), std::string::npos);
+  t.cfg.grad_reduce = hw::Dtype::kFp32;
+  t.cfg.unfused_cross_entropy = true;
+  text = EmitTraining(TrainEngine::kMegatron, t.model, t.system, t.cfg, t.est);
+  ASSERT_TRUE(text.has_value());
+  EXPECT_EQ(text->find("--grad-reduce-in-bf16"), std::string::npos);
+  EXPECT_EQ(text->find("--cross-entropy-loss-fusion"), std::string::npos);
 }
 
 TEST(LaunchTest, MegatronMoeLayerPattern) {

@@ -27,7 +27,8 @@ struct TrainOptionsCli {
   std::string model, system,
       plan = "dp=1", batch_tokens, seq = "4096", tokens, remat = "none",
       mode = "realistic", precision = "bf16", schedule = "1f1b",
-      attention = "causal", emit, grad_reduce, attention_kernel = "fused";
+      attention = "causal", emit, grad_reduce, attention_kernel = "fused",
+      cross_entropy = "fused";
   int micro_batch = 1;
   int lora = 0;
   bool no_dp_overlap = false;
@@ -154,6 +155,14 @@ static Result<TrainInputs> ResolveTrain(const catalog::Catalog& cat,
   auto kernel = estimate::ParseAttentionKernel(o.attention_kernel);
   if (!kernel) return tl::unexpected(kernel.error());
   c.attention_kernel = *kernel;
+  std::string ce = ToLower(Trim(o.cross_entropy));
+  if (ce != "fused" && ce != "unfused") {
+    return InvalidArgument("expected fused or unfused, got '" +
+                               o.cross_entropy + "'" +
+                               DidYouMean(ce, {"fused", "unfused"}),
+                           "--cross-entropy");
+  }
+  c.unfused_cross_entropy = ce == "unfused";
   c.offload_optimizer = o.offload;
   if (o.attention == "full") {
     c.attention = model::AttentionFlops::kFull;
@@ -213,6 +222,7 @@ static Result<TrainInputs> ResolveTrain(const catalog::Catalog& cat,
       {"ep_dedup", c.ep_dedup},
       {"attention_kernel",
        std::string(estimate::AttentionKernelName(c.attention_kernel))},
+      {"cross_entropy", c.unfused_cross_entropy ? "unfused" : "fused"},
       {"mfu_convention",
        c.lora_rank > 0
            ? "model FLOPs (forward + input gradients; frozen weights have "
@@ -294,6 +304,11 @@ static void AddTrainOptions(CLI::App* app, TrainOptionsCli& o, bool plan) {
                   "fused (today's kernel for the chip: FA3/cuDNN on Hopper, "
                   "FA4/cuDNN on Blackwell), flash2 (FlashAttention-2) or "
                   "materialized (S x S scores in HBM, pre-2022)")
+      ->capture_default_str();
+  app->add_option("--cross-entropy", o.cross_entropy,
+                  "Loss kernel: fused (one pass each way, 12 B per logit: "
+                  "TE, Megatron --cross-entropy-loss-fusion, XLA) or unfused "
+                  "(Megatron-LM's default, fp32 passes, 52 B per logit)")
       ->capture_default_str();
   app->add_option("--attention", o.attention,
                   "Attention FLOPs in MFU: causal (halved) or full")

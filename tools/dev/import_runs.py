@@ -305,6 +305,14 @@ def convert(r):
         out["dp_overlap"] = False
         a.append("MaxText: fp32 gradient reductions (weight_dtype float32), "
                  "data-parallel reduction after the backward pass")
+    rid = r["id"]
+    if rid.startswith(("megatron2021-weak", "megatron2021-ptdp",
+                       "korthikanti2022", "megatron-core")):
+        # Megatron-LM's own scripts: the vocabulary-parallel cross entropy
+        # unfused (--cross-entropy-loss-fusion is off by default and did not
+        # exist before 2024).
+        out["cross_entropy"] = "unfused"
+        a.append("Megatron-LM's unfused cross entropy (its default)")
     if megatron_family and r["model"].get("moe") and chip in ("h100", "h800"):
         # NeMo / Megatron-Bridge performance recipes dispatch with DeepEP on
         # Hopper (and the all-to-all dispatcher on Blackwell).

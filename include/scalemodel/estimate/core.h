@@ -38,6 +38,13 @@ enum CollIndex {
   kFsdpRs,
   kDpAr,
   kDenseAr,
+  // ZeRO-1/2 over dp (Megatron's distributed optimizer): the gradient
+  // reduction is a reduce-scatter, and the updated shards come back in an
+  // all-gather of the bf16 parameters.
+  kDpRs,
+  kDpAg,
+  kDenseRs,
+  kDenseAg,
   kNumColl
 };
 

@@ -83,6 +83,11 @@ struct TrainingConfig {
   // 2024), or the pre-2022 kernels that materialise the S x S scores in HBM
   // (scale, mask, softmax, dropout as separate passes).
   AttentionKernel attention_kernel = AttentionKernel::kFused;
+  // Vocabulary-parallel cross entropy as Megatron-LM runs it by default
+  // (without --cross-entropy-loss-fusion): fp32 logits and separate
+  // elementwise passes, 52 bytes of HBM traffic per logit instead of the
+  // fused kernels' 12 (docs/model.md 5.2).
+  bool unfused_cross_entropy = false;
   // Tensor-parallel all-gathers and reduce-scatters overlapped with the
   // adjacent GEMMs (Megatron --tp-comm-overlap, torchtitan async TP): only
   // the part longer than the layer's GEMMs stays exposed.
