@@ -172,7 +172,17 @@ LayerCompute ComputeLayer(const model::ModelSpec& m, const ModelConsts& mc,
       10 * D + 3 * f_active + 2.0 * (m.num_heads + m.num_kv_heads) * m.head_dim;
   if (m.is_moe()) elem += mc.moe_frac * 4.0 * m.moe.top_k * D;
   if (cfg.precision == hw::Dtype::kFp8) {
-    elem += 1.5 * (2 * D + m.num_heads * m.head_dim + f_active);
+    // Every GEMM input is cast to fp8 (docs 5.2): the q/k/v and MLP inputs
+    // (an MoE layer's experts see top_k copies, plus the shared experts'),
+    // the attention output and the MLP's hidden activations; in bf16
+    // elements of Fp8CastBytes each.
+    double mlp_in = D;
+    if (m.is_moe()) {
+      double moe_in = (m.moe.top_k + (m.moe.num_shared_experts > 0)) * D;
+      mlp_in = (1 - mc.moe_frac) * D + mc.moe_frac * moe_in;
+    }
+    elem += Fp8CastBytes(cfg.fp8_recipe) / 2 *
+            (D + mlp_in + m.num_heads * m.head_dim + f_active);
   }
   const bool peak = cfg.mode == Mode::kPeak;
   lc.elem_fwd =

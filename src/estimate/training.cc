@@ -64,6 +64,37 @@ Result<AttentionKernel> ParseAttentionKernel(std::string_view text) {
                          "--attention-kernel");
 }
 
+std::string_view Fp8RecipeName(Fp8Recipe r) {
+  switch (r) {
+    case Fp8Recipe::kDelayed:
+      return "delayed";
+    case Fp8Recipe::kTensorwise:
+      return "tensorwise";
+    case Fp8Recipe::kBlockwise:
+      return "blockwise";
+    case Fp8Recipe::kMxfp8:
+      return "mxfp8";
+  }
+  return "?";
+}
+
+Result<Fp8Recipe> ParseFp8Recipe(std::string_view text) {
+  std::string t = ToLower(Trim(text));
+  for (Fp8Recipe r : {Fp8Recipe::kDelayed, Fp8Recipe::kTensorwise,
+                      Fp8Recipe::kBlockwise, Fp8Recipe::kMxfp8}) {
+    if (t == Fp8RecipeName(r)) return r;
+  }
+  return InvalidArgument(
+      "expected delayed, tensorwise, blockwise or mxfp8, got '" +
+          std::string(text) + "'" +
+          DidYouMean(t, {"delayed", "tensorwise", "blockwise", "mxfp8"}),
+      "--fp8-recipe");
+}
+
+double Fp8CastBytes(Fp8Recipe r) {
+  return r == Fp8Recipe::kTensorwise ? 6.0 : 4.0;
+}
+
 std::string Parallelism::ToString() const {
   std::string s;
   auto add = [&](const char* k, int v) {

@@ -387,7 +387,12 @@ Result<std::string> EmitMegatron(const model::ModelSpec& m,
   if (cfg.grad_reduce == hw::Dtype::kBf16) out.Arg("--grad-reduce-in-bf16");
   // The fused loss kernel the estimate assumed (--cross-entropy fused).
   if (!cfg.unfused_cross_entropy) out.Arg("--cross-entropy-loss-fusion");
-  if (cfg.precision == hw::Dtype::kFp8) out.Flag("--fp8-format", "hybrid");
+  if (cfg.precision == hw::Dtype::kFp8) {
+    out.Flag("--fp8-format",
+             cfg.fp8_recipe == estimate::Fp8Recipe::kMxfp8 ? "e4m3" : "hybrid");
+    out.Flag("--fp8-recipe",
+             std::string(estimate::Fp8RecipeName(cfg.fp8_recipe)));
+  }
   if (cfg.offload_optimizer) {
     out.Arg("--optimizer-cpu-offload");
     out.Arg("--use-precision-aware-optimizer");
@@ -464,8 +469,15 @@ Result<std::string> EmitTorchtitan(const model::ModelSpec& m,
       out.Flag("--activation_checkpoint.mode", "full");
       break;
   }
-  if (cfg.precision == hw::Dtype::kFp8)
+  if (cfg.precision == hw::Dtype::kFp8) {
     out.Flag("--model.converters", "float8");
+    if (cfg.fp8_recipe != estimate::Fp8Recipe::kTensorwise) {
+      out.Comment(
+          fmt::format("torchtitan's float8 scales each tensor as it is cast "
+                      "(tensorwise); the estimate assumed --fp8-recipe {}",
+                      estimate::Fp8RecipeName(cfg.fp8_recipe)));
+    }
+  }
   if (cfg.offload_optimizer) {
     out.Arg("--training.enable_cpu_offload");
     out.Comment(

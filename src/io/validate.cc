@@ -168,6 +168,10 @@ Result<TrainingRun> ReadTrainingRun(const catalog::Catalog& cat,
   cfg.capacity_factor = row.value("capacity_factor", 0.0);
   cfg.ep_dedup = row.value("ep_dedup", false);
   cfg.unfused_cross_entropy = row.value("cross_entropy", "fused") == "unfused";
+  if (auto recipe =
+          estimate::ParseFp8Recipe(row.value("fp8_recipe", "delayed"))) {
+    cfg.fp8_recipe = *recipe;
+  }
   run.remat_stated = row.value("remat_stated", true);
   return run;
 }

@@ -410,6 +410,36 @@ TEST(TrainingTest, OutputLayerStaysBf16UnderFp8) {
   EXPECT_LT(fp.gemm_fwd, 0.8 * bf.gemm_fwd);
 }
 
+TEST(TrainingTest, Fp8RecipesCostTheirCasts) {
+  // Current (tensorwise) scaling reads every GEMM input once more for its
+  // amax: 6 B per cast element where delayed and block scaling move 4.
+  auto m = Model("llama3-8b");
+  hw::System sys = System("h100:8x1");
+  TrainingConfig c = Config("dp=8", 64 * 4096.0, 4096);
+  c.precision = hw::Dtype::kFp8;
+  ModelConsts mc = PrepareModel(m, c);
+  ChipEfficiency eff = RealisticEfficiency(sys.chip);
+  TrainingConfig cs = c;
+  cs.fp8_recipe = Fp8Recipe::kTensorwise;
+  TrainingConfig mx = c;
+  mx.fp8_recipe = Fp8Recipe::kMxfp8;
+  double t = 4096;
+  double delayed = ComputeLayer(m, mc, sys.chip, eff, 1, 1, 1, t, c).elem_fwd;
+  double current = ComputeLayer(m, mc, sys.chip, eff, 1, 1, 1, t, cs).elem_fwd;
+  double block = ComputeLayer(m, mc, sys.chip, eff, 1, 1, 1, t, mx).elem_fwd;
+  EXPECT_EQ(delayed, block);
+  // Inputs cast per token per layer: q/k/v and MLP inputs (2D), the
+  // attention output (NH) and the MLP hidden activations (F).
+  double cast = 2.0 * m.d_model + m.num_heads * m.head_dim + m.ffn;
+  ExpectRel(current - delayed,
+            2 * cast * t / (sys.chip.hbm_bandwidth.si() * eff.hbm), 1e-9,
+            "amax pass");
+  EXPECT_EQ(*ParseFp8Recipe("MXFP8"), Fp8Recipe::kMxfp8);
+  EXPECT_EQ(ParseFp8Recipe("tensorwize").error().message,
+            "expected delayed, tensorwise, blockwise or mxfp8, got "
+            "'tensorwize' (did you mean 'tensorwise'?)");
+}
+
 TEST(TrainingTest, UnfusedCrossEntropyCostsItsPasses) {
   // Megatron-LM's unfused loss moves 52 B per logit where a fused kernel
   // moves 12: the difference is 40 B x tokens x vocabulary at HBM speed.

@@ -114,6 +114,11 @@ TEST(LaunchTest, MegatronDegreesAndBatchAreConsistent) {
   ASSERT_TRUE(text.has_value());
   EXPECT_EQ(text->find("--grad-reduce-in-bf16"), std::string::npos);
   EXPECT_EQ(text->find("--cross-entropy-loss-fusion"), std::string::npos);
+  t.cfg.precision = hw::Dtype::kFp8;
+  t.cfg.fp8_recipe = estimate::Fp8Recipe::kTensorwise;
+  text = EmitTraining(TrainEngine::kMegatron, t.model, t.system, t.cfg, t.est);
+  ASSERT_TRUE(text.has_value());
+  EXPECT_NE(text->find("--fp8-recipe tensorwise"), std::string::npos);
 }
 
 TEST(LaunchTest, MegatronMoeLayerPattern) {

@@ -28,7 +28,7 @@ struct TrainOptionsCli {
       plan = "dp=1", batch_tokens, seq = "4096", tokens, remat = "none",
       mode = "realistic", precision = "bf16", schedule = "1f1b",
       attention = "causal", emit, grad_reduce, attention_kernel = "fused",
-      cross_entropy = "fused";
+      cross_entropy = "fused", fp8_recipe = "delayed";
   int micro_batch = 1;
   int lora = 0;
   bool no_dp_overlap = false;
@@ -163,6 +163,9 @@ static Result<TrainInputs> ResolveTrain(const catalog::Catalog& cat,
                            "--cross-entropy");
   }
   c.unfused_cross_entropy = ce == "unfused";
+  auto recipe = estimate::ParseFp8Recipe(o.fp8_recipe);
+  if (!recipe) return tl::unexpected(recipe.error());
+  c.fp8_recipe = *recipe;
   c.offload_optimizer = o.offload;
   if (o.attention == "full") {
     c.attention = model::AttentionFlops::kFull;
@@ -223,6 +226,7 @@ static Result<TrainInputs> ResolveTrain(const catalog::Catalog& cat,
       {"attention_kernel",
        std::string(estimate::AttentionKernelName(c.attention_kernel))},
       {"cross_entropy", c.unfused_cross_entropy ? "unfused" : "fused"},
+      {"fp8_recipe", std::string(estimate::Fp8RecipeName(c.fp8_recipe))},
       {"mfu_convention",
        c.lora_rank > 0
            ? "model FLOPs (forward + input gradients; frozen weights have "
@@ -304,6 +308,11 @@ static void AddTrainOptions(CLI::App* app, TrainOptionsCli& o, bool plan) {
                   "fused (today's kernel for the chip: FA3/cuDNN on Hopper, "
                   "FA4/cuDNN on Blackwell), flash2 (FlashAttention-2) or "
                   "materialized (S x S scores in HBM, pre-2022)")
+      ->capture_default_str();
+  app->add_option("--fp8-recipe", o.fp8_recipe,
+                  "With --precision fp8, how inputs are scaled: delayed, "
+                  "tensorwise (current scaling: one more pass per cast), "
+                  "blockwise or mxfp8 (Megatron's --fp8-recipe names)")
       ->capture_default_str();
   app->add_option("--cross-entropy", o.cross_entropy,
                   "Loss kernel: fused (one pass each way, 12 B per logit: "

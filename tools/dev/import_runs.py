@@ -280,6 +280,13 @@ def convert(r):
         a.append("attention materialises the S x S scores (pre-FlashAttention Megatron, 2021-2022)")
     prec = (p.get("precision") or "").lower()
     out["precision"] = "fp8" if "fp8" in prec else "bf16"
+    if "fp8-cs" in prec:
+        # Per-tensor current scaling: an amax pass before every cast.
+        out["fp8_recipe"] = "tensorwise"
+    elif "fp8-mx" in prec or "mxfp8" in prec:
+        out["fp8_recipe"] = "mxfp8"
+    elif "blockwise" in prec:
+        out["fp8_recipe"] = "blockwise"
     vpp = p.get("vpp")
     if pp > 1:
         if isinstance(vpp, int) and vpp > 1:

@@ -55,6 +55,18 @@ enum class AttentionKernel { kFused, kFlash2, kMaterialized };
 std::string_view AttentionKernelName(AttentionKernel k);
 Result<AttentionKernel> ParseAttentionKernel(std::string_view text);
 
+// How fp8 GEMM inputs get their scales (Megatron's --fp8-recipe names).
+// delayed: from an amax history, inside the cast; tensorwise: per-tensor
+// current scaling, an extra amax pass over each input; blockwise / mxfp8:
+// per-block scales computed inside the cast.
+enum class Fp8Recipe { kDelayed, kTensorwise, kBlockwise, kMxfp8 };
+std::string_view Fp8RecipeName(Fp8Recipe r);
+Result<Fp8Recipe> ParseFp8Recipe(std::string_view text);
+// HBM bytes per quantized element: read bf16 (2), write fp8 and its
+// transpose for the backward GEMMs (1 + 1); tensorwise reads it once more
+// for the amax (+2).
+double Fp8CastBytes(Fp8Recipe r);
+
 struct TrainingConfig {
   Parallelism par;
   double batch_tokens = 0;  // global batch per step, tokens
@@ -88,6 +100,8 @@ struct TrainingConfig {
   // elementwise passes, 52 bytes of HBM traffic per logit instead of the
   // fused kernels' 12 (docs/model.md 5.2).
   bool unfused_cross_entropy = false;
+  // With precision fp8: how the GEMM inputs are scaled (their cast cost).
+  Fp8Recipe fp8_recipe = Fp8Recipe::kDelayed;
   // Tensor-parallel all-gathers and reduce-scatters overlapped with the
   // adjacent GEMMs (Megatron --tp-comm-overlap, torchtitan async TP): only
   // the part longer than the layer's GEMMs stays exposed.
