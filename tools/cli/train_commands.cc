@@ -28,7 +28,7 @@ struct TrainOptionsCli {
       plan = "dp=1", batch_tokens, seq = "4096", tokens, remat = "none",
       mode = "realistic", precision = "bf16", schedule = "1f1b",
       attention = "causal", emit, grad_reduce, attention_kernel = "fused",
-      cross_entropy = "fused", fp8_recipe = "delayed";
+      cross_entropy = "fused", fp8_recipe;
   int micro_batch = 1;
   int lora = 0;
   bool no_dp_overlap = false;
@@ -163,9 +163,17 @@ static Result<TrainInputs> ResolveTrain(const catalog::Catalog& cat,
                            "--cross-entropy");
   }
   c.unfused_cross_entropy = ce == "unfused";
-  auto recipe = estimate::ParseFp8Recipe(o.fp8_recipe);
-  if (!recipe) return tl::unexpected(recipe.error());
-  c.fp8_recipe = *recipe;
+  if (!o.fp8_recipe.empty()) {
+    if (c.precision != hw::Dtype::kFp8) {
+      return InvalidArgument(
+          "a scaling recipe applies to fp8 matmuls; add --precision fp8 or "
+          "drop --fp8-recipe",
+          "--fp8-recipe");
+    }
+    auto recipe = estimate::ParseFp8Recipe(o.fp8_recipe);
+    if (!recipe) return tl::unexpected(recipe.error());
+    c.fp8_recipe = *recipe;
+  }
   c.offload_optimizer = o.offload;
   if (o.attention == "full") {
     c.attention = model::AttentionFlops::kFull;
@@ -310,10 +318,9 @@ static void AddTrainOptions(CLI::App* app, TrainOptionsCli& o, bool plan) {
                   "materialized (S x S scores in HBM, pre-2022)")
       ->capture_default_str();
   app->add_option("--fp8-recipe", o.fp8_recipe,
-                  "With --precision fp8, how inputs are scaled: delayed, "
-                  "tensorwise (current scaling: one more pass per cast), "
-                  "blockwise or mxfp8 (Megatron's --fp8-recipe names)")
-      ->capture_default_str();
+                  "With --precision fp8, how inputs are scaled: delayed (the "
+                  "default), tensorwise (current scaling: one more pass per "
+                  "cast), blockwise or mxfp8 (Megatron's --fp8-recipe names)");
   app->add_option("--cross-entropy", o.cross_entropy,
                   "Loss kernel: fused (one pass each way, 12 B per logit: "
                   "TE, Megatron --cross-entropy-loss-fusion, XLA) or unfused "
