@@ -403,17 +403,23 @@ void EvaluateCore(const ModelConsts& mc, const LayerCompute& lc,
     X[kEpA2a] = T[kEpA2a];
     X[kCpPermute] = m * cp_exposed_mb;
     X[kPpPermute] = pp_exposed;
+    // Each group's exposed time, shared out in proportion to its members.
     if (fsdp_total > 0) {
-      X[kFsdpAg] = T[kFsdpAg] / fsdp_total * fsdp_exposed;
-      X[kFsdpRs] = T[kFsdpRs] / fsdp_total * fsdp_exposed;
+      const double f = fsdp_exposed / fsdp_total;
+      X[kFsdpAg] = T[kFsdpAg] * f;
+      X[kFsdpRs] = T[kFsdpRs] * f;
     }
     if (dp_total > 0) {
-      for (int i : {kDpAr, kDenseAr, kDpRs, kDenseRs}) {
-        X[i] = T[i] / dp_total * dp_exposed;
-      }
+      const double f = dp_exposed / dp_total;
+      X[kDpAr] = T[kDpAr] * f;
+      X[kDenseAr] = T[kDenseAr] * f;
+      X[kDpRs] = T[kDpRs] * f;
+      X[kDenseRs] = T[kDenseRs] * f;
     }
     if (dp_gather > 0) {
-      for (int i : {kDpAg, kDenseAg}) X[i] = T[i] / dp_gather * gather_exposed;
+      const double f = gather_exposed / dp_gather;
+      X[kDpAg] = T[kDpAg] * f;
+      X[kDenseAg] = T[kDenseAg] * f;
     }
   }
   if (cfg.assume_mfu > 0) {
