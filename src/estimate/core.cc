@@ -393,14 +393,29 @@ void EvaluateCore(const ModelConsts& mc, const LayerCompute& lc,
       double gemm_mb = lps * gemm_passes * lc.gemm_fwd;
       tp_exposed_mb = std::max(0.0, tp_mb - gemm_mb);
     }
-    exposed = m * (tp_exposed_mb + ep_mb + cp_exposed_mb) + pp_exposed +
+    // Expert all-to-all: exposed in full, or with --ep-overlap hidden under
+    // the paired microbatch's compute from the second microbatch on. On
+    // GPUs the dispatch kernels hold SMs meanwhile (DeepEP's examples use
+    // Buffer.set_num_sms(24)), so the compute that runs beside them slows
+    // by units / (units - 24); TPUs move data with DMA engines.
+    double ep_exposed = m * ep_mb;
+    if (cfg.ep_overlap && ep_mb > 0) {
+      const double kCommUnits = 24;
+      const double slow = eff.units > 2 * kCommUnits
+                              ? eff.units / (eff.units - kCommUnits)
+                              : 1.0;
+      const double beside = std::min(ep_mb, stage_mb);
+      ep_exposed = ep_mb + (m - 1) * (std::max(0.0, ep_mb - stage_mb) +
+                                      beside * (slow - 1));
+    }
+    exposed = m * (tp_exposed_mb + cp_exposed_mb) + ep_exposed + pp_exposed +
               fsdp_exposed + dp_exposed + gather_exposed + offload;
     step = compute + exposed + bubble + t_opt;
     double tp_share = tp_mb > 0 ? tp_exposed_mb / tp_mb : 0;
     X[kTpAg] = T[kTpAg] * tp_share;
     X[kTpRs] = T[kTpRs] * tp_share;
     X[kTpAr] = T[kTpAr] * tp_share;
-    X[kEpA2a] = T[kEpA2a];
+    X[kEpA2a] = ep_exposed;
     X[kCpPermute] = m * cp_exposed_mb;
     X[kPpPermute] = pp_exposed;
     // Each group's exposed time, shared out in proportion to its members.

@@ -297,7 +297,30 @@ void MegatronModelFlags(LaunchText& out, const model::ModelSpec& m) {
       out.Flag("--moe-layer-freq", "\"(" + pattern + ")\"");
     }
     out.Arg("--moe-grouped-gemm");
+  }
+}
+
+// The expert dispatch the estimate assumed: DeepEP (one copy per node)
+// with --ep-dedup, the all-to-all dispatcher otherwise; the all-to-all
+// under another microbatch's compute with --ep-overlap.
+void MegatronDispatchFlags(LaunchText& out, const model::ModelSpec& m,
+                           const estimate::TrainingConfig& cfg,
+                           const Degrees& d) {
+  if (!m.is_moe()) return;
+  if (cfg.ep_dedup) {
+    out.Flag("--moe-token-dispatcher-type", "flex");
+    out.Flag("--moe-flex-dispatcher-backend", "deepep");
+  } else {
     out.Flag("--moe-token-dispatcher-type", "alltoall");
+  }
+  if (cfg.ep_overlap && d.ep > 1) {
+    out.Arg("--overlap-moe-expert-parallel-comm");
+    out.Arg("--delay-wgrad-compute");
+    if (d.pp > 1 && cfg.schedule != estimate::Schedule::kInterleaved) {
+      out.Comment(
+          "Megatron overlaps the expert all-to-all only with pp=1 or an "
+          "interleaved schedule: add --vpp to the plan");
+    }
   }
 }
 
@@ -351,6 +374,7 @@ Result<std::string> EmitMegatron(const model::ModelSpec& m,
   out.Flag("--max-position-embeddings",
            std::max(static_cast<long>(cfg.seq), m.max_positions));
   MegatronModelFlags(out, m);
+  MegatronDispatchFlags(out, m, cfg, d);
   // Selective recompute of some modules: the nearest Megatron has to a
   // policy it lacks.
   auto selective = [&](const char* modules, const std::string& why) {

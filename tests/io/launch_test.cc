@@ -131,6 +131,21 @@ TEST(LaunchTest, MegatronMoeLayerPattern) {
             std::string::npos);
   EXPECT_NE(text->find("--multi-latent-attention"), std::string::npos);
   EXPECT_EQ(Numbers(*text)["--expert-model-parallel-size"], 64);
+  EXPECT_NE(text->find("--moe-token-dispatcher-type alltoall"),
+            std::string::npos);
+  EXPECT_EQ(text->find("--overlap-moe-expert-parallel-comm"),
+            std::string::npos);
+  // The dispatch the estimate assumed: DeepEP, overlapped; Megatron hosts
+  // the overlap only with an interleaved schedule when pp > 1.
+  t.cfg.ep_dedup = true;
+  t.cfg.ep_overlap = true;
+  text = EmitTraining(TrainEngine::kMegatron, t.model, t.system, t.cfg, t.est);
+  ASSERT_TRUE(text.has_value());
+  EXPECT_NE(text->find("--moe-flex-dispatcher-backend deepep"),
+            std::string::npos);
+  EXPECT_NE(text->find("--overlap-moe-expert-parallel-comm"),
+            std::string::npos);
+  EXPECT_NE(text->find("interleaved schedule"), std::string::npos);
 }
 
 TEST(LaunchTest, TorchtitanDegreesMultiplyToChips) {

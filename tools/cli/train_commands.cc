@@ -33,6 +33,7 @@ struct TrainOptionsCli {
   int lora = 0;
   bool no_dp_overlap = false;
   bool ep_dedup = false;
+  bool ep_overlap = false;
   int vpp = 1;
   double assume_mfu = 0;
   double price = 0;
@@ -152,6 +153,7 @@ static Result<TrainInputs> ResolveTrain(const catalog::Catalog& cat,
   }
   c.capacity_factor = o.capacity;
   c.ep_dedup = o.ep_dedup;
+  c.ep_overlap = o.ep_overlap;
   auto kernel = estimate::ParseAttentionKernel(o.attention_kernel);
   if (!kernel) return tl::unexpected(kernel.error());
   c.attention_kernel = *kernel;
@@ -231,6 +233,7 @@ static Result<TrainInputs> ResolveTrain(const catalog::Catalog& cat,
       {"lora_rank", c.lora_rank},
       {"capacity_factor", c.capacity_factor},
       {"ep_dedup", c.ep_dedup},
+      {"ep_overlap", c.ep_overlap},
       {"attention_kernel",
        std::string(estimate::AttentionKernelName(c.attention_kernel))},
       {"cross_entropy", c.unfused_cross_entropy ? "unfused" : "fused"},
@@ -294,6 +297,10 @@ static void AddTrainOptions(CLI::App* app, TrainOptionsCli& o, bool plan) {
                   "padded to it, one-hot dispatch/combine einsums (GShard, "
                   "MaxText's dense path); 0 = dropless")
       ->capture_default_str();
+  app->add_flag("--ep-overlap", o.ep_overlap,
+                "MoE: the expert all-to-all of one microbatch runs under "
+                "another's compute (Megatron "
+                "--overlap-moe-expert-parallel-comm, DeepSeek's DualPipe)");
   app->add_flag("--ep-dedup", o.ep_dedup,
                 "MoE dispatch sends a token once per destination node "
                 "(DeepEP): the network carries distinct nodes, not top_k "

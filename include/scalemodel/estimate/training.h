@@ -89,6 +89,11 @@ struct TrainingConfig {
   // forwards it over NVLink there (DeepEP): the network carries the distinct
   // nodes a token's experts sit on, not its top_k copies.
   bool ep_dedup = false;
+  // The expert all-to-all of one microbatch runs under another microbatch's
+  // compute (Megatron's --overlap-moe-expert-parallel-comm, DeepSeek's
+  // DualPipe): only what exceeds that compute shows, plus the first
+  // microbatch's, which has no partner.
+  bool ep_overlap = false;
   model::AttentionFlops attention = model::AttentionFlops::kCausal;
   // The attention kernel: today's fused kernel for the chip (FA3 / cuDNN on
   // Hopper, FA4 / cuDNN on Blackwell), FlashAttention-2 (Hopper before mid
