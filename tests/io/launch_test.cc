@@ -119,6 +119,11 @@ TEST(LaunchTest, MegatronDegreesAndBatchAreConsistent) {
   text = EmitTraining(TrainEngine::kMegatron, t.model, t.system, t.cfg, t.est);
   ASSERT_TRUE(text.has_value());
   EXPECT_NE(text->find("--fp8-recipe tensorwise"), std::string::npos);
+  EXPECT_EQ(text->find("--tp-comm-overlap"), std::string::npos);
+  t.cfg.tp_comm_overlap = true;  // --tp-overlap
+  text = EmitTraining(TrainEngine::kMegatron, t.model, t.system, t.cfg, t.est);
+  ASSERT_TRUE(text.has_value());
+  EXPECT_NE(text->find("--tp-comm-overlap"), std::string::npos);
 }
 
 TEST(LaunchTest, MegatronMoeLayerPattern) {

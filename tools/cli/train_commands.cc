@@ -34,6 +34,7 @@ struct TrainOptionsCli {
   bool no_dp_overlap = false;
   bool ep_dedup = false;
   bool ep_overlap = false;
+  bool tp_overlap = false;
   int vpp = 1;
   double assume_mfu = 0;
   double price = 0;
@@ -154,6 +155,7 @@ static Result<TrainInputs> ResolveTrain(const catalog::Catalog& cat,
   c.capacity_factor = o.capacity;
   c.ep_dedup = o.ep_dedup;
   c.ep_overlap = o.ep_overlap;
+  c.tp_comm_overlap = o.tp_overlap;
   auto kernel = estimate::ParseAttentionKernel(o.attention_kernel);
   if (!kernel) return tl::unexpected(kernel.error());
   c.attention_kernel = *kernel;
@@ -234,6 +236,7 @@ static Result<TrainInputs> ResolveTrain(const catalog::Catalog& cat,
       {"capacity_factor", c.capacity_factor},
       {"ep_dedup", c.ep_dedup},
       {"ep_overlap", c.ep_overlap},
+      {"tp_overlap", c.tp_comm_overlap},
       {"attention_kernel",
        std::string(estimate::AttentionKernelName(c.attention_kernel))},
       {"cross_entropy", c.unfused_cross_entropy ? "unfused" : "fused"},
@@ -297,6 +300,10 @@ static void AddTrainOptions(CLI::App* app, TrainOptionsCli& o, bool plan) {
                   "padded to it, one-hot dispatch/combine einsums (GShard, "
                   "MaxText's dense path); 0 = dropless")
       ->capture_default_str();
+  app->add_flag("--tp-overlap", o.tp_overlap,
+                "Tensor-parallel collectives overlapped with the adjacent "
+                "GEMMs (Megatron --tp-comm-overlap, torchtitan async TP): "
+                "only what exceeds the layer's GEMMs shows");
   app->add_flag("--ep-overlap", o.ep_overlap,
                 "MoE: the expert all-to-all of one microbatch runs under "
                 "another's compute (Megatron "
