@@ -274,15 +274,44 @@ void EvaluateCore(const ModelConsts& mc, const LayerCompute& lc,
         static_cast<int>(std::round(lps * mc.moe_frac * per_layer * m)));
     ep_mb = T[kEpA2a] / m;
   }
-  // Context parallel (ring attention).
+  // Context parallel.
   double cp_mb = 0, cp_exposed_mb = 0;
   if (par.cp > 1) {
+    const int layers = static_cast<int>(lps);
     double v = cp * t * mc.kv_per_token_layer * 2 / tp;
-    double hop = lay.coll[kCpPermute].Time(v, peak);
-    double per_layer = (cp - 1) * 3 * hop;
-    cp_mb = lps * per_layer;
-    cp_exposed_mb = lps * std::max(0.0, per_layer - 3.5 * lc.attn_fwd);
-    put(kCpPermute, v, static_cast<int>(lps) * (par.cp - 1) * 3 * m);
+    switch (cfg.cp_comm) {
+      case CpComm::kRing: {
+        // (cp - 1) K/V passes per layer forward, K/V and their gradients
+        // backward, under the attention.
+        double hop = lay.coll[kCpPermute].Time(v, peak);
+        double per_layer = (cp - 1) * 3 * hop;
+        cp_mb = lps * per_layer;
+        cp_exposed_mb = lps * std::max(0.0, per_layer - 3.5 * lc.attn_fwd);
+        put(kCpPermute, v, layers * (par.cp - 1) * 3 * m);
+        break;
+      }
+      case CpComm::kAllGather: {
+        // K/V gathered forward and again backward, their gradients
+        // reduce-scattered; the attention waits for them.
+        put(kCpAg, v, layers * (2 + (full ? 1 : 0)) * m);
+        put(kCpRs, v, layers * m);
+        cp_mb = (T[kCpAg] + T[kCpRs]) / m;
+        cp_exposed_mb = cp_mb;
+        break;
+      }
+      case CpComm::kAllToAll: {
+        // Ulysses: q, k, v to a head split before the attention and its
+        // output back, forward and (as gradients) backward.
+        double qkv =
+            cp * t * (mc.heads + 2.0 * mc.kv_heads) * mc.head_dim * 2 / tp;
+        double out = cp * t * mc.heads * mc.head_dim * 2 / tp;
+        int passes = 2 + (full ? 1 : 0);
+        put(kCpA2a, 0.5 * (qkv + out), layers * 2 * passes * m);
+        cp_mb = T[kCpA2a] / m;
+        cp_exposed_mb = cp_mb;
+        break;
+      }
+    }
   }
   // Pipeline.
   double pp_total = 0, pp_exposed = 0;
@@ -416,7 +445,10 @@ void EvaluateCore(const ModelConsts& mc, const LayerCompute& lc,
     X[kTpRs] = T[kTpRs] * tp_share;
     X[kTpAr] = T[kTpAr] * tp_share;
     X[kEpA2a] = ep_exposed;
-    X[kCpPermute] = m * cp_exposed_mb;
+    X[kCpPermute] = cfg.cp_comm == CpComm::kRing ? m * cp_exposed_mb : 0;
+    X[kCpAg] = T[kCpAg];
+    X[kCpRs] = T[kCpRs];
+    X[kCpA2a] = T[kCpA2a];
     X[kPpPermute] = pp_exposed;
     // Each group's exposed time, shared out in proportion to its members.
     if (fsdp_total > 0) {
@@ -593,6 +625,9 @@ LayoutCoefficients BuildCoefficients(const hw::System& sys,
   dense.sizes.insert(dense.sizes.end(), pl[kEp].sizes.begin(),
                      pl[kEp].sizes.end());
   coef(kDenseAr, net::Collective::kAllReduce, dense);
+  coef(kCpAg, net::Collective::kAllGather, pl[kCp]);
+  coef(kCpRs, net::Collective::kReduceScatter, pl[kCp]);
+  coef(kCpA2a, net::Collective::kAllToAll, pl[kCp]);
   coef(kDpRs, net::Collective::kReduceScatter, pl[kDp]);
   coef(kDpAg, net::Collective::kAllGather, pl[kDp]);
   coef(kDenseRs, net::Collective::kReduceScatter, dense);

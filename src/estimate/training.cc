@@ -64,6 +64,35 @@ Result<AttentionKernel> ParseAttentionKernel(std::string_view text) {
                          "--attention-kernel");
 }
 
+std::string_view CpCommName(CpComm c) {
+  switch (c) {
+    case CpComm::kRing:
+      return "p2p";
+    case CpComm::kAllGather:
+      return "allgather";
+    case CpComm::kAllToAll:
+      return "a2a";
+  }
+  return "?";
+}
+
+Result<CpComm> ParseCpComm(std::string_view text) {
+  std::string t = ToLower(Trim(text));
+  if (t == "p2p" || t == "ring") return CpComm::kRing;
+  if (t == "allgather" || t == "all-gather" || t == "all_gather") {
+    return CpComm::kAllGather;
+  }
+  if (t == "a2a" || t == "all-to-all" || t == "ulysses") {
+    return CpComm::kAllToAll;
+  }
+  return InvalidArgument(
+      "expected p2p (ring), allgather or a2a (Ulysses), "
+      "got '" +
+          std::string(text) + "'" +
+          DidYouMean(t, {"p2p", "allgather", "a2a", "ring", "ulysses"}),
+      "--cp-comm");
+}
+
 std::string_view Fp8RecipeName(Fp8Recipe r) {
   switch (r) {
     case Fp8Recipe::kDelayed:
@@ -202,6 +231,14 @@ Result<TrainingEstimate> EstimateTraining(const model::ModelSpec& m,
             " does not divide num_heads=" + std::to_string(m.num_heads),
         "--plan");
   }
+  if (cfg.cp_comm == CpComm::kAllToAll && par.cp > 1 &&
+      m.num_heads % (par.tp * par.cp) != 0) {
+    return InvalidArgument(
+        "a2a (Ulysses) context parallelism splits the heads: tp x cp = " +
+            std::to_string(par.tp * par.cp) + " does not divide num_heads=" +
+            std::to_string(m.num_heads) + "; use --cp-comm p2p or allgather",
+        "--plan");
+  }
   if (par.pp > m.num_layers) {
     return InvalidArgument("pipeline_parallel=" + std::to_string(par.pp) +
                                " is more than the model's " +
@@ -319,6 +356,8 @@ Result<TrainingEstimate> EstimateTraining(const model::ModelSpec& m,
       {"all-reduce", "dp", kDp},        {"all-reduce", "dp+ep", kDp},
       {"reduce-scatter", "dp", kDp},    {"all-gather", "dp", kDp},
       {"reduce-scatter", "dp+ep", kDp}, {"all-gather", "dp+ep", kDp},
+      {"all-gather", "cp", kCp},        {"reduce-scatter", "cp", kCp},
+      {"all-to-all", "cp", kCp},
   };
   for (int i = 0; i < kNumColl; ++i) {
     if (r.coll_calls[i] <= 0 || r.coll_time[i] <= 0) continue;

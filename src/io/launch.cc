@@ -204,6 +204,12 @@ Result<std::string> EmitMaxText(const model::ModelSpec& m,
       out.Key(fmt::format("dcn_{}_parallelism", maxtext), slow);
     }
   }
+  if (d.cp > 1 && cfg.cp_comm != estimate::CpComm::kAllGather) {
+    out.Comment(
+        fmt::format("MaxText's context parallelism all-gathers K/V (--cp-comm "
+                    "allgather); the estimate assumed --cp-comm {}",
+                    estimate::CpCommName(cfg.cp_comm)));
+  }
   out.Key("remat_policy", MaxTextRemat(cfg.remat));
   if (cfg.remat == model::Remat::kNone) {
     out.Comment(
@@ -345,6 +351,9 @@ Result<std::string> EmitMegatron(const model::ModelSpec& m,
              m.num_layers / (d.pp * cfg.vpp));
   }
   out.Flag("--context-parallel-size", d.cp);
+  if (d.cp > 1 && cfg.cp_comm != estimate::CpComm::kRing) {
+    out.Flag("--cp-comm-type", std::string(estimate::CpCommName(cfg.cp_comm)));
+  }
   if (d.ep > 1) out.Flag("--expert-model-parallel-size", d.ep);
   if (d.tp > 1 && cfg.par.sequence_parallel) out.Arg("--sequence-parallel");
   if (cfg.tp_comm_overlap && d.tp > 1) out.Arg("--tp-comm-overlap");
@@ -478,6 +487,12 @@ Result<std::string> EmitTorchtitan(const model::ModelSpec& m,
              cfg.micro_batch);
   }
   out.Flag("--parallelism.context_parallel_degree", d.cp);
+  if (d.cp > 1 && cfg.cp_comm != estimate::CpComm::kRing) {
+    out.Comment(fmt::format(
+        "torchtitan's context parallelism is ring attention (--cp-comm "
+        "p2p); the estimate assumed --cp-comm {}",
+        estimate::CpCommName(cfg.cp_comm)));
+  }
   out.Flag("--parallelism.expert_parallel_degree", d.ep);
   switch (cfg.remat) {
     case model::Remat::kNone:

@@ -299,6 +299,10 @@ Result<SearchResult> SearchTraining(const model::ModelSpec& m,
       if (pp > m.num_layers) continue;
       for (int cp : Divisors(chips / tp / pp)) {
         if (std::fmod(base.seq, cp) != 0 || cp > 64) continue;
+        if (base.cp_comm == estimate::CpComm::kAllToAll &&
+            m.num_heads % (tp * cp) != 0) {
+          continue;
+        }
         for (int ep : Divisors(chips / tp / pp / cp)) {
           if (ep > 1 && (!m.is_moe() || m.moe.num_experts % ep)) continue;
           int rest = chips / tp / pp / cp / ep;

@@ -475,6 +475,47 @@ TEST(TrainingTest, ExpertAllToAllOverlap) {
   EXPECT_EQ(x->step_time, y->step_time);
 }
 
+TEST(TrainingTest, ContextParallelCommTypes) {
+  // At 128K tokens the ring passes hide under the attention; the all-gather
+  // of K/V and the Ulysses all-to-alls sit in front of it and show.
+  auto m = Model("llama3-8b");
+  hw::System sys = System("h100:8x8");
+  TrainingConfig ring = Config("dp=4,tp=2,cp=8,zero=1", 16 * 131072.0, 131072);
+  ring.remat = model::Remat::kFull;
+  TrainingConfig ag = ring, a2a = ring;
+  ag.cp_comm = CpComm::kAllGather;
+  a2a.cp_comm = CpComm::kAllToAll;
+  auto r = EstimateTraining(m, sys, ring);
+  auto g = EstimateTraining(m, sys, ag);
+  auto u = EstimateTraining(m, sys, a2a);
+  ASSERT_TRUE(r.has_value() && g.has_value() && u.has_value());
+  auto item = [](const TrainingEstimate& e, const std::string& kind) {
+    for (const CommItem& c : e.comms) {
+      if (c.parallelism == "cp" && c.kind == kind) return c;
+    }
+    return CommItem{};
+  };
+  EXPECT_EQ(item(*r, "permute").exposed.si(), 0);
+  CommItem gather = item(*g, "all-gather");
+  // Forward, backward and the full-remat recompute, per layer and
+  // microbatch; one reduce-scatter of the K/V gradients.
+  EXPECT_EQ(gather.calls, 32 * 3 * g->microbatches);
+  EXPECT_EQ(item(*g, "reduce-scatter").calls, 32 * g->microbatches);
+  EXPECT_EQ(gather.bytes, item(*r, "permute").bytes);  // the whole K/V
+  EXPECT_EQ(gather.exposed, gather.time);
+  EXPECT_GT(item(*u, "all-to-all").exposed.si(), 0);
+  EXPECT_EQ(r->compute, u->compute);
+  // Ulysses splits the heads: tp x cp must divide them.
+  TrainingConfig bad = a2a;
+  bad.par = *ParsePlan("tp=8,cp=8");
+  EXPECT_EQ(EstimateTraining(m, sys, bad).error().message,
+            "a2a (Ulysses) context parallelism splits the heads: tp x cp = 64 "
+            "does not divide num_heads=32; use --cp-comm p2p or allgather");
+  EXPECT_EQ(*ParseCpComm("ring"), CpComm::kRing);
+  EXPECT_EQ(*ParseCpComm("Ulysses"), CpComm::kAllToAll);
+  EXPECT_FALSE(ParseCpComm("tree").has_value());
+}
+
 TEST(TrainingTest, UnfusedCrossEntropyCostsItsPasses) {
   // Megatron-LM's unfused loss moves 52 B per logit where a fused kernel
   // moves 12: the difference is 40 B x tokens x vocabulary at HBM speed.

@@ -28,7 +28,7 @@ struct TrainOptionsCli {
       plan = "dp=1", batch_tokens, seq = "4096", tokens, remat = "none",
       mode = "realistic", precision = "bf16", schedule = "1f1b",
       attention = "causal", emit, grad_reduce, attention_kernel = "fused",
-      cross_entropy = "fused", fp8_recipe;
+      cross_entropy = "fused", fp8_recipe, cp_comm = "p2p";
   int micro_batch = 1;
   int lora = 0;
   bool no_dp_overlap = false;
@@ -167,6 +167,9 @@ static Result<TrainInputs> ResolveTrain(const catalog::Catalog& cat,
                            "--cross-entropy");
   }
   c.unfused_cross_entropy = ce == "unfused";
+  auto cp_comm = estimate::ParseCpComm(o.cp_comm);
+  if (!cp_comm) return tl::unexpected(cp_comm.error());
+  c.cp_comm = *cp_comm;
   if (!o.fp8_recipe.empty()) {
     if (c.precision != hw::Dtype::kFp8) {
       return InvalidArgument(
@@ -241,6 +244,7 @@ static Result<TrainInputs> ResolveTrain(const catalog::Catalog& cat,
        std::string(estimate::AttentionKernelName(c.attention_kernel))},
       {"cross_entropy", c.unfused_cross_entropy ? "unfused" : "fused"},
       {"fp8_recipe", std::string(estimate::Fp8RecipeName(c.fp8_recipe))},
+      {"cp_comm", std::string(estimate::CpCommName(c.cp_comm))},
       {"mfu_convention",
        c.lora_rank > 0
            ? "model FLOPs (forward + input gradients; frozen weights have "
@@ -330,6 +334,11 @@ static void AddTrainOptions(CLI::App* app, TrainOptionsCli& o, bool plan) {
                   "fused (today's kernel for the chip: FA3/cuDNN on Hopper, "
                   "FA4/cuDNN on Blackwell), flash2 (FlashAttention-2) or "
                   "materialized (S x S scores in HBM, pre-2022)")
+      ->capture_default_str();
+  app->add_option("--cp-comm", o.cp_comm,
+                  "Context parallelism: p2p (ring passes of K/V under the "
+                  "attention), allgather (K/V gathered before it, Llama 3) or "
+                  "a2a (Ulysses head split; tp x cp must divide the heads)")
       ->capture_default_str();
   app->add_option("--fp8-recipe", o.fp8_recipe,
                   "With --precision fp8, how inputs are scaled: delayed (the "

@@ -45,6 +45,11 @@ enum CollIndex {
   kDpAg,
   kDenseRs,
   kDenseAg,
+  // Context parallelism by all-gather (K/V) and reduce-scatter (their
+  // gradients), or by all-to-all (Ulysses).
+  kCpAg,
+  kCpRs,
+  kCpA2a,
   kNumColl
 };
 

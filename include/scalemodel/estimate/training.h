@@ -55,6 +55,15 @@ enum class AttentionKernel { kFused, kFlash2, kMaterialized };
 std::string_view AttentionKernelName(AttentionKernel k);
 Result<AttentionKernel> ParseAttentionKernel(std::string_view text);
 
+// How context parallelism moves K and V (Megatron's --cp-comm-type): ring
+// passes of each rank's K/V chunk overlapped with the attention (p2p), an
+// all-gather of K/V before the attention and a reduce-scatter of their
+// gradients after it (allgather; Llama 3's), or all-to-alls that trade the
+// sequence split for a head split around the attention (a2a, Ulysses).
+enum class CpComm { kRing, kAllGather, kAllToAll };
+std::string_view CpCommName(CpComm c);
+Result<CpComm> ParseCpComm(std::string_view text);
+
 // How fp8 GEMM inputs get their scales (Megatron's --fp8-recipe names).
 // delayed: from an amax history, inside the cast; tensorwise: per-tensor
 // current scaling, an extra amax pass over each input; blockwise / mxfp8:
@@ -105,6 +114,7 @@ struct TrainingConfig {
   // elementwise passes, 52 bytes of HBM traffic per logit instead of the
   // fused kernels' 12 (docs/model.md 5.2).
   bool unfused_cross_entropy = false;
+  CpComm cp_comm = CpComm::kRing;
   // With precision fp8: how the GEMM inputs are scaled (their cast cost).
   Fp8Recipe fp8_recipe = Fp8Recipe::kDelayed;
   // Tensor-parallel all-gathers and reduce-scatters overlapped with the
