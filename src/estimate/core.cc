@@ -376,9 +376,20 @@ void EvaluateCore(const ModelConsts& mc, const LayerCompute& lc,
           : 1.0;
   const double owned = trained / opt_shard;
   double t_opt = peak ? 0.0 : owned * 30 / (chip.hbm_bandwidth.si() * eff.hbm);
-  double offload = 0;
-  if (cfg.offload_optimizer) {
-    offload = owned * 4 / (chip.pcie_bandwidth.si() * (peak ? 1.0 : 0.85));
+  double offload = 0, offload_params = 0;
+  const double pcie = chip.pcie_bandwidth.si() * (peak ? 1.0 : 0.85);
+  if (cfg.offload_params) {
+    // Every microbatch's forward and backward (and a full-remat recompute)
+    // bring each layer's bf16 shard in; each backward sends its gradient
+    // shard out, on the opposite direction of the link. Prefetched under
+    // the compute.
+    const double passes = 2 + (full ? 1 : 0);
+    const double in = m * passes * stage * 2 / par.fsdp;
+    const double out = m * trained * gb / par.fsdp;
+    offload_params = std::max(in, out) / pcie;
+    t_opt = 0;
+  } else if (cfg.offload_optimizer) {
+    offload = owned * 4 / pcie;
     t_opt = 0;
   }
   // Step.
@@ -390,7 +401,7 @@ void EvaluateCore(const ModelConsts& mc, const LayerCompute& lc,
     bubble = idle * stage_mb;
   }
   double comm_total = m * (tp_mb + ep_mb + cp_mb) + pp_total + fsdp_total +
-                      dp_total + dp_gather + offload;
+                      dp_total + dp_gather + offload + offload_params;
   double exposed, step;
   auto& X = r->coll_exposed;
   if (peak) {
@@ -439,6 +450,10 @@ void EvaluateCore(const ModelConsts& mc, const LayerCompute& lc,
     }
     exposed = m * (tp_exposed_mb + cp_exposed_mb) + ep_exposed + pp_exposed +
               fsdp_exposed + dp_exposed + gather_exposed + offload;
+    if (offload_params > 0) {
+      // Beyond the compute, and at least one layer's transfer.
+      exposed += std::max(offload_params / (m * lps), offload_params - compute);
+    }
     step = compute + exposed + bubble + t_opt;
     double tp_share = tp_mb > 0 ? tp_exposed_mb / tp_mb : 0;
     X[kTpAg] = T[kTpAg] * tp_share;
@@ -479,13 +494,25 @@ void EvaluateCore(const ModelConsts& mc, const LayerCompute& lc,
   r->bubble = bubble;
   r->other = t_opt;
   r->elem_total = m * elem_mb + t_opt;
+  r->pcie_time = offload + offload_params;
   // Memory per chip.
   double grad_b = peak ? 0 : 4, opt_b = peak ? 8 : 12;
+  // FSDP's transiently gathered layers are not counted: engines differ
+  // (PyTorch FSDP holds about two blocks, DeepSpeed caps live parameters,
+  // XLA gathers weight by weight).
   r->params = stage * 2 / par.fsdp;
   r->grads =
       trained * grad_b /
       (par.fsdp * (par.zero >= 2 ? static_cast<double>(par.dp) * par.cp : 1.0));
-  r->optimizer = cfg.offload_optimizer ? 0 : trained * opt_b / opt_shard;
+  r->optimizer = cfg.offload_optimizer || cfg.offload_params
+                     ? 0
+                     : trained * opt_b / opt_shard;
+  if (cfg.offload_params) {
+    // On the device: the layer being used and the one being prefetched,
+    // gathered over fsdp, and the layer's fp32 gradient before it leaves.
+    r->params = peak ? 0 : 2 * stage * 2 / lps;
+    r->grads = peak ? 0 : trained * grad_b / lps;
+  }
   double in_flight = 1;
   if (par.pp > 1) {
     in_flight = cfg.schedule == Schedule::kGpipe ? m : std::min<double>(m, pp);

@@ -391,6 +391,17 @@ Result<TrainingEstimate> EstimateTraining(const model::ModelSpec& m,
                         FormatNumber(cfg.assume_mfu) +
                         "; memory and communication are still checked");
   }
+  if (cfg.offload_params || cfg.offload_optimizer) {
+    est.notes.push_back(fmt::format(
+        "{} in host memory: {} of PCIe transfers per step{}; the host's "
+        "Adam step (about 30 bytes of host-memory traffic per parameter a "
+        "chip owns) is not costed",
+        cfg.offload_params ? "parameters, gradients and optimizer state"
+                           : "optimizer state",
+        FormatSeconds(Seconds(r.pcie_time)),
+        cfg.offload_params ? ", prefetched under the compute"
+                           : ", after the backward pass"));
+  }
   MemoryBreakdown& mem = est.memory;
   mem.params = Bytes(r.params);
   mem.grads = Bytes(r.grads);

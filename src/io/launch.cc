@@ -218,6 +218,7 @@ Result<std::string> EmitMaxText(const model::ModelSpec& m,
   }
   if (cfg.precision == hw::Dtype::kFp8) out.Key("quantization", "fp8");
   if (cfg.offload_optimizer) out.Key("optimizer_memory_host_offload", "True");
+  if (cfg.offload_params) out.Key("parameter_memory_host_offload", "True");
   if (d.dp > 1 && cfg.par.zero > 0) {
     out.Comment(fmt::format(
         "zero={} has no MaxText equivalent: the data axis keeps full optimizer "
@@ -430,6 +431,11 @@ Result<std::string> EmitMegatron(const model::ModelSpec& m,
     out.Arg("--optimizer-cpu-offload");
     out.Arg("--use-precision-aware-optimizer");
   }
+  if (cfg.offload_params) {
+    out.Comment(
+        "Megatron offloads optimizer state, not parameters: the estimate "
+        "assumed --offload-params (use torchtitan or MaxText for that)");
+  }
   if (m.sliding_window > 0) {
     out.Comment(fmt::format(
         "{} uses sliding-window attention ({} tokens) on some layers: set it "
@@ -519,9 +525,11 @@ Result<std::string> EmitTorchtitan(const model::ModelSpec& m,
   }
   if (cfg.offload_optimizer) {
     out.Arg("--training.enable_cpu_offload");
-    out.Comment(
-        "torchtitan's CPU offload moves parameters and gradients as well as "
-        "the optimizer state to host memory");
+    if (!cfg.offload_params) {
+      out.Comment(
+          "torchtitan's CPU offload moves parameters and gradients as well "
+          "as the optimizer state to host memory (--offload-params)");
+    }
   }
   return out.Str();
 }

@@ -31,7 +31,11 @@ std::string PlanCandidate::Key() const {
     if (config.schedule == Schedule::kInterleaved)
       s += " vpp=" + std::to_string(config.vpp);
   }
-  if (config.offload_optimizer) s += " offload";
+  if (config.offload_params) {
+    s += " offload-params";
+  } else if (config.offload_optimizer) {
+    s += " offload";
+  }
   // The placement order of the parallelisms that are in use.
   std::string ord;
   Parallelism p = config.par;
@@ -73,13 +77,20 @@ struct Degrees {
 // full-remat activations of one sequence. Over capacity: every variant is
 // infeasible, which the prune test checks.
 double MemoryFloor(const estimate::ModelConsts& mc, const Degrees& g, int zero,
-                   bool offload, bool peak, double seq, double capacity) {
+                   bool offload, bool offload_params, bool peak, double seq,
+                   double capacity) {
   double stage =
       mc.dense_params / g.pp / g.tp + mc.expert_params / g.pp / g.tp / g.ep;
   double params = stage * 2 / g.fsdp;
   double trained = mc.lora ? mc.adapter_params / g.pp / g.tp : stage;
   double grads = trained * (peak ? 0 : 4) /
                  (g.fsdp * (zero >= 2 ? 1.0 * g.dp * g.cp : 1.0));
+  if (offload_params) {
+    // Two layers' parameters and one layer's gradient on the device.
+    double lps = std::ceil(mc.layers / g.pp);
+    params = 2 * stage * 2 / lps;
+    grads = trained * (peak ? 0 : 4) / lps;
+  }
   double opt_shard = (g.fsdp > 1 || zero >= 1)
                          ? g.fsdp * (zero >= 1 ? 1.0 * g.dp * g.cp : 1.0)
                          : 1.0;
@@ -150,8 +161,9 @@ struct Worker {
       zeros.push_back(z);
     }
     std::vector<bool> offloads =
-        opt->search_offload ? std::vector<bool>{false, true}
-                            : std::vector<bool>{base.offload_optimizer};
+        base.offload_params   ? std::vector<bool>{true}
+        : opt->search_offload ? std::vector<bool>{false, true}
+                              : std::vector<bool>{base.offload_optimizer};
     const double variants = static_cast<double>(mbs.size()) * remats.size() *
                             scheds.size() * offloads.size() * zeros.size();
     // Orders: distinct placements of the active parallelisms.
@@ -203,8 +215,8 @@ struct Worker {
       for (int zero : zeros) {
         p.zero = zero;
         for (bool off : offloads) {
-          double floor =
-              MemoryFloor(*mc, g, zero, off, peak, base.seq, capacity);
+          double floor = MemoryFloor(*mc, g, zero, off, base.offload_params,
+                                     peak, base.seq, capacity);
           double block =
               static_cast<double>(mbs.size()) * remats.size() * scheds.size();
           if (floor > capacity) {

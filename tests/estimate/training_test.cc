@@ -516,6 +516,43 @@ TEST(TrainingTest, ContextParallelCommTypes) {
   EXPECT_FALSE(ParseCpComm("tree").has_value());
 }
 
+TEST(TrainingTest, ParameterOffloadStreamsOverPcie) {
+  // Llama 3.1 70B on one 8-GPU node: FSDP alone does not fit its 18 bytes
+  // per parameter in HBM; with parameters, gradients and optimizer state on
+  // the host it does, and the streams hide under a large batch's compute but
+  // not under a small one's.
+  auto m = Model("llama3-70b");
+  hw::System sys = System("h100:8x1");
+  TrainingConfig c = Config("fsdp=8", 64 * 4096.0, 4096);
+  c.remat = model::Remat::kFull;
+  auto plain = EstimateTraining(m, sys, c);
+  ASSERT_TRUE(plain.has_value());
+  EXPECT_FALSE(plain->feasible);
+  TrainingConfig off = c;
+  off.offload_params = off.offload_optimizer = true;
+  auto big = EstimateTraining(m, sys, off);
+  ASSERT_TRUE(big.has_value());
+  EXPECT_TRUE(big->feasible) << big->reason;
+  EXPECT_EQ(big->memory.optimizer.si(), 0);
+  // On the device: the layer in use and the one being prefetched, gathered
+  // (FSDP2's CPU offload works block by block).
+  double layer = model::CountParams(m).total * 2 / m.num_layers;
+  ExpectRel(big->memory.params.si(), 2 * layer, 0.05, "two layers");
+  ExpectRel(plain->memory.params.si(), model::CountParams(m).total * 2 / 8,
+            0.01, "the shard");
+  EXPECT_LT(big->exposed_comm.si(), 0.01 * big->step_time.si());
+  // One sequence per chip: each layer's shard still crosses PCIe three
+  // times (forward, recompute, backward), now longer than the compute.
+  TrainingConfig small = off;
+  small.batch_tokens = 8 * 4096.0;
+  auto s = EstimateTraining(m, sys, small);
+  ASSERT_TRUE(s.has_value());
+  double shard = model::CountParams(m).total * 2 / 8;
+  double pcie = 3 * shard / (sys.chip.pcie_bandwidth.si() * 0.85);
+  EXPECT_GT(s->exposed_comm.si(), 0.5 * (pcie - s->compute.si()));
+  EXPECT_NE(s->notes[0].find("host memory"), std::string::npos);
+}
+
 TEST(TrainingTest, UnfusedCrossEntropyCostsItsPasses) {
   // Megatron-LM's unfused loss moves 52 B per logit where a fused kernel
   // moves 12: the difference is 40 B x tokens x vocabulary at HBM speed.

@@ -41,6 +41,7 @@ struct TrainOptionsCli {
   double imbalance = 1.0;
   double capacity = 0;
   bool offload = false;
+  bool offload_params = false;
 };
 
 }  // namespace
@@ -181,7 +182,8 @@ static Result<TrainInputs> ResolveTrain(const catalog::Catalog& cat,
     if (!recipe) return tl::unexpected(recipe.error());
     c.fp8_recipe = *recipe;
   }
-  c.offload_optimizer = o.offload;
+  c.offload_params = o.offload_params;
+  c.offload_optimizer = o.offload || o.offload_params;
   if (o.attention == "full") {
     c.attention = model::AttentionFlops::kFull;
   } else if (o.attention != "causal") {
@@ -318,6 +320,10 @@ static void AddTrainOptions(CLI::App* app, TrainOptionsCli& o, bool plan) {
                 "copies (capped by the model's topk_group)");
   app->add_flag("--offload-optimizer", o.offload,
                 "Keep optimizer state in host memory (over PCIe)");
+  app->add_flag("--offload-params", o.offload_params,
+                "Keep parameters and gradients in host memory too (FSDP2 "
+                "CPU offload, ZeRO-3 offload_param): each layer streams in "
+                "over PCIe for every pass; implies --offload-optimizer");
   app->add_option("--grad-reduce", o.grad_reduce,
                   "Gradient reduction dtype: bf16 (default) or fp32 (default "
                   "with --emit maxtext, whose weights are fp32)");
@@ -770,6 +776,7 @@ Command AddPlanCommand(CLI::App& app) {
       j["schedule"] = std::string(estimate::ScheduleName(cfg.schedule));
       j["vpp"] = cfg.vpp;
       j["offload_optimizer"] = cfg.offload_optimizer;
+      j["offload_params"] = cfg.offload_params;
       j["search_step_time_s"] = p.step_time_s;
       j["behind_best"] = behind;
       plans.push_back(j);

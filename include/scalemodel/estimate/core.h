@@ -140,6 +140,7 @@ struct CoreResult {
   double params = 0, grads = 0, optimizer = 0, activations = 0, reserve = 0;
   double total_mem = 0, capacity = 0;
   double elem_total = 0;  // memory-bound part of compute (for the verdict)
+  double pcie_time = 0;   // host offload traffic per step (one direction)
   // Per-collective totals per step (time, exposed) in CollIndex order.
   std::array<double, kNumColl> coll_time{}, coll_exposed{}, coll_bytes{};
   std::array<int, kNumColl> coll_calls{};

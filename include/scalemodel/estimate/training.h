@@ -88,7 +88,12 @@ struct TrainingConfig {
   Mode mode = Mode::kRealistic;
   double assume_mfu = 0;  // > 0: step time from model FLOPs at this MFU
   bool offload_optimizer = false;  // optimizer state in host memory
-  double load_imbalance = 1.0;     // MoE: busiest expert / mean
+  // Parameters and gradients in host memory too (FSDP2's CPUOffloadPolicy,
+  // DeepSpeed ZeRO-3 offload_param): each layer's shard streams in over
+  // PCIe for every pass that needs it, its gradient shard streams out.
+  // Implies offload_optimizer.
+  bool offload_params = false;
+  double load_imbalance = 1.0;  // MoE: busiest expert / mean
   // MoE token dropping (GShard / MaxText's dense-matmul path): every expert
   // computes capacity_factor x its fair share of tokens, and tokens reach
   // their experts through one-hot dispatch and combine einsums. 0: dropless
