@@ -219,6 +219,7 @@ void EvaluateCore(const ModelConsts& mc, const LayerCompute& lc,
         cfg.batch_tokens;
     stage_mb = hw_flops / chips / m / C;
     elem_mb = 0;
+    r->layer_matmul = stage_mb / lps;
   } else {
     double recompute = 0;
     switch (cfg.remat) {
@@ -239,7 +240,17 @@ void EvaluateCore(const ModelConsts& mc, const LayerCompute& lc,
     }
     double layer = gemm_passes * lc.gemm_fwd + 3.5 * lc.attn_fwd +
                    3 * lc.elem_fwd + recompute;
-    stage_mb = lps * layer + (gemm_passes * lc.logits_fwd + lc.loss_total) / pp;
+    r->layer_matmul = gemm_passes * lc.gemm_fwd;
+    r->layer_attention = 3.5 * lc.attn_fwd;
+    r->layer_elem = 3 * lc.elem_fwd;
+    r->layer_recompute = recompute;
+    r->head = gemm_passes * lc.logits_fwd + lc.loss_total;
+    // The output layer and loss sit on the last stage, after the layers the
+    // others leave it (the busiest holds ceil(L / pp)): the pipeline runs at
+    // the pace of the slower of the two.
+    const double head = gemm_passes * lc.logits_fwd + lc.loss_total;
+    const double last_layers = std::max(0.0, mc.layers - (pp - 1) * lps);
+    stage_mb = std::max(lps * layer, last_layers * layer + head);
     elem_mb = lps * 3 * lc.elem_fwd;
   }
   auto& T = r->coll_time;

@@ -376,6 +376,15 @@ Result<TrainingEstimate> EstimateTraining(const model::ModelSpec& m,
     c.exposed = Seconds(r.coll_exposed[i]);
     est.comms.push_back(c);
   }
+  est.per_layer.matmul = Seconds(r.layer_matmul);
+  est.per_layer.attention = Seconds(r.layer_attention);
+  est.per_layer.elementwise = Seconds(r.layer_elem);
+  est.per_layer.recompute = Seconds(r.layer_recompute);
+  est.per_layer.total = Seconds(r.layer_matmul + r.layer_attention +
+                                r.layer_elem + r.layer_recompute);
+  est.per_layer.output_and_loss = Seconds(r.head);
+  est.per_layer.layers_per_stage =
+      static_cast<int>(std::ceil(static_cast<double>(m.num_layers) / par.pp));
   est.step_time = Seconds(r.step);
   est.compute = Seconds(r.compute);
   est.exposed_comm = Seconds(r.exposed);
@@ -561,11 +570,26 @@ Result<TrainingEstimate> EstimateTraining(const model::ModelSpec& m,
         "= {:.0f}",
         per_slice, cb.dcn_per_slice));
   }
-  if (par.pp > 1 && m.num_layers % par.pp != 0) {
+  if (par.pp > 1) {
+    // The stage that sets the pace: the busiest (ceil(L / pp) layers), or
+    // the last, which holds what the others leave plus the output layer
+    // and loss (docs/model.md 5.4).
+    const int busiest = est.per_layer.layers_per_stage;
+    const int last = std::max(0, m.num_layers - (par.pp - 1) * busiest);
+    const double layer = est.per_layer.total.si();
+    const double head = est.per_layer.output_and_loss.si();
+    const bool last_paces = last * layer + head > busiest * layer;
     est.notes.push_back(fmt::format(
-        "uneven pipeline: {} layers over {} stages, the busiest stage holds {} "
-        "and sets the pace",
-        m.num_layers, par.pp, (m.num_layers + par.pp - 1) / par.pp));
+        "pipeline stages: {} layers over {} stages, {} on the busiest and {} "
+        "plus the output layer and loss ({}) on the last; the {} sets the "
+        "pace{}",
+        m.num_layers, par.pp, busiest, last,
+        FormatSeconds(est.per_layer.output_and_loss),
+        last_paces ? "last" : "busiest",
+        last_paces && last == busiest
+            ? " (Megatron's --decoder-last-pipeline-num-layers can give it "
+              "fewer)"
+            : ""));
   }
   if (mc.lora) {
     est.notes.push_back(fmt::format(

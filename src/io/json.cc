@@ -193,6 +193,13 @@ Json ToJson(const estimate::TrainingEstimate& e) {
                      {"exposed_s", c.exposed.si()}});
   }
   j["comms"] = comms;
+  j["per_layer"] = {{"matmul_s", e.per_layer.matmul.si()},
+                    {"attention_s", e.per_layer.attention.si()},
+                    {"elementwise_s", e.per_layer.elementwise.si()},
+                    {"recompute_s", e.per_layer.recompute.si()},
+                    {"total_s", e.per_layer.total.si()},
+                    {"output_and_loss_s", e.per_layer.output_and_loss.si()},
+                    {"layers_per_stage", e.per_layer.layers_per_stage}};
   j["memory_per_chip"] = {{"params_bytes", e.memory.params.si()},
                           {"grads_bytes", e.memory.grads.si()},
                           {"optimizer_bytes", e.memory.optimizer.si()},

@@ -553,6 +553,41 @@ TEST(TrainingTest, ParameterOffloadStreamsOverPcie) {
   EXPECT_NE(s->notes[0].find("host memory"), std::string::npos);
 }
 
+TEST(TrainingTest, LastPipelineStageCarriesTheOutputLayer) {
+  // 80 layers over 4 stages, 20 each: the last also runs the output layer
+  // and the loss, and the pipeline moves at its pace. 126 layers over 8
+  // stages: the busiest hold 16, the last 14 plus the head.
+  auto m = Model("llama3-70b");
+  TrainingConfig c = Config("dp=16,tp=8,pp=4,zero=1", 1024 * 4096.0, 4096);
+  auto e = EstimateTraining(m, System("h100:8x64"), c);
+  ASSERT_TRUE(e.has_value());
+  const auto& L = e->per_layer;
+  EXPECT_EQ(L.layers_per_stage, 20);
+  ExpectRel(L.total.si(),
+            (L.matmul + L.attention + L.elementwise + L.recompute).si(), 1e-12,
+            "parts");
+  ExpectRel(e->compute.si(),
+            e->microbatches * (20 * L.total.si() + L.output_and_loss.si()),
+            1e-9, "the last stage's pace");
+  bool said = false;
+  for (const std::string& n : e->notes) {
+    said |= n.find("the last sets the pace") != std::string::npos;
+  }
+  EXPECT_TRUE(said);
+  auto big = Model("llama3-405b");
+  auto u =
+      EstimateTraining(big, System("h100:8x128"),
+                       Config("dp=16,tp=8,pp=8,zero=1", 512 * 4096.0, 4096));
+  ASSERT_TRUE(u.has_value());
+  const auto& B = u->per_layer;
+  EXPECT_EQ(B.layers_per_stage, 16);
+  ExpectRel(
+      u->compute.si(),
+      u->microbatches * std::max(16 * B.total.si(),
+                                 14 * B.total.si() + B.output_and_loss.si()),
+      1e-9, "the slower of busiest and last");
+}
+
 TEST(TrainingTest, UnfusedCrossEntropyCostsItsPasses) {
   // Megatron-LM's unfused loss moves 52 B per logit where a fused kernel
   // moves 12: the difference is 40 B x tokens x vocabulary at HBM speed.

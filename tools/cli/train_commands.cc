@@ -393,17 +393,34 @@ static std::string TrainText(const estimate::TrainingEstimate& e,
                          FormatSeconds(c.exposed)});
   }
   const estimate::MemoryBreakdown& m = e.memory;
+  const auto& L = e.per_layer;
+  std::string per_layer =
+      L.attention.si() > 0 || L.elementwise.si() > 0
+          ? fmt::format(
+                "  per layer and microbatch (forward + backward): {} = "
+                "matmuls {} + attention {} + elementwise and norms {} + "
+                "recompute {}; {} layers per stage, the last adds output "
+                "layer and loss {}\n",
+                FormatSeconds(L.total), FormatSeconds(L.matmul),
+                FormatSeconds(L.attention), FormatSeconds(L.elementwise),
+                FormatSeconds(L.recompute), L.layers_per_stage,
+                FormatSeconds(L.output_and_loss))
+          : fmt::format(
+                "  per layer and microbatch (forward + backward): {} at peak "
+                "FLOP/s (peak mode does not split it); {} layers per "
+                "stage\n",
+                FormatSeconds(L.total), L.layers_per_stage);
   std::string out = fmt::format(
       "{}step time {} ({} microbatches; layout: {})\n"
       "  compute {}, exposed communication {}, bubble {}, other {}\n"
       "  MFU {:.1f}%, HFU {:.1f}%, {:.0f} tokens/s ({:.0f} per chip), "
-      "{:.0f} TFLOP/s per chip\n  bottleneck: {}\n\n",
+      "{:.0f} TFLOP/s per chip\n{}  bottleneck: {}\n\n",
       e.feasible ? "" : "NOT FEASIBLE: " + e.reason + "\n",
       FormatSeconds(e.step_time), e.microbatches,
       layout.empty() ? "one chip" : layout, FormatSeconds(e.compute),
       FormatSeconds(e.exposed_comm), FormatSeconds(e.bubble),
       FormatSeconds(e.other), 100 * e.mfu, 100 * e.hfu, e.tokens_per_s,
-      e.tokens_per_s_per_chip, e.model_flops_per_s_per_chip / 1e12,
+      e.tokens_per_s_per_chip, e.model_flops_per_s_per_chip / 1e12, per_layer,
       e.bottleneck);
   out += fmt::format(
       "memory per chip: {} of {} (params {}, grads {}, optimizer {}, "

@@ -141,6 +141,11 @@ struct CoreResult {
   double total_mem = 0, capacity = 0;
   double elem_total = 0;  // memory-bound part of compute (for the verdict)
   double pcie_time = 0;   // host offload traffic per step (one direction)
+  // One layer, one microbatch, forward + backward (realistic mode; peak
+  // mode puts the whole layer in matmul), and the last stage's output layer
+  // and loss.
+  double layer_matmul = 0, layer_attention = 0, layer_elem = 0,
+         layer_recompute = 0, head = 0;
   // Per-collective totals per step (time, exposed) in CollIndex order.
   std::array<double, kNumColl> coll_time{}, coll_exposed{}, coll_bytes{};
   std::array<int, kNumColl> coll_calls{};

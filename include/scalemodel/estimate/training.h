@@ -177,6 +177,14 @@ struct TrainingEstimate {
   units::Seconds step_time;
   units::Seconds compute, exposed_comm, bubble, other;
   std::vector<CommItem> comms;
+  // Compute of one layer for one microbatch, forward + backward, by kind of
+  // work (realistic mode; peak mode puts it all in matmul), and the output
+  // layer and loss that the last pipeline stage adds per microbatch.
+  struct LayerTimes {
+    units::Seconds matmul, attention, elementwise, recompute, total;
+    units::Seconds output_and_loss;
+    int layers_per_stage = 0;
+  } per_layer;
   MemoryBreakdown memory;
   double model_flops_per_step = 0;
   double hardware_flops_per_step = 0;
