@@ -200,7 +200,16 @@ void EvaluateCore(const ModelConsts& mc, const LayerCompute& lc,
   const bool peak = cfg.mode == Mode::kPeak;
   const double chips = par.product();
   const double pp = par.pp, tp = par.tp, ep = par.ep, cp = par.cp;
-  const double lps = std::ceil(mc.layers / pp);
+  // Layers per stage: ceil(L / pp) on all but the last, which holds the rest
+  // (or --last-stage-layers, the others sharing what remains); lps is the
+  // most any stage holds.
+  double others = std::ceil(mc.layers / pp);
+  double last_layers = std::max(0.0, mc.layers - (pp - 1) * others);
+  if (cfg.last_stage_layers > 0 && par.pp > 1) {
+    last_layers = cfg.last_stage_layers;
+    others = std::ceil((mc.layers - last_layers) / (pp - 1));
+  }
+  const double lps = std::max(others, last_layers);
   const double t = cfg.micro_batch * cfg.seq / cp;
   const double D = mc.d;
   const int remat = static_cast<int>(cfg.remat);
@@ -210,6 +219,8 @@ void EvaluateCore(const ModelConsts& mc, const LayerCompute& lc,
   const double C_bf16 = chip.Peak(hw::Dtype::kBf16).si();
   const double C = chip.Peak(cfg.precision).si();
   *r = CoreResult{};
+  r->stage_layers = static_cast<int>(others);
+  r->last_stage_layers = static_cast<int>(last_layers);
 
   // Compute per microbatch per stage.
   double stage_mb, elem_mb;
@@ -245,12 +256,11 @@ void EvaluateCore(const ModelConsts& mc, const LayerCompute& lc,
     r->layer_elem = 3 * lc.elem_fwd;
     r->layer_recompute = recompute;
     r->head = gemm_passes * lc.logits_fwd + lc.loss_total;
-    // The output layer and loss sit on the last stage, after the layers the
-    // others leave it (the busiest holds ceil(L / pp)): the pipeline runs at
-    // the pace of the slower of the two.
+    // The output layer and loss sit on the last stage: the pipeline runs at
+    // the pace of the slower of it and the others.
     const double head = gemm_passes * lc.logits_fwd + lc.loss_total;
-    const double last_layers = std::max(0.0, mc.layers - (pp - 1) * lps);
-    stage_mb = std::max(lps * layer, last_layers * layer + head);
+    stage_mb = par.pp > 1 ? std::max(others * layer, last_layers * layer + head)
+                          : lps * layer + head;
     elem_mb = lps * 3 * lc.elem_fwd;
   }
   auto& T = r->coll_time;

@@ -231,6 +231,23 @@ Result<TrainingEstimate> EstimateTraining(const model::ModelSpec& m,
             " does not divide num_heads=" + std::to_string(m.num_heads),
         "--plan");
   }
+  if (cfg.last_stage_layers > 0) {
+    if (par.pp < 2) {
+      return InvalidArgument(
+          "a last-stage layer count needs pipeline parallelism (pp >= 2)",
+          "--last-stage-layers");
+    }
+    if (cfg.last_stage_layers >= m.num_layers ||
+        m.num_layers - cfg.last_stage_layers < par.pp - 1) {
+      return InvalidArgument(
+          "the other " + std::to_string(par.pp - 1) +
+              " stages need at least a layer each: expected 1 to " +
+              std::to_string(m.num_layers - par.pp + 1) + " of " +
+              std::to_string(m.num_layers) + " layers, got " +
+              std::to_string(cfg.last_stage_layers),
+          "--last-stage-layers");
+    }
+  }
   if (cfg.cp_comm == CpComm::kAllToAll && par.cp > 1 &&
       m.num_heads % (par.tp * par.cp) != 0) {
     return InvalidArgument(
@@ -383,8 +400,8 @@ Result<TrainingEstimate> EstimateTraining(const model::ModelSpec& m,
   est.per_layer.total = Seconds(r.layer_matmul + r.layer_attention +
                                 r.layer_elem + r.layer_recompute);
   est.per_layer.output_and_loss = Seconds(r.head);
-  est.per_layer.layers_per_stage =
-      static_cast<int>(std::ceil(static_cast<double>(m.num_layers) / par.pp));
+  est.per_layer.layers_per_stage = r.stage_layers;
+  est.per_layer.last_stage_layers = r.last_stage_layers;
   est.step_time = Seconds(r.step);
   est.compute = Seconds(r.compute);
   est.exposed_comm = Seconds(r.exposed);
@@ -575,20 +592,20 @@ Result<TrainingEstimate> EstimateTraining(const model::ModelSpec& m,
     // the last, which holds what the others leave plus the output layer
     // and loss (docs/model.md 5.4).
     const int busiest = est.per_layer.layers_per_stage;
-    const int last = std::max(0, m.num_layers - (par.pp - 1) * busiest);
+    const int last = est.per_layer.last_stage_layers;
     const double layer = est.per_layer.total.si();
     const double head = est.per_layer.output_and_loss.si();
     const bool last_paces = last * layer + head > busiest * layer;
     est.notes.push_back(fmt::format(
-        "pipeline stages: {} layers over {} stages, {} on the busiest and {} "
-        "plus the output layer and loss ({}) on the last; the {} sets the "
-        "pace{}",
+        "pipeline stages: {} layers over {} stages, {} on each but the last "
+        "and {} plus the output layer and loss ({}) on the last; the {} "
+        "the pace{}",
         m.num_layers, par.pp, busiest, last,
         FormatSeconds(est.per_layer.output_and_loss),
-        last_paces ? "last" : "busiest",
-        last_paces && last == busiest
-            ? " (Megatron's --decoder-last-pipeline-num-layers can give it "
-              "fewer)"
+        last_paces ? "last sets" : "others set",
+        last_paces && last > 1 && cfg.last_stage_layers == 0
+            ? " (--last-stage-layers, Megatron's "
+              "--decoder-last-pipeline-num-layers, can give it fewer)"
             : ""));
   }
   if (mc.lora) {

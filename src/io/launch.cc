@@ -351,6 +351,16 @@ Result<std::string> EmitMegatron(const model::ModelSpec& m,
     out.Flag("--num-layers-per-virtual-pipeline-stage",
              m.num_layers / (d.pp * cfg.vpp));
   }
+  if (d.pp > 1 && cfg.last_stage_layers > 0) {
+    out.Flag("--decoder-last-pipeline-num-layers", cfg.last_stage_layers);
+    const int rest = m.num_layers - cfg.last_stage_layers;
+    if (rest % (d.pp - 1) != 0) {
+      out.Comment(fmt::format(
+          "Megatron splits the other {} layers evenly over {} stages: pick a "
+          "last-stage count that leaves a multiple of {}",
+          rest, d.pp - 1, d.pp - 1));
+    }
+  }
   out.Flag("--context-parallel-size", d.cp);
   if (d.cp > 1 && cfg.cp_comm != estimate::CpComm::kRing) {
     out.Flag("--cp-comm-type", std::string(estimate::CpCommName(cfg.cp_comm)));

@@ -574,6 +574,20 @@ TEST(TrainingTest, LastPipelineStageCarriesTheOutputLayer) {
     said |= n.find("the last sets the pace") != std::string::npos;
   }
   EXPECT_TRUE(said);
+  // Rebalanced: 17 layers on the last stage, 21 on the others, which now set
+  // the pace (Megatron's --decoder-last-pipeline-num-layers).
+  TrainingConfig lighter = c;
+  lighter.last_stage_layers = 17;
+  auto l = EstimateTraining(m, System("h100:8x64"), lighter);
+  ASSERT_TRUE(l.has_value());
+  EXPECT_EQ(l->per_layer.layers_per_stage, 21);
+  EXPECT_EQ(l->per_layer.last_stage_layers, 17);
+  ExpectRel(l->compute.si(), l->microbatches * 21 * L.total.si(), 1e-9,
+            "the others' pace");
+  lighter.last_stage_layers = 78;
+  EXPECT_EQ(EstimateTraining(m, System("h100:8x64"), lighter).error().message,
+            "the other 3 stages need at least a layer each: expected 1 to 77 "
+            "of 80 layers, got 78");
   auto big = Model("llama3-405b");
   auto u =
       EstimateTraining(big, System("h100:8x128"),

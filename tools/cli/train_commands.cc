@@ -31,6 +31,7 @@ struct TrainOptionsCli {
       cross_entropy = "fused", fp8_recipe, cp_comm = "p2p";
   int micro_batch = 1;
   int lora = 0;
+  int last_stage_layers = 0;
   bool no_dp_overlap = false;
   bool ep_dedup = false;
   bool ep_overlap = false;
@@ -156,6 +157,11 @@ static Result<TrainInputs> ResolveTrain(const catalog::Catalog& cat,
   c.capacity_factor = o.capacity;
   c.ep_dedup = o.ep_dedup;
   c.ep_overlap = o.ep_overlap;
+  if (o.last_stage_layers < 0) {
+    return InvalidArgument("expected a layer count >= 1 (0: the default)",
+                           "--last-stage-layers");
+  }
+  c.last_stage_layers = o.last_stage_layers;
   c.tp_comm_overlap = o.tp_overlap;
   auto kernel = estimate::ParseAttentionKernel(o.attention_kernel);
   if (!kernel) return tl::unexpected(kernel.error());
@@ -242,6 +248,7 @@ static Result<TrainInputs> ResolveTrain(const catalog::Catalog& cat,
       {"ep_dedup", c.ep_dedup},
       {"ep_overlap", c.ep_overlap},
       {"tp_overlap", c.tp_comm_overlap},
+      {"last_stage_layers", c.last_stage_layers},
       {"attention_kernel",
        std::string(estimate::AttentionKernelName(c.attention_kernel))},
       {"cross_entropy", c.unfused_cross_entropy ? "unfused" : "fused"},
@@ -283,6 +290,12 @@ static void AddTrainOptions(CLI::App* app, TrainOptionsCli& o, bool plan) {
       ->capture_default_str();
   app->add_option("--remat", o.remat,
                   "none, selective, save-matmul-outputs or full")
+      ->capture_default_str();
+  app->add_option("--last-stage-layers", o.last_stage_layers,
+                  "Layers on the last pipeline stage, which also runs the "
+                  "output layer and loss (Megatron "
+                  "--decoder-last-pipeline-num-layers); 0: what the others, "
+                  "ceil(L/pp) each, leave")
       ->capture_default_str();
   app->add_option("--schedule", o.schedule, "gpipe, 1f1b or interleaved")
       ->capture_default_str();

@@ -146,6 +146,8 @@ struct CoreResult {
   // and loss.
   double layer_matmul = 0, layer_attention = 0, layer_elem = 0,
          layer_recompute = 0, head = 0;
+  // Layers on each pipeline stage but the last, and on the last.
+  int stage_layers = 0, last_stage_layers = 0;
   // Per-collective totals per step (time, exposed) in CollIndex order.
   std::array<double, kNumColl> coll_time{}, coll_exposed{}, coll_bytes{};
   std::array<int, kNumColl> coll_calls{};

@@ -120,6 +120,10 @@ struct TrainingConfig {
   // fused kernels' 12 (docs/model.md 5.2).
   bool unfused_cross_entropy = false;
   CpComm cp_comm = CpComm::kRing;
+  // Layers on the last pipeline stage, which also runs the output layer and
+  // the loss (Megatron's --decoder-last-pipeline-num-layers); 0: what the
+  // others, ceil(L / pp) each, leave it.
+  int last_stage_layers = 0;
   // With precision fp8: how the GEMM inputs are scaled (their cast cost).
   Fp8Recipe fp8_recipe = Fp8Recipe::kDelayed;
   // Tensor-parallel all-gathers and reduce-scatters overlapped with the
@@ -183,7 +187,8 @@ struct TrainingEstimate {
   struct LayerTimes {
     units::Seconds matmul, attention, elementwise, recompute, total;
     units::Seconds output_and_loss;
-    int layers_per_stage = 0;
+    int layers_per_stage = 0;   // on every stage but the last
+    int last_stage_layers = 0;  // on the last
   } per_layer;
   MemoryBreakdown memory;
   double model_flops_per_step = 0;
