@@ -193,7 +193,8 @@ LayerCompute ComputeLayer(const model::ModelSpec& m, const ModelConsts& mc,
 void EvaluateCore(const ModelConsts& mc, const LayerCompute& lc,
                   const LayoutCoefficients& lay, const Parallelism& par,
                   const TrainingConfig& cfg, const hw::Chip& chip,
-                  const ChipEfficiency& eff, int m, CoreResult* r) {
+                  const ChipEfficiency& eff, int m, CoreResult* r,
+                  bool detail) {
   // GEMM passes per layer: forward, input and weight gradients; frozen
   // (LoRA) weights skip the weight gradients.
   const double gemm_passes = mc.lora ? 2 : 3;
@@ -218,7 +219,11 @@ void EvaluateCore(const ModelConsts& mc, const LayerCompute& lc,
       cfg.schedule == Schedule::kInterleaved ? std::max(1, cfg.vpp) : 1;
   const double C_bf16 = chip.Peak(hw::Dtype::kBf16).si();
   const double C = chip.Peak(cfg.precision).si();
-  *r = CoreResult{};
+  if (detail) {
+    *r = CoreResult{};
+  } else {
+    r->coll_time.fill(0.0);  // the only array the sums below read
+  }
   r->stage_layers = static_cast<int>(others);
   r->last_stage_layers = static_cast<int>(last_layers);
 
@@ -267,8 +272,10 @@ void EvaluateCore(const ModelConsts& mc, const LayerCompute& lc,
   auto& N = r->coll_calls;
   auto& V = r->coll_bytes;
   auto put = [&](int i, double bytes, int calls) {
-    V[i] = bytes;
-    N[i] = calls;
+    if (detail) {
+      V[i] = bytes;
+      N[i] = calls;
+    }
     T[i] = calls * lay.coll[i].Time(bytes, peak);
   };
   // Tensor parallel.
@@ -425,30 +432,32 @@ void EvaluateCore(const ModelConsts& mc, const LayerCompute& lc,
                       dp_total + dp_gather + offload + offload_params;
   double exposed, step;
   auto& X = r->coll_exposed;
+  // Exposed parts (realistic mode), kept for the per-collective split.
+  double fsdp_exposed = 0, dp_exposed = 0, gather_exposed = 0,
+         tp_exposed_mb = tp_mb, ep_exposed = m * ep_mb;
   if (peak) {
     exposed = std::max(0.0, comm_total - compute);
     step = compute + exposed + bubble;
-    for (int i = 0; i < kNumColl; ++i) {
+    for (int i = 0; detail && i < kNumColl; ++i) {
       X[i] = comm_total > 0 ? T[i] / comm_total * exposed : 0;
     }
   } else {
     double backward_last = 2.0 / 3.0 * stage_mb;
-    double fsdp_exposed =
+    fsdp_exposed =
         par.fsdp > 1
             ? std::max({0.0, fsdp_total / (m * 3 * lps), fsdp_total - compute})
             : 0.0;
-    double dp_exposed =
+    dp_exposed =
         dp_total > 0
             ? std::max(dp_total / lps,
                        dp_total - (cfg.dp_overlap ? backward_last : 0.0))
             : 0.0;
     // The parameter all-gather, layer by layer under the first forward.
-    double gather_exposed =
+    gather_exposed =
         dp_gather > 0
             ? std::max(dp_gather / lps,
                        dp_gather - (cfg.dp_overlap ? stage_mb / 3 : 0.0))
             : 0.0;
-    double tp_exposed_mb = tp_mb;
     if (cfg.tp_comm_overlap) {
       // Split GEMMs hide the collectives; what exceeds the GEMMs shows.
       double gemm_mb = lps * gemm_passes * lc.gemm_fwd;
@@ -459,7 +468,6 @@ void EvaluateCore(const ModelConsts& mc, const LayerCompute& lc,
     // GPUs the dispatch kernels hold SMs meanwhile (DeepEP's examples use
     // Buffer.set_num_sms(24)), so the compute that runs beside them slows
     // by units / (units - 24); TPUs move data with DMA engines.
-    double ep_exposed = m * ep_mb;
     if (cfg.ep_overlap && ep_mb > 0) {
       const double kCommUnits = 24;
       const double slow = eff.units > 2 * kCommUnits
@@ -476,6 +484,8 @@ void EvaluateCore(const ModelConsts& mc, const LayerCompute& lc,
       exposed += std::max(offload_params / (m * lps), offload_params - compute);
     }
     step = compute + exposed + bubble + t_opt;
+  }
+  if (detail && !peak) {
     double tp_share = tp_mb > 0 ? tp_exposed_mb / tp_mb : 0;
     X[kTpAg] = T[kTpAg] * tp_share;
     X[kTpRs] = T[kTpRs] * tp_share;

@@ -244,7 +244,8 @@ struct Worker {
                 cfg.vpp = v;
                 CoreResult res;
                 estimate::EvaluateCore(*mc, lcs[k], lay, p, cfg, sys->chip, eff,
-                                       microbatches, &res);
+                                       microbatches, &res,
+                                       /*detail=*/false);
                 ++evaluated;
                 ++scored;
                 if (!res.feasible) {

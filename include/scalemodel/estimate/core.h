@@ -157,7 +157,10 @@ struct CoreResult {
 void EvaluateCore(const ModelConsts& mc, const LayerCompute& lc,
                   const LayoutCoefficients& lay, const Parallelism& par,
                   const TrainingConfig& cfg, const hw::Chip& chip,
-                  const ChipEfficiency& eff, int microbatches, CoreResult* out);
+                  const ChipEfficiency& eff, int microbatches, CoreResult* out,
+                  bool detail = true);
+// detail = false (the plan search): only the step, memory and feasibility
+// are filled in; the per-collective arrays and per-layer split are not.
 
 }  // namespace scalemodel::estimate
 
