@@ -497,23 +497,14 @@ void EvaluateCore(const ModelConsts& mc, const LayerCompute& lc,
     X[kCpA2a] = T[kCpA2a];
     X[kPpPermute] = pp_exposed;
     // Each group's exposed time, shared out in proportion to its members.
-    if (fsdp_total > 0) {
-      const double f = fsdp_exposed / fsdp_total;
-      X[kFsdpAg] = T[kFsdpAg] * f;
-      X[kFsdpRs] = T[kFsdpRs] * f;
-    }
-    if (dp_total > 0) {
-      const double f = dp_exposed / dp_total;
-      X[kDpAr] = T[kDpAr] * f;
-      X[kDenseAr] = T[kDenseAr] * f;
-      X[kDpRs] = T[kDpRs] * f;
-      X[kDenseRs] = T[kDenseRs] * f;
-    }
-    if (dp_gather > 0) {
-      const double f = gather_exposed / dp_gather;
-      X[kDpAg] = T[kDpAg] * f;
-      X[kDenseAg] = T[kDenseAg] * f;
-    }
+    auto share = [&](double exposed_part, double total,
+                     std::initializer_list<int> members) {
+      if (total <= 0) return;
+      for (int i : members) X[i] = T[i] * (exposed_part / total);
+    };
+    share(fsdp_exposed, fsdp_total, {kFsdpAg, kFsdpRs});
+    share(dp_exposed, dp_total, {kDpAr, kDenseAr, kDpRs, kDenseRs});
+    share(gather_exposed, dp_gather, {kDpAg, kDenseAg});
   }
   if (cfg.assume_mfu > 0) {
     step = mc.model_flops_per_token * cfg.batch_tokens /

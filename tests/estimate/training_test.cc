@@ -395,17 +395,21 @@ TEST(TrainingTest, AttentionKernelGenerations) {
             "mean 'flash2'?)");
 }
 
+// One layer of Llama 3 8B on one H100 at 4096 tokens, realistic mode.
+LayerCompute Layer8B(const TrainingConfig& c) {
+  auto m = Model("llama3-8b");
+  const hw::Chip& chip = System("h100:8x1").chip;
+  return ComputeLayer(m, PrepareModel(m, c), chip, RealisticEfficiency(chip), 1,
+                      1, 1, 4096, c);
+}
+
 TEST(TrainingTest, OutputLayerStaysBf16UnderFp8) {
   // fp8 speeds up the transformer layers' GEMMs, not the output projection.
-  auto m = Model("llama3-8b");
-  hw::System sys = System("h100:8x1");
   TrainingConfig c = Config("dp=8", 64 * 4096.0, 4096);
-  ModelConsts mc = PrepareModel(m, c);
-  ChipEfficiency eff = RealisticEfficiency(sys.chip);
   TrainingConfig f8 = c;
   f8.precision = hw::Dtype::kFp8;
-  LayerCompute bf = ComputeLayer(m, mc, sys.chip, eff, 1, 1, 1, 4096, c);
-  LayerCompute fp = ComputeLayer(m, mc, sys.chip, eff, 1, 1, 1, 4096, f8);
+  LayerCompute bf = Layer8B(c);
+  LayerCompute fp = Layer8B(f8);
   EXPECT_EQ(bf.logits_fwd, fp.logits_fwd);
   EXPECT_LT(fp.gemm_fwd, 0.8 * bf.gemm_fwd);
 }
@@ -415,18 +419,17 @@ TEST(TrainingTest, Fp8RecipesCostTheirCasts) {
   // amax: 6 B per cast element where delayed and block scaling move 4.
   auto m = Model("llama3-8b");
   hw::System sys = System("h100:8x1");
+  ChipEfficiency eff = RealisticEfficiency(sys.chip);
   TrainingConfig c = Config("dp=8", 64 * 4096.0, 4096);
   c.precision = hw::Dtype::kFp8;
-  ModelConsts mc = PrepareModel(m, c);
-  ChipEfficiency eff = RealisticEfficiency(sys.chip);
   TrainingConfig cs = c;
   cs.fp8_recipe = Fp8Recipe::kTensorwise;
   TrainingConfig mx = c;
   mx.fp8_recipe = Fp8Recipe::kMxfp8;
   double t = 4096;
-  double delayed = ComputeLayer(m, mc, sys.chip, eff, 1, 1, 1, t, c).elem_fwd;
-  double current = ComputeLayer(m, mc, sys.chip, eff, 1, 1, 1, t, cs).elem_fwd;
-  double block = ComputeLayer(m, mc, sys.chip, eff, 1, 1, 1, t, mx).elem_fwd;
+  double delayed = Layer8B(c).elem_fwd;
+  double current = Layer8B(cs).elem_fwd;
+  double block = Layer8B(mx).elem_fwd;
   EXPECT_EQ(delayed, block);
   // Inputs cast per token per layer: q/k/v and MLP inputs (2D), the
   // attention output (NH) and the MLP hidden activations (F).
