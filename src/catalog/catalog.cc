@@ -243,6 +243,9 @@ Result<hw::Chip> Catalog::ParseChip(std::string_view contents,
         if (auto v = quantity(r, "pcie_bandwidth", true, c, AsBandwidth)) {
           chip.pcie_bandwidth = units::BytesPerSecond(*v);
         }
+        if (auto v = quantity(r, "memory_bandwidth", false, c, AsBandwidth)) {
+          chip.host_memory_bandwidth = units::BytesPerSecond(*v);
+        }
       }));
   sections.push_back(ReadSection(
       root, "power", false, path, [&](TableReader& r, const std::string& c) {

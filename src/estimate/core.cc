@@ -415,10 +415,15 @@ void EvaluateCore(const ModelConsts& mc, const LayerCompute& lc,
     const double in = m * passes * stage * 2 / par.fsdp;
     const double out = m * trained * gb / par.fsdp;
     offload_params = std::max(in, out) / pcie;
-    t_opt = 0;
   } else if (cfg.offload_optimizer) {
     offload = owned * 4 / pcie;
-    t_opt = 0;
+  }
+  if (cfg.offload_params || cfg.offload_optimizer) {
+    // Adam on the host: the same ~30 bytes per owned parameter, at the
+    // chip's share of its host's peak DRAM bandwidth (a lower bound; not
+    // costed where the catalog has no host figure).
+    const double host = chip.host_memory_bandwidth.si();
+    t_opt = peak || host <= 0 ? 0.0 : owned * 30 / host;
   }
   // Step.
   double compute = m * stage_mb;

@@ -418,15 +418,24 @@ Result<TrainingEstimate> EstimateTraining(const model::ModelSpec& m,
                         "; memory and communication are still checked");
   }
   if (cfg.offload_params || cfg.offload_optimizer) {
+    const bool host_known = sys.chip.host_memory_bandwidth.si() > 0;
     est.notes.push_back(fmt::format(
-        "{} in host memory: {} of PCIe transfers per step{}; the host's "
-        "Adam step (about 30 bytes of host-memory traffic per parameter a "
-        "chip owns) is not costed",
+        "{} in host memory: {} of PCIe transfers per step{}; {}",
         cfg.offload_params ? "parameters, gradients and optimizer state"
                            : "optimizer state",
         FormatSeconds(Seconds(r.pcie_time)),
         cfg.offload_params ? ", prefetched under the compute"
-                           : ", after the backward pass"));
+                           : ", after the backward pass",
+        host_known
+            ? fmt::format("the host's Adam step takes {} at the chip's share "
+                          "of its host's peak memory bandwidth ({}; a lower "
+                          "bound)",
+                          FormatSeconds(Seconds(r.other)),
+                          FormatBandwidth(sys.chip.host_memory_bandwidth))
+            : "the host's Adam step (about 30 bytes of host-memory traffic "
+              "per parameter a chip owns) is not costed: the catalog has no "
+              "host memory bandwidth for " +
+                  sys.chip.id));
   }
   MemoryBreakdown& mem = est.memory;
   mem.params = Bytes(r.params);

@@ -65,6 +65,7 @@ Json ToJson(const hw::Chip& chip) {
   links.push_back({{"kind", "pcie"},
                    {"bytes_per_s", chip.pcie_bandwidth.si()},
                    {"convention", "host link, per direction"}});
+  j["host_memory_bytes_per_s"] = NumberOrNull(chip.host_memory_bandwidth.si());
   j["links"] = links;
   j["power_w"] = NumberOrNull(chip.power_watts);
   if (chip.price) {

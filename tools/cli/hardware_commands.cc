@@ -148,6 +148,11 @@ Command AddChipCommand(CLI::App& app) {
     rows.push_back({"Host link (per direction)",
                     FormatBandwidth(ch.pcie_bandwidth),
                     src("host.pcie_bandwidth")});
+    if (ch.host_memory_bandwidth.si() > 0) {
+      rows.push_back({"Host memory (the chip's share, peak)",
+                      FormatBandwidth(ch.host_memory_bandwidth),
+                      src("host.memory_bandwidth")});
+    }
     if (ch.power_watts > 0) {
       rows.push_back(
           {"Power", fmt::format("{:.0f} W", ch.power_watts), src("power.tdp")});

@@ -91,6 +91,9 @@ struct Chip {
   std::optional<NvLinks> nvlink;         // GPUs
   std::optional<ScaleOut> scale_out;     // GPU NIC or TPU DCN
   units::BytesPerSecond pcie_bandwidth;  // host link, per direction
+  // The chip's share of its host's DRAM bandwidth (peak); 0 when unknown.
+  // Bounds an optimizer step that runs on the host (offload).
+  units::BytesPerSecond host_memory_bandwidth;
 
   double power_watts = 0;  // 0 when unknown
   std::optional<Price> price;
