@@ -204,6 +204,40 @@ Result<Parallelism> ParsePlan(std::string_view text) {
   return p;
 }
 
+Result<int> MicroBatchFor(const hw::System& sys, const TrainingConfig& cfg,
+                          int microbatches) {
+  if (microbatches <= 0) {
+    return InvalidArgument("expected a positive number of microbatches",
+                           "--microbatches");
+  }
+  Parallelism par = cfg.par;
+  std::array<int, kNumPar> order{};
+  const bool has_order = cfg.placement_order.size() == kNumPar;
+  if (has_order) {
+    std::copy(cfg.placement_order.begin(), cfg.placement_order.end(),
+              order.begin());
+  }
+  auto placement = PlaceParallelism(par, sys, has_order ? &order : nullptr);
+  if (!placement) return tl::unexpected(placement.error());
+  const double replicas = static_cast<double>(par.dp) * par.fsdp * par.ep;
+  const double per_replica = std::floor(cfg.batch_tokens / cfg.seq) / replicas;
+  if (per_replica < 1 || std::fmod(per_replica, 1.0) != 0 ||
+      std::fmod(per_replica, microbatches) != 0) {
+    std::string counts;
+    for (int k = 1; k <= per_replica && counts.size() < 40; ++k) {
+      if (std::fmod(per_replica, k) == 0) {
+        counts += (counts.empty() ? "" : ", ") + std::to_string(k);
+      }
+    }
+    return InvalidArgument(
+        std::to_string(microbatches) + " microbatches do not split the " +
+            FormatNumber(per_replica) + " sequences per replica" +
+            (counts.empty() ? "" : " (try " + counts + ")"),
+        "--microbatches");
+  }
+  return static_cast<int>(per_replica / microbatches);
+}
+
 Result<TrainingEstimate> EstimateTraining(const model::ModelSpec& m,
                                           const hw::System& sys,
                                           const TrainingConfig& cfg_in) {

@@ -605,6 +605,18 @@ TEST(TrainingTest, LastPipelineStageCarriesTheOutputLayer) {
       1e-9, "the slower of busiest and last");
 }
 
+TEST(TrainingTest, MicrobatchesSetTheMicroBatch) {
+  // 64 sequences over dp=8: 8 per replica; 4 microbatches of 2.
+  TrainingConfig c = Config("dp=8", 64 * 4096.0, 4096);
+  EXPECT_EQ(*MicroBatchFor(System("h100:8x1"), c, 4), 2);
+  EXPECT_EQ(MicroBatchFor(System("h100:8x1"), c, 3).error().message,
+            "3 microbatches do not split the 8 sequences per replica (try 1, "
+            "2, 4, 8)");
+  // Physical axes are laid out first: fsdp over the 8 GPUs of a node.
+  TrainingConfig axes = Config("fsdp=node", 64 * 4096.0, 4096);
+  EXPECT_EQ(*MicroBatchFor(System("h100:8x1"), axes, 8), 1);
+}
+
 TEST(TrainingTest, UnfusedCrossEntropyCostsItsPasses) {
   // Megatron-LM's unfused loss moves 52 B per logit where a fused kernel
   // moves 12: the difference is 40 B x tokens x vocabulary at HBM speed.

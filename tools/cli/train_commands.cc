@@ -30,6 +30,7 @@ struct TrainOptionsCli {
       attention = "causal", emit, grad_reduce, attention_kernel = "fused",
       cross_entropy = "fused", fp8_recipe, cp_comm = "p2p";
   int micro_batch = 1;
+  int microbatches = 0;
   int lora = 0;
   int last_stage_layers = 0;
   bool no_dp_overlap = false;
@@ -228,6 +229,17 @@ static Result<TrainInputs> ResolveTrain(const catalog::Catalog& cat,
         "torchtitan have no LoRA flags we can write; drop --emit or --lora",
         "--emit");
   }
+  if (o.microbatches != 0) {
+    if (o.micro_batch != 1) {
+      return InvalidArgument(
+          "give the micro batch (--micro-batch) or the number of "
+          "microbatches (--microbatches), not both",
+          "--microbatches");
+    }
+    auto mb = estimate::MicroBatchFor(in.system, c, o.microbatches);
+    if (!mb) return tl::unexpected(mb.error());
+    c.micro_batch = *mb;
+  }
   in.inputs = {
       {"model", in.model.spec.id},
       {"system", in.system.id},
@@ -288,6 +300,11 @@ static void AddTrainOptions(CLI::App* app, TrainOptionsCli& o, bool plan) {
   app->add_option("--micro-batch", o.micro_batch,
                   "Sequences per replica per microbatch")
       ->capture_default_str();
+  if (plan) {
+    app->add_option("--microbatches", o.microbatches,
+                    "Microbatches per step (gradient accumulation steps); "
+                    "sets the micro batch instead of --micro-batch");
+  }
   app->add_option("--remat", o.remat,
                   "none, selective, save-matmul-outputs or full")
       ->capture_default_str();

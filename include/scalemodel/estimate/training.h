@@ -221,6 +221,12 @@ struct TrainingEstimate {
 // stages than layers, TP not dividing the heads, EP not dividing the
 // experts, a batch that does not split over the replicas, unknown axes.
 // Infeasible memory is a result with `feasible = false` and a reason.
+// The micro batch (sequences per replica per microbatch) that gives
+// `microbatches` microbatches per step for this plan and batch: the CLI's
+// --microbatches. Errors say which counts would split evenly.
+Result<int> MicroBatchFor(const hw::System& sys, const TrainingConfig& cfg,
+                          int microbatches);
+
 Result<TrainingEstimate> EstimateTraining(const model::ModelSpec& model,
                                           const hw::System& system,
                                           const TrainingConfig& config);
