@@ -555,7 +555,10 @@ void EvaluateCore(const ModelConsts& mc, const LayerCompute& lc,
        cfg.remat == model::Remat::kSaveMatmulOutputs)) {
     acts += in_flight * t * lps * (mc.heads / tp) * cfg.seq * 5;
   }
-  acts += t * mc.vocab / tp * 4 * 2;
+  // The logits at their peak: Megatron's unfused loss holds an fp32 copy
+  // and the fp32 softmax it saves (4 + 4 B per logit); a fused kernel keeps
+  // the bf16 logits, which it overwrites with their gradient (2 B).
+  acts += t * mc.vocab / tp * (cfg.unfused_cross_entropy ? 8 : 2);
   r->activations = acts;
   r->capacity = chip.hbm_capacity.si();
   r->reserve = peak ? 0 : 0.05 * r->capacity;

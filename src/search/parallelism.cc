@@ -73,7 +73,7 @@ struct Degrees {
 
 // Lower bound of the memory a plan needs whatever its micro batch, remat and
 // schedule: parameters, gradients and optimizer state (offloaded optimizer
-// counted as zero), plus the fp32 logits of the smallest micro batch and the
+// counted as zero), plus the (fused loss's bf16) logits of the smallest micro batch and the
 // full-remat activations of one sequence. Over capacity: every variant is
 // infeasible, which the prune test checks.
 double MemoryFloor(const estimate::ModelConsts& mc, const Degrees& g, int zero,
@@ -100,7 +100,7 @@ double MemoryFloor(const estimate::ModelConsts& mc, const Degrees& g, int zero,
       t * std::ceil(mc.layers / g.pp) *
           mc.act_bytes_per_token_layer[static_cast<int>(model::Remat::kFull)] /
           g.tp +
-      t * mc.vocab / g.tp * 8;
+      t * mc.vocab / g.tp * 2;  // the fused loss's bf16 logits, the least
   return params + grads + opt + acts + (peak ? 0 : 0.05 * capacity);
 }
 
