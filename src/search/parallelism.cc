@@ -73,9 +73,9 @@ struct Degrees {
 
 // Lower bound of the memory a plan needs whatever its micro batch, remat and
 // schedule: parameters, gradients and optimizer state (offloaded optimizer
-// counted as zero), plus the (fused loss's bf16) logits of the smallest micro batch and the
-// full-remat activations of one sequence. Over capacity: every variant is
-// infeasible, which the prune test checks.
+// counted as zero), plus the (fused loss's bf16) logits of the smallest micro
+// batch and the full-remat activations of one sequence. Over capacity: every
+// variant is infeasible, which the prune test checks.
 double MemoryFloor(const estimate::ModelConsts& mc, const Degrees& g, int zero,
                    bool offload, bool offload_params, bool peak, double seq,
                    double capacity) {
