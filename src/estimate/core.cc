@@ -178,8 +178,8 @@ LayerCompute ComputeLayer(const model::ModelSpec& m, const ModelConsts& mc,
     // elements of Fp8CastBytes each.
     double mlp_in = D;
     if (m.is_moe()) {
-      double moe_in = (m.moe.top_k + (m.moe.num_shared_experts > 0)) * D;
-      mlp_in = (1 - mc.moe_frac) * D + mc.moe_frac * moe_in;
+      double expert_in = (m.moe.top_k + (m.moe.num_shared_experts > 0)) * D;
+      mlp_in = (1 - mc.moe_frac) * D + mc.moe_frac * expert_in;
     }
     elem += Fp8CastBytes(cfg.fp8_recipe) / 2 *
             (D + mlp_in + m.num_heads * m.head_dim + f_active);
@@ -229,11 +229,16 @@ void EvaluateCore(const ModelConsts& mc, const LayerCompute& lc,
 
   // Compute per microbatch per stage.
   double stage_mb, elem_mb;
+  // A microbatch's pass through one of the stages before the last (the
+  // pipeline's fill and drain run through those; the slowest stage sets
+  // the steady-state pace).
+  double typical_mb;
   if (peak) {
     double hw_flops =
         (mc.model_flops_per_token + mc.recompute_flops_per_token[remat]) *
         cfg.batch_tokens;
     stage_mb = hw_flops / chips / m / C;
+    typical_mb = stage_mb;
     elem_mb = 0;
     r->layer_matmul = stage_mb / lps;
   } else {
@@ -266,6 +271,7 @@ void EvaluateCore(const ModelConsts& mc, const LayerCompute& lc,
     const double head = gemm_passes * lc.logits_fwd + lc.loss_total;
     stage_mb = par.pp > 1 ? std::max(others * layer, last_layers * layer + head)
                           : lps * layer + head;
+    typical_mb = par.pp > 1 ? others * layer : stage_mb;
     elem_mb = lps * 3 * lc.elem_fwd;
   }
   auto& T = r->coll_time;
@@ -431,7 +437,7 @@ void EvaluateCore(const ModelConsts& mc, const LayerCompute& lc,
   if (par.pp > 1) {
     double idle =
         cfg.schedule == Schedule::kInterleaved ? (pp - 1) / vpp : pp - 1;
-    bubble = idle * stage_mb;
+    bubble = idle * typical_mb;
   }
   double comm_total = m * (tp_mb + ep_mb + cp_mb) + pp_total + fsdp_total +
                       dp_total + dp_gather + offload + offload_params;
