@@ -210,6 +210,12 @@ Result<std::string> EmitMaxText(const model::ModelSpec& m,
                     "allgather); the estimate assumed --cp-comm {}",
                     estimate::CpCommName(cfg.cp_comm)));
   }
+  if (d.pp > 1 && cfg.last_stage_layers > 0) {
+    out.Comment(fmt::format(
+        "MaxText splits the layers evenly over the pipeline stages; the "
+        "estimate put {} on the last",
+        cfg.last_stage_layers));
+  }
   out.Key("remat_policy", MaxTextRemat(cfg.remat));
   if (cfg.remat == model::Remat::kNone) {
     out.Comment(
@@ -503,6 +509,12 @@ Result<std::string> EmitTorchtitan(const model::ModelSpec& m,
              cfg.micro_batch);
   }
   out.Flag("--parallelism.context_parallel_degree", d.cp);
+  if (d.pp > 1 && cfg.last_stage_layers > 0) {
+    out.Comment(fmt::format(
+        "the estimate put {} layers on the last pipeline stage: split the "
+        "model accordingly (torchtitan's pipeline splits it for you)",
+        cfg.last_stage_layers));
+  }
   if (d.cp > 1 && cfg.cp_comm != estimate::CpComm::kRing) {
     out.Comment(fmt::format(
         "torchtitan's context parallelism is ring attention (--cp-comm "

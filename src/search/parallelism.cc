@@ -30,6 +30,8 @@ std::string PlanCandidate::Key() const {
     s += " " + std::string(estimate::ScheduleName(config.schedule));
     if (config.schedule == Schedule::kInterleaved)
       s += " vpp=" + std::to_string(config.vpp);
+    if (config.last_stage_layers > 0)
+      s += " last=" + std::to_string(config.last_stage_layers);
   }
   if (config.offload_params) {
     s += " offload-params";
@@ -146,13 +148,33 @@ struct Worker {
             ? std::vector<model::Remat>(model::kAllRemats.begin(),
                                         model::kAllRemats.end())
             : std::vector<model::Remat>{base.remat};
-    std::vector<std::pair<Schedule, int>> scheds = {{Schedule::k1F1B, 1}};
+    // Schedule, virtual stages, and layers on the last stage (0: what the
+    // others leave it). With 1F1B the last stage, which also runs the output
+    // layer and loss, may take fewer: the counts that leave the others a
+    // whole number of layers each, as Megatron's
+    // --decoder-last-pipeline-num-layers needs.
+    struct Sched {
+      Schedule schedule;
+      int vpp;
+      int last;
+    };
+    std::vector<Sched> scheds = {{Schedule::k1F1B, 1, 0}};
+    if (g.pp > 1 && base.last_stage_layers == 0) {
+      const int layers = static_cast<int>(mc->layers);
+      const int even = (layers + g.pp - 1) / g.pp;
+      for (int k = even + 1; k <= even + 2; ++k) {
+        const int last = layers - (g.pp - 1) * k;
+        if (last >= 1) scheds.push_back({Schedule::k1F1B, 1, last});
+      }
+    } else if (g.pp > 1) {
+      scheds[0].last = base.last_stage_layers;
+    }
     if (g.pp > 1) {
       int lps = static_cast<int>(std::ceil(mc->layers / g.pp));
       for (int v : Divisors(lps)) {
         // Every virtual stage needs a layer: pp * vpp <= L (as train checks).
         if (v >= 2 && v <= 16 && g.pp * v <= mc->layers) {
-          scheds.push_back({Schedule::kInterleaved, v});
+          scheds.push_back({Schedule::kInterleaved, v, 0});
         }
       }
     }
@@ -239,9 +261,10 @@ struct Worker {
             int microbatches = static_cast<int>(per_replica / mbs[k]);
             for (model::Remat r : remats) {
               cfg.remat = r;
-              for (const auto& [s, v] : scheds) {
-                cfg.schedule = s;
-                cfg.vpp = v;
+              for (const Sched& sc : scheds) {
+                cfg.schedule = sc.schedule;
+                cfg.vpp = sc.vpp;
+                cfg.last_stage_layers = sc.last;
                 CoreResult res;
                 estimate::EvaluateCore(*mc, lcs[k], lay, p, cfg, sys->chip, eff,
                                        microbatches, &res,

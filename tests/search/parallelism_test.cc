@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <mutex>
+#include <tuple>
 
 #include "../testing/catalog.h"
 #include "scalemodel/io/hf_config.h"
@@ -54,16 +55,25 @@ TEST(SearchTest, BestEqualsBruteForceMinimum) {
                dp > 1 ? std::vector<int>{0, 1, 2} : std::vector<int>{0}) {
             for (int mb : Divs(static_cast<int>(seqs / (dp * fsdp)))) {
               for (model::Remat rm : model::kAllRemats) {
-                std::vector<std::pair<estimate::Schedule, int>> sch = {
-                    {estimate::Schedule::k1F1B, 1}};
+                // Schedule, virtual stages, last-stage layers (1F1B may
+                // give the last stage fewer, leaving the others whole).
+                std::vector<std::tuple<estimate::Schedule, int, int>> sch = {
+                    {estimate::Schedule::k1F1B, 1, 0}};
                 if (pp > 1) {
+                  const int even = (24 + pp - 1) / pp;
+                  for (int k = even + 1; k <= even + 2; ++k) {
+                    if (24 - (pp - 1) * k >= 1) {
+                      sch.push_back(
+                          {estimate::Schedule::k1F1B, 1, 24 - (pp - 1) * k});
+                    }
+                  }
                   for (int v : Divs(24 / pp)) {
                     if (v >= 2 && v <= 16 && (24 / pp) % v == 0) {
-                      sch.push_back({estimate::Schedule::kInterleaved, v});
+                      sch.push_back({estimate::Schedule::kInterleaved, v, 0});
                     }
                   }
                 }
-                for (auto [s, v] : sch) {
+                for (auto [s, v, last] : sch) {
                   for (bool off : {false, true}) {
                     estimate::TrainingConfig c = opt.base;
                     c.par.tp = tp;
@@ -76,6 +86,7 @@ TEST(SearchTest, BestEqualsBruteForceMinimum) {
                     c.remat = rm;
                     c.schedule = s;
                     c.vpp = v;
+                    c.last_stage_layers = last;
                     c.offload_optimizer = off;
                     auto e = estimate::EstimateTraining(m, sys, c);
                     ASSERT_TRUE(e.has_value()) << e.error().ToString();

@@ -822,6 +822,7 @@ Command AddPlanCommand(CLI::App& app) {
       j["remat"] = std::string(model::RematName(cfg.remat));
       j["schedule"] = std::string(estimate::ScheduleName(cfg.schedule));
       j["vpp"] = cfg.vpp;
+      j["last_stage_layers"] = cfg.last_stage_layers;
       j["offload_optimizer"] = cfg.offload_optimizer;
       j["offload_params"] = cfg.offload_params;
       j["search_step_time_s"] = p.step_time_s;
