@@ -287,6 +287,12 @@ def convert(r):
         out["fp8_recipe"] = "mxfp8"
     elif "blockwise" in prec:
         out["fp8_recipe"] = "blockwise"
+    elif "fp8" in prec and "Megatron-Bridge" in r["source"]:
+        # Megatron-Bridge's performance scripts default to current scaling
+        # (fp8_recipe="cs" in scripts/performance/configs/*).
+        out["fp8_recipe"] = "tensorwise"
+        a.append("fp8 recipe not stated: current scaling, the default of "
+                 "Megatron-Bridge's performance scripts")
     vpp = p.get("vpp")
     if pp > 1:
         if isinstance(vpp, int) and vpp > 1:
