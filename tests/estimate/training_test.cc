@@ -187,6 +187,26 @@ TEST(TrainingTest, MemoryFallsAsShardingGrows) {
     EXPECT_LT(fixed, last);
     last = fixed;
   }
+  // The same along each other axis of sharding, on 64 GPUs: ZeRO levels
+  // over dp, tensor and pipeline degrees.
+  auto fixed = [&](const char* plan) {
+    auto e = EstimateTraining(m, System("h100:8x8"),
+                              Config(plan, 256 * 4096.0, 4096));
+    EXPECT_TRUE(e.has_value()) << plan;
+    return (e->memory.params + e->memory.grads + e->memory.optimizer).si();
+  };
+  for (const auto& chain : std::vector<std::vector<const char*>>{
+           {"dp=64", "dp=64,zero=1", "dp=64,zero=2", "fsdp=64"},
+           {"dp=64,zero=1", "dp=32,tp=2,zero=1", "dp=16,tp=4,zero=1",
+            "dp=8,tp=8,zero=1"},
+           {"dp=8,tp=8", "dp=4,tp=8,pp=2", "dp=2,tp=8,pp=4"}}) {
+    double prev = 1e30;
+    for (const char* plan : chain) {
+      double now = fixed(plan);
+      EXPECT_LT(now, prev) << plan;
+      prev = now;
+    }
+  }
 }
 
 TEST(TrainingTest, EveryLayoutIsFiniteAndNonNegative) {
