@@ -333,6 +333,11 @@ Result<SearchResult> SearchTraining(const model::ModelSpec& m,
       // Uneven stages are allowed: the busiest holds ceil(L/pp) layers and
       // sets the pace (Megatron's uneven first/last stage options).
       if (pp > m.num_layers) continue;
+      // A fixed last-stage layer count must leave the others a layer each.
+      if (pp > 1 && base.last_stage_layers > 0 &&
+          m.num_layers - base.last_stage_layers < pp - 1) {
+        continue;
+      }
       for (int cp : Divisors(chips / tp / pp)) {
         if (std::fmod(base.seq, cp) != 0 || cp > 64) continue;
         if (base.cp_comm == estimate::CpComm::kAllToAll &&

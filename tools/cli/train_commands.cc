@@ -163,6 +163,13 @@ static Result<TrainInputs> ResolveTrain(const catalog::Catalog& cat,
                            "--last-stage-layers");
   }
   c.last_stage_layers = o.last_stage_layers;
+  if (c.last_stage_layers >= in.model.spec.num_layers) {
+    return InvalidArgument(
+        "expected fewer layers on the last pipeline stage than the model's " +
+            std::to_string(in.model.spec.num_layers) + ", got " +
+            std::to_string(c.last_stage_layers),
+        "--last-stage-layers");
+  }
   c.tp_comm_overlap = o.tp_overlap;
   auto kernel = estimate::ParseAttentionKernel(o.attention_kernel);
   if (!kernel) return tl::unexpected(kernel.error());
