@@ -326,7 +326,16 @@ def convert(r):
         # exist before 2024).
         out["cross_entropy"] = "unfused"
         a.append("Megatron-LM's unfused cross entropy (its default)")
-    if megatron_family and r["model"].get("moe") and chip in ("h100", "h800"):
+    qwen3_token_drop = rid.startswith("mbridge-25.") and "qwen3" in rid
+    if qwen3_token_drop:
+        # Megatron-Bridge's 25.x performance configs for Qwen3 MoE
+        # (scripts/performance/configs/qwen3, set_qwen3_common_configs) apply
+        # apply_moe_token_drop (capacity 1.0, padded), which requires the
+        # plain all-to-all dispatcher: no DeepEP. Their H100 235B preset is
+        # this table's layout (tp 2, pp 8, vpp 4, ep 32, batch 2048).
+        a.append("all-to-all dispatch: Megatron-Bridge 25.x Qwen3 configs "
+                 "drop tokens at capacity 1.0, which rules out DeepEP")
+    elif megatron_family and r["model"].get("moe") and chip in ("h100", "h800"):
         # NeMo / Megatron-Bridge performance recipes dispatch with DeepEP on
         # Hopper (and the all-to-all dispatcher on Blackwell).
         out["ep_dedup"] = True
