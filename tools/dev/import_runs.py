@@ -326,6 +326,13 @@ def convert(r):
         # exist before 2024).
         out["cross_entropy"] = "unfused"
         a.append("Megatron-LM's unfused cross entropy (its default)")
+    if rid.startswith("mbridge-") and "deepseekv3" in rid:
+        # Megatron-Bridge's DeepSeek-V3 recipes recompute the MLA
+        # up-projections at least (recompute_granularity "selective",
+        # recompute_modules ["mla_up_proj", ...] in every preset of
+        # scripts/performance/configs/deepseek): selective is the nearest
+        # policy, used where the row states none.
+        out["remat_default"] = "selective"
     qwen3_token_drop = rid.startswith("mbridge-25.") and "qwen3" in rid
     if qwen3_token_drop:
         # Megatron-Bridge's 25.x performance configs for Qwen3 MoE
