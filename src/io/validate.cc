@@ -369,6 +369,13 @@ Result<ValidationReport> RunValidation(const catalog::Catalog& cat) {
               row.value("family", ""));
     }
   }
+  Summarize(report);
+  return report;
+}
+
+void Summarize(ValidationReport& report) {
+  report.summary.clear();
+  report.by_family.clear();
   // One summary over the cases `in` selects.
   auto summarize = [&](const std::string& name, auto in) {
     std::vector<double> abs_errs, errs;
@@ -412,7 +419,6 @@ Result<ValidationReport> RunValidation(const catalog::Catalog& cat) {
     report.by_family.push_back(
         summarize(f, [&](const ValidationCase& c) { return c.family == f; }));
   }
-  return report;
 }
 
 std::string AccuracyMarkdown(const ValidationReport& r) {

@@ -527,16 +527,38 @@ namespace scalemodel::cli {
 Command AddValidateCommand(CLI::App& app) {
   Command c;
   auto markdown = std::make_shared<bool>(false);
+  auto filter = std::make_shared<std::string>();
   c.app = app.add_subcommand(
       "validate",
       "Compare predictions with the book's worked examples and the published "
       "runs shipped in data/validation.\n  scalemodel validate --markdown > "
-      "docs/accuracy.md");
+      "docs/accuracy.md\n  scalemodel validate --filter b200");
   c.app->add_flag("--markdown", *markdown,
                   "Print docs/accuracy.md (every case and the summary)");
-  c.action = [markdown](const catalog::Catalog& cat) -> Result<Output> {
+  c.app->add_option("--filter", *filter,
+                    "Only the cases whose id or setup contains this text "
+                    "(b200, qwen3, maxtext, nemo, fsdp...), with their own "
+                    "summary");
+  c.action = [markdown, filter](const catalog::Catalog& cat) -> Result<Output> {
     auto rep = io::RunValidation(cat);
     if (!rep) return tl::unexpected(rep.error());
+    if (!filter->empty()) {
+      const std::string want = ToLower(*filter);
+      auto has = [&](const std::string& text) {
+        return ToLower(text).find(want) != std::string::npos;
+      };
+      std::erase_if(rep->cases, [&](const io::ValidationCase& v) {
+        return !(has(v.id) || has(v.detail));
+      });
+      if (rep->cases.empty()) {
+        return InvalidArgument(
+            "no validation case mentions '" + *filter +
+                "' (try a chip such as b200, a model such as qwen3, or a "
+                "source such as maxtext)",
+            "--filter");
+      }
+      io::Summarize(*rep);
+    }
     Output out;
     Json cases = Json::array();
     for (const io::ValidationCase& v : rep->cases) {

@@ -43,6 +43,9 @@ struct ValidationReport {
 };
 
 Result<ValidationReport> RunValidation(const catalog::Catalog& catalog);
+// Recomputes the per-group and per-source summaries from report.cases (after
+// a caller narrowed them).
+void Summarize(ValidationReport& report);
 
 // One published training run from data/validation, ready to estimate: the
 // model (catalog or inline config), the system, and the stated layout.
