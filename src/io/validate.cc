@@ -27,7 +27,8 @@ double Quantile(std::vector<double> v, double q) {
 
 void AddCase(ValidationReport& r, std::string id, std::string group,
              std::string metric, double predicted, double expected,
-             std::string detail, std::string source, std::string family = "") {
+             std::string detail, std::string source, std::string family = "",
+             std::string chip = "") {
   ValidationCase c;
   c.id = std::move(id);
   c.group = std::move(group);
@@ -38,6 +39,7 @@ void AddCase(ValidationReport& r, std::string id, std::string group,
   c.detail = std::move(detail);
   c.source = std::move(source);
   c.family = std::move(family);
+  c.chip = std::move(chip);
   r.cases.push_back(c);
 }
 
@@ -239,7 +241,7 @@ void InferenceRow(const catalog::Catalog& cat, const std::string& path,
     AddCase(report, id + "#" + std::to_string(k),
             sys->chip.is_tpu() ? "inference-tpu" : "inference-gpu", metric,
             predicted, c["value"].get<double>(), detail,
-            row.value("source", ""), row.value("family", ""));
+            row.value("source", ""), row.value("family", ""), sys->chip.id);
   }
 }
 
@@ -366,7 +368,7 @@ Result<ValidationReport> RunValidation(const catalog::Catalog& cat) {
           assumptions + remat_note);
       AddCase(report, id, sys->chip.is_tpu() ? "tpu" : "gpu", metric, predicted,
               expected, detail, row.value("source", ""),
-              row.value("family", ""));
+              row.value("family", ""), sys->chip.id);
     }
   }
   Summarize(report);

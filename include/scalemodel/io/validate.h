@@ -24,6 +24,7 @@ struct ValidationCase {
   std::string detail;    // model, system, plan, assumptions
   std::string source;
   std::string family;  // the publication or table the row comes from
+  std::string chip;    // published runs: the chip's catalog id
 };
 
 struct GroupSummary {
