@@ -39,6 +39,48 @@ Result<bool> PutLaunch(const std::string& engine_name,
   return true;
 }
 
+// How the realistic model did on the published runs on this chip
+// (data/validation): a sentence for the report and its JSON. Peak mode and
+// --assume-mfu are not predictions of a measurement, so they get none.
+std::pair<std::string, Json> TrustOnChip(const catalog::Catalog& cat,
+                                         const hw::Chip& chip, bool training,
+                                         bool applies) {
+  if (!applies) return {"", nullptr};
+  auto rep = io::RunValidation(cat);
+  if (!rep) return {"", nullptr};
+  std::erase_if(rep->cases, [&](const io::ValidationCase& v) {
+    const bool train_case = v.group == "gpu" || v.group == "tpu";
+    const bool serve_case = v.group.rfind("inference", 0) == 0;
+    return v.chip != chip.id || !(training ? train_case : serve_case);
+  });
+  const int n = static_cast<int>(rep->cases.size());
+  const char* what =
+      training ? "published training run" : "published serving point";
+  Json j = {{"chip", chip.id},
+            {"published_runs", n},
+            {"median_abs_rel_error", nullptr},
+            {"p90_abs_rel_error", nullptr}};
+  if (n < 3) {
+    return {fmt::format("\naccuracy: {} {}{} on {} in the validation set: "
+                        "too few to say how close this prediction is; "
+                        "docs/accuracy.md has the other chips'\n",
+                        n == 0 ? "no" : std::to_string(n), what,
+                        n == 1 ? "" : "s", chip.id),
+            j};
+  }
+  io::Summarize(*rep);
+  const io::GroupSummary& s = rep->summary.front();
+  j["median_abs_rel_error"] = s.median_abs_rel_error;
+  j["p90_abs_rel_error"] = s.p90_abs_rel_error;
+  return {
+      fmt::format("\naccuracy: on {} {}s on {}, realistic predictions were off "
+                  "by {:.0f}% (median) and {:.0f}% (p90) of what was measured; "
+                  "`scalemodel validate --filter {}` lists them\n",
+                  n, what, chip.id, 100 * s.median_abs_rel_error,
+                  100 * s.p90_abs_rel_error, chip.id),
+      j};
+}
+
 std::string Table(const std::vector<std::vector<std::string>>& rows) {
   std::vector<size_t> width;
   for (const auto& r : rows) {

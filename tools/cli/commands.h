@@ -70,6 +70,14 @@ Result<T> ParseOption(const std::string& option, const std::string& text,
   return *v;
 }
 
+// How the realistic model did on the published runs (training runs or
+// serving points) on `chip`: a sentence for the report and a JSON object
+// {chip, published_runs, median_abs_rel_error, p90_abs_rel_error}; nothing
+// when !applies (peak mode, --assume-mfu).
+std::pair<std::string, io::Json> TrustOnChip(const catalog::Catalog& cat,
+                                             const hw::Chip& chip,
+                                             bool training, bool applies);
+
 // Left-aligned text table: first row is the header.
 std::string Table(const std::vector<std::vector<std::string>>& rows);
 

@@ -316,12 +316,15 @@ Result<Output> RunServeSearch(const catalog::Catalog& cat,
                        {"best", best_json},
                        {"configs_evaluated", evaluated},
                        {"search_time_s", elapsed}});
+  auto [trust, trust_json] =
+      TrustOnChip(cat, **chip, false, base->mode == estimate::Mode::kRealistic);
+  out.json["accuracy"] = trust_json;
   out.text = fmt::format(
       "{} on {} chips, prompt {} + output {} tokens: {:.0f} "
       "configurations\n\nPareto frontier (time per output "
-      "token vs throughput per chip):\n{}{}",
+      "token vs throughput per chip):\n{}{}{}",
       spec.name, (*chip)->id, FormatNumber(base->prompt),
-      FormatNumber(base->output), evaluated, Table(rows), best_text);
+      FormatNumber(base->output), evaluated, Table(rows), best_text, trust);
   if (!o.emit.empty()) {
     if (!best) {
       return InvalidArgument(
@@ -440,11 +443,14 @@ Command AddServeCommand(CLI::App& app) {
                          {"kv", std::string(hw::DtypeName(cfg->kv))},
                          {"mode", o->mode}},
                         io::ToJson(*e));
+    auto [trust, trust_json] = TrustOnChip(
+        cat, sys->chip, false, cfg->mode == estimate::Mode::kRealistic);
+    out.json["accuracy"] = trust_json;
     out.text =
         fmt::format("{} on {} ({}), batch {}, prompt {} + output {}\n\n",
                     m->spec.name, sys->id, o->plan, FormatNumber(cfg->batch),
                     FormatNumber(cfg->prompt), FormatNumber(cfg->output)) +
-        ServeText(*e);
+        ServeText(*e) + trust;
     auto launch = AddServeLaunch(o->emit, m->spec, *sys, *cfg, *e, out);
     if (!launch) return tl::unexpected(launch.error());
     return out;

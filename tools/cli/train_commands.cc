@@ -414,48 +414,6 @@ static Result<bool> AddLaunch(const std::string& engine_name,
                    out);
 }
 
-// How the realistic model did on the published training runs on this chip
-// (data/validation): a sentence for the report and its JSON. Peak mode and
-// --assume-mfu are not predictions of a measurement, so they get none.
-static std::pair<std::string, Json> TrustOnChip(
-    const catalog::Catalog& cat, const hw::Chip& chip,
-    const estimate::TrainingConfig& cfg) {
-  if (cfg.mode != estimate::Mode::kRealistic || cfg.assume_mfu > 0) {
-    return {"", nullptr};
-  }
-  auto rep = io::RunValidation(cat);
-  if (!rep) return {"", nullptr};
-  std::erase_if(rep->cases, [&](const io::ValidationCase& v) {
-    return v.chip != chip.id || (v.group != "gpu" && v.group != "tpu");
-  });
-  const int n = static_cast<int>(rep->cases.size());
-  Json j = {{"chip", chip.id},
-            {"published_runs", n},
-            {"median_abs_rel_error", nullptr},
-            {"p90_abs_rel_error", nullptr}};
-  if (n < 3) {
-    return {fmt::format("\naccuracy: {} published training run{} on {} "
-                        "in the validation set: too few to say how close "
-                        "this prediction is; docs/accuracy.md has the other "
-                        "chips'\n",
-                        n == 0 ? "no" : std::to_string(n), n == 1 ? "" : "s",
-                        chip.id),
-            j};
-  }
-  io::Summarize(*rep);
-  const io::GroupSummary& s = rep->summary.front();
-  j["median_abs_rel_error"] = s.median_abs_rel_error;
-  j["p90_abs_rel_error"] = s.p90_abs_rel_error;
-  return {fmt::format(
-              "\naccuracy: on {} published training runs on {}, realistic "
-              "predictions were off by {:.0f}% (median) and {:.0f}% (p90) of "
-              "what the runs measured; `scalemodel validate --filter {}` "
-              "lists them\n",
-              n, chip.id, 100 * s.median_abs_rel_error,
-              100 * s.p90_abs_rel_error, chip.id),
-          j};
-}
-
 static std::string TrainText(const estimate::TrainingEstimate& e,
                              const hw::System& sys) {
   std::string layout;
@@ -550,7 +508,10 @@ Command AddTrainCommand(CLI::App& app) {
     Output out;
     in->inputs["plan"] = in->config.par.ToString();
     Json result = io::ToJson(*est);
-    auto [trust, trust_json] = TrustOnChip(cat, in->system.chip, in->config);
+    auto [trust, trust_json] =
+        TrustOnChip(cat, in->system.chip, true,
+                    in->config.mode == estimate::Mode::kRealistic &&
+                        in->config.assume_mfu <= 0);
     result["accuracy"] = trust_json;
     out.json = Document(in->inputs, result);
     out.text = fmt::format("{} on {} ({} chips), plan {}\n\n",
@@ -913,7 +874,10 @@ Command AddPlanCommand(CLI::App& app) {
     text += Table(rows);
     Json trust_json = nullptr;
     if (best_plan) {
-      auto [trust, tj] = TrustOnChip(cat, best_plan->system->chip, in->config);
+      auto [trust, tj] =
+          TrustOnChip(cat, best_plan->system->chip, true,
+                      in->config.mode == estimate::Mode::kRealistic &&
+                          in->config.assume_mfu <= 0);
       trust_json = tj;
       text += "\nBest plan in detail (" + best_plan->system->id + "):\n" +
               TrainText(best_plan->estimate, *best_plan->system) + trust;
