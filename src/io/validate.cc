@@ -378,6 +378,7 @@ Result<ValidationReport> RunValidation(const catalog::Catalog& cat) {
 void Summarize(ValidationReport& report) {
   report.summary.clear();
   report.by_family.clear();
+  report.by_chip.clear();
   // One summary over the cases `in` selects.
   auto summarize = [&](const std::string& name, auto in) {
     std::vector<double> abs_errs, errs;
@@ -420,6 +421,18 @@ void Summarize(ValidationReport& report) {
   for (const std::string& f : families) {
     report.by_family.push_back(
         summarize(f, [&](const ValidationCase& c) { return c.family == f; }));
+  }
+  std::vector<std::string> chips;
+  for (const ValidationCase& c : report.cases) {
+    if ((c.group == "gpu" || c.group == "tpu") && !c.chip.empty() &&
+        std::find(chips.begin(), chips.end(), c.chip) == chips.end()) {
+      chips.push_back(c.chip);
+    }
+  }
+  for (const std::string& chip : chips) {
+    report.by_chip.push_back(summarize(chip, [&](const ValidationCase& c) {
+      return c.chip == chip && (c.group == "gpu" || c.group == "tpu");
+    }));
   }
 }
 
@@ -468,6 +481,16 @@ std::string AccuracyMarkdown(const ValidationReport& r) {
     out += fmt::format("| {} | {} | {:+.1f}% | {:.1f}% | {:.1f}% |\n", s.group,
                        s.count, 100 * s.median_rel_error,
                        100 * s.median_abs_rel_error, 100 * s.max_abs_rel_error);
+  }
+  out +=
+      "\n## Training runs by chip\n\nWhat `train` and `plan train` quote at "
+      "the end of a report for the chip they run on.\n\n"
+      "| chip | runs | median abs error | p90 abs error | median error |\n"
+      "|---|---:|---:|---:|---:|\n";
+  for (const GroupSummary& s : r.by_chip) {
+    out += fmt::format("| {} | {} | {:.1f}% | {:.1f}% | {:+.1f}% |\n", s.group,
+                       s.count, 100 * s.median_abs_rel_error,
+                       100 * s.p90_abs_rel_error, 100 * s.median_rel_error);
   }
   out +=
       "\n## Every case\n\n| id | group | metric | predicted | measured | error "

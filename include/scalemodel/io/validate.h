@@ -40,6 +40,7 @@ struct ValidationReport {
   std::vector<ValidationCase> cases;
   std::vector<GroupSummary> summary;    // per group, then "all"
   std::vector<GroupSummary> by_family;  // published rows, per source
+  std::vector<GroupSummary> by_chip;    // training runs, per chip
   std::vector<std::string> skipped;     // "id: reason"
 };
 
