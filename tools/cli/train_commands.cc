@@ -590,9 +590,22 @@ Command AddValidateCommand(CLI::App& app) {
                       fmt::format("{:.1f}%", 100 * s.p90_abs_rel_error),
                       fmt::format("{:.1f}%", 100 * s.max_abs_rel_error)});
     }
-    out.json = Document(
-        Json::object(),
-        {{"cases", cases}, {"summary", summary}, {"skipped", rep->skipped}});
+    Json by_chip = Json::array();
+    std::vector<std::vector<std::string>> chip_rows = {
+        {"chip", "training runs", "median |err|", "p90 |err|"}};
+    for (const io::GroupSummary& s : rep->by_chip) {
+      by_chip.push_back({{"chip", s.group},
+                         {"count", s.count},
+                         {"median_abs_rel_error", s.median_abs_rel_error},
+                         {"p90_abs_rel_error", s.p90_abs_rel_error}});
+      chip_rows.push_back({s.group, std::to_string(s.count),
+                           fmt::format("{:.1f}%", 100 * s.median_abs_rel_error),
+                           fmt::format("{:.1f}%", 100 * s.p90_abs_rel_error)});
+    }
+    out.json = Document(Json::object(), {{"cases", cases},
+                                         {"summary", summary},
+                                         {"by_chip", by_chip},
+                                         {"skipped", rep->skipped}});
     if (*markdown) {
       out.text = io::AccuracyMarkdown(*rep);
     } else {
@@ -603,7 +616,7 @@ Command AddValidateCommand(CLI::App& app) {
                         fmt::format("{:.4g}", v.expected),
                         fmt::format("{:+.1f}%", 100 * v.rel_error)});
       }
-      out.text = Table(crow) + "\n" + Table(rows) +
+      out.text = Table(crow) + "\n" + Table(rows) + "\n" + Table(chip_rows) +
                  fmt::format("\n{} rows not compared (see --markdown)\n",
                              rep->skipped.size());
     }
