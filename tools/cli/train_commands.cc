@@ -312,8 +312,9 @@ static void AddTrainOptions(CLI::App* app, TrainOptionsCli& o, bool plan) {
                     "Microbatches per step (gradient accumulation steps); "
                     "sets the micro batch instead of --micro-batch");
   }
-  app->add_option("--remat", o.remat,
-                  "none, selective, save-matmul-outputs or full")
+  app->add_option(
+         "--remat", o.remat,
+         "none, selective, save-matmul-outputs, save-dot-except-mlp-in or full")
       ->capture_default_str();
   app->add_option("--last-stage-layers", o.last_stage_layers,
                   "Layers on the last pipeline stage, which also runs the "
