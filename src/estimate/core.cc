@@ -148,9 +148,12 @@ LayerCompute ComputeLayer(const model::ModelSpec& m, const ModelConsts& mc,
   double attn_flops = model::AttentionFlopsPerToken(
                           m, cfg.seq, model::AttentionFlops::kCausal) /
                       m.num_layers * t / tp;
-  const double attn_eff = cfg.attention_kernel == AttentionKernel::kFlash2
-                              ? eff.attention_fa2
-                              : eff.attention;
+  // Each attention call sees a sequence of seq / cp tokens (a ring step's
+  // chunk); short ones run below the 8K-token constants.
+  const double attn_eff =
+      (cfg.attention_kernel == AttentionKernel::kFlash2 ? eff.attention_fa2
+                                                        : eff.attention) *
+      (eff.attention_ramp ? AttentionSeqFactor(cfg.seq / cp) : 1.0);
   lc.attn_fwd = attn_flops / (attn_eff * C_bf16);
   if (cfg.attention_kernel == AttentionKernel::kMaterialized &&
       cfg.mode == Mode::kRealistic) {

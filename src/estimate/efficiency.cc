@@ -63,6 +63,7 @@ ChipEfficiency RealisticEfficiencyAtBoost(const hw::Chip& chip) {
     return e;
   }
   e.op_overhead = units::Microseconds(5);
+  e.attention_ramp = true;
   e.tile_m = 128;
   e.tile_n = 256;
   if (id == "a100") {
@@ -88,6 +89,22 @@ ChipEfficiency RealisticEfficiencyAtBoost(const hw::Chip& chip) {
     e.hbm = id == "h200" ? 0.90 : 0.87;
   }
   return e;
+}
+
+double AttentionSeqFactor(double seq) {
+  static constexpr double kLen[] = {512, 1024, 2048, 4096, 8192, 16384};
+  static constexpr double kRel[] = {0.52, 0.70, 0.82, 0.92, 0.96, 1.0};
+  const double at8k = 0.96;
+  if (!(seq > 0)) return 1.0;
+  if (seq <= kLen[0]) return kRel[0] * seq / kLen[0] / at8k;
+  if (seq >= kLen[5]) return kRel[5] / at8k;
+  for (int i = 0; i < 5; ++i) {
+    if (seq <= kLen[i + 1]) {
+      double f = std::log(seq / kLen[i]) / std::log(kLen[i + 1] / kLen[i]);
+      return (kRel[i] + f * (kRel[i + 1] - kRel[i])) / at8k;
+    }
+  }
+  return 1.0;
 }
 
 units::Seconds GemmTime(const hw::Chip& chip, const ChipEfficiency& eff,

@@ -657,6 +657,33 @@ TEST(TrainingTest, MicrobatchesSetTheMicroBatch) {
   EXPECT_EQ(*MicroBatchFor(System("h100:8x1"), axes, 8), 1);
 }
 
+TEST(TrainingTest, AttentionFollowsTheSequenceRamp) {
+  // The constants hold at 8K tokens; FlashAttention's tables put 4K at
+  // 0.92 / 0.96 of that, 512 at 0.52 / 0.96, and 16K and beyond at 1 / 0.96.
+  EXPECT_DOUBLE_EQ(AttentionSeqFactor(8192), 1.0);
+  EXPECT_DOUBLE_EQ(AttentionSeqFactor(4096), 0.92 / 0.96);
+  EXPECT_DOUBLE_EQ(AttentionSeqFactor(512), 0.52 / 0.96);
+  EXPECT_DOUBLE_EQ(AttentionSeqFactor(1 << 20), 1.0 / 0.96);
+  double prev = 0;
+  for (double s = 128; s <= (1 << 20); s *= 1.5) {
+    EXPECT_GE(AttentionSeqFactor(s), prev) << s;
+    prev = AttentionSeqFactor(s);
+  }
+  // Ring context parallelism: the kernel sees seq / cp tokens per call, so
+  // 32K over cp=8 runs at the 4K efficiency. TPUs keep their constant.
+  auto m = Model("llama3-8b");
+  TrainingConfig c = Config("dp=1", 32768.0, 32768);
+  ModelConsts mc = PrepareModel(m, c);
+  const hw::Chip& h100 = System("h100:8x1").chip;
+  ChipEfficiency eff = RealisticEfficiency(h100);
+  LayerCompute whole = ComputeLayer(m, mc, h100, eff, 1, 1, 1, 32768, c);
+  LayerCompute chunk = ComputeLayer(m, mc, h100, eff, 1, 1, 8, 4096, c);
+  ExpectRel(chunk.attn_fwd * 8, whole.attn_fwd * (1.0 / 0.96) / (0.92 / 0.96),
+            1e-9, "cp chunk at 4K efficiency");
+  EXPECT_FALSE(
+      RealisticEfficiency(System("tpu-v5p:2x2x1").chip).attention_ramp);
+}
+
 TEST(TrainingTest, UnfusedCrossEntropyCostsItsPasses) {
   // Megatron-LM's unfused loss moves 52 B per logit where a fused kernel
   // moves 12: the difference is 40 B x tokens x vocabulary at HBM speed.

@@ -21,7 +21,19 @@ struct ChipEfficiency {
   // equal to `attention` where FA2 is the chip's best (A100) or unmeasured.
   double attention_fa2 = 1.0;
   double hbm = 1.0;  // streaming kernels, fraction of HBM peak
+  // Whether the attention efficiency follows the measured sequence-length
+  // ramp (GPU FlashAttention kernels; see AttentionSeqFactor).
+  bool attention_ramp = false;
 };
+
+// Attention efficiency at a per-sequence length relative to its value at 8K
+// tokens, where the `attention` constants are measured. FlashAttention's
+// causal forward + backward tables (efficiency.md 2.1-2.2; FA2 on A100,
+// hd128) rise the same way on every kernel and chip: 0.52, 0.70, 0.82,
+// 0.92, 0.96, 1.0 of the 16K value at 512 ... 16K (short sequences leave
+// more of each causal tile masked and fewer tiles to fill the GPU). Log-
+// linear between points, flat beyond 16K, proportional below 512.
+double AttentionSeqFactor(double seq);
 
 // Peak mode: all 1.0, no overheads, no quantization.
 ChipEfficiency PeakEfficiency();
