@@ -245,11 +245,15 @@ Result<ServeEstimate> EstimateServing(const model::ModelSpec& m,
   double p_tokens = B * cfg.prompt;
   double p_wread = 0;
   double p_mm = matmul_time(p_tokens, &p_wread);
-  double p_attn =
-      p_tokens *
-      model::AttentionFlopsPerToken(m, cfg.prompt,
-                                    model::AttentionFlops::kCausal) /
-      n / ((peak ? 1.0 : eff.attention) * chip.Peak(hw::Dtype::kBf16).si());
+  double p_attn = p_tokens *
+                  model::AttentionFlopsPerToken(
+                      m, cfg.prompt, model::AttentionFlops::kCausal) /
+                  n /
+                  ((peak ? 1.0
+                         : eff.attention * (eff.attention_ramp
+                                                ? AttentionSeqFactor(cfg.prompt)
+                                                : 1.0)) *
+                   chip.Peak(hw::Dtype::kBf16).si());
   double prefill = p_mm + p_attn + comm_per_token_batch(p_tokens) +
                    (peak ? 0 : L * 4 * eff.op_overhead.si());
   est.prefill_time = units::Seconds(prefill);
