@@ -268,10 +268,10 @@ void EvaluateCore(const ModelConsts& mc, const LayerCompute& lc,
     r->layer_attention = 3.5 * lc.attn_fwd;
     r->layer_elem = 3 * lc.elem_fwd;
     r->layer_recompute = recompute;
-    r->head = gemm_passes * lc.logits_fwd + lc.loss_total;
     // The output layer and loss sit on the last stage: the pipeline runs at
     // the pace of the slower of it and the others.
     const double head = gemm_passes * lc.logits_fwd + lc.loss_total;
+    r->head = head;
     stage_mb = par.pp > 1 ? std::max(others * layer, last_layers * layer + head)
                           : lps * layer + head;
     typical_mb = par.pp > 1 ? others * layer : stage_mb;

@@ -16,6 +16,44 @@ namespace scalemodel::estimate {
 using units::Bytes;
 using units::Seconds;
 
+namespace {
+
+// One of `values` by its name (case and surrounding spaces ignored); the
+// error lists the names ("expected a, b or c, got 'x'") and suggests the
+// nearest.
+template <typename E, typename NameFn>
+Result<E> ParseByName(std::string_view text, std::initializer_list<E> values,
+                      NameFn name, const char* option) {
+  const std::string t = ToLower(Trim(text));
+  std::vector<std::string> names;
+  for (E v : values) {
+    if (t == name(v)) return v;
+    names.emplace_back(name(v));
+  }
+  std::string list;
+  for (size_t i = 0; i < names.size(); ++i) {
+    list += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
+  }
+  return InvalidArgument("expected " + list + ", got '" + std::string(text) +
+                             "'" + DidYouMean(t, names),
+                         option);
+}
+
+// Lays the plan's degrees onto the system's axes, in the configured order
+// when one is given.
+Result<Placements> Place(Parallelism& par, const hw::System& sys,
+                         const TrainingConfig& cfg) {
+  std::array<int, kNumPar> order{};
+  const bool has_order = cfg.placement_order.size() == kNumPar;
+  if (has_order) {
+    std::copy(cfg.placement_order.begin(), cfg.placement_order.end(),
+              order.begin());
+  }
+  return PlaceParallelism(par, sys, has_order ? &order : nullptr);
+}
+
+}  // namespace
+
 std::string_view ScheduleName(Schedule s) {
   switch (s) {
     case Schedule::kGpipe:
@@ -53,15 +91,10 @@ std::string_view AttentionKernelName(AttentionKernel k) {
 }
 
 Result<AttentionKernel> ParseAttentionKernel(std::string_view text) {
-  std::string t = ToLower(Trim(text));
-  for (AttentionKernel k : {AttentionKernel::kFused, AttentionKernel::kFlash2,
-                            AttentionKernel::kMaterialized}) {
-    if (t == AttentionKernelName(k)) return k;
-  }
-  return InvalidArgument("expected fused, flash2 or materialized, got '" +
-                             std::string(text) + "'" +
-                             DidYouMean(t, {"fused", "flash2", "materialized"}),
-                         "--attention-kernel");
+  return ParseByName(text,
+                     {AttentionKernel::kFused, AttentionKernel::kFlash2,
+                      AttentionKernel::kMaterialized},
+                     AttentionKernelName, "--attention-kernel");
 }
 
 std::string_view CpCommName(CpComm c) {
@@ -108,16 +141,10 @@ std::string_view Fp8RecipeName(Fp8Recipe r) {
 }
 
 Result<Fp8Recipe> ParseFp8Recipe(std::string_view text) {
-  std::string t = ToLower(Trim(text));
-  for (Fp8Recipe r : {Fp8Recipe::kDelayed, Fp8Recipe::kTensorwise,
-                      Fp8Recipe::kBlockwise, Fp8Recipe::kMxfp8}) {
-    if (t == Fp8RecipeName(r)) return r;
-  }
-  return InvalidArgument(
-      "expected delayed, tensorwise, blockwise or mxfp8, got '" +
-          std::string(text) + "'" +
-          DidYouMean(t, {"delayed", "tensorwise", "blockwise", "mxfp8"}),
-      "--fp8-recipe");
+  return ParseByName(text,
+                     {Fp8Recipe::kDelayed, Fp8Recipe::kTensorwise,
+                      Fp8Recipe::kBlockwise, Fp8Recipe::kMxfp8},
+                     Fp8RecipeName, "--fp8-recipe");
 }
 
 double Fp8CastBytes(Fp8Recipe r) {
@@ -211,13 +238,7 @@ Result<int> MicroBatchFor(const hw::System& sys, const TrainingConfig& cfg,
                            "--microbatches");
   }
   Parallelism par = cfg.par;
-  std::array<int, kNumPar> order{};
-  const bool has_order = cfg.placement_order.size() == kNumPar;
-  if (has_order) {
-    std::copy(cfg.placement_order.begin(), cfg.placement_order.end(),
-              order.begin());
-  }
-  auto placement = PlaceParallelism(par, sys, has_order ? &order : nullptr);
+  auto placement = Place(par, sys, cfg);
   if (!placement) return tl::unexpected(placement.error());
   const double replicas = static_cast<double>(par.dp) * par.fsdp * par.ep;
   const double per_replica = std::floor(cfg.batch_tokens / cfg.seq) / replicas;
@@ -243,12 +264,7 @@ Result<TrainingEstimate> EstimateTraining(const model::ModelSpec& m,
                                           const TrainingConfig& cfg_in) {
   TrainingConfig cfg = cfg_in;
   Parallelism& par = cfg.par;
-  std::array<int, kNumPar> order{};
-  const bool has_order = cfg.placement_order.size() == kNumPar;
-  if (has_order)
-    std::copy(cfg.placement_order.begin(), cfg.placement_order.end(),
-              order.begin());
-  auto placement = PlaceParallelism(par, sys, has_order ? &order : nullptr);
+  auto placement = Place(par, sys, cfg);
   if (!placement) return tl::unexpected(placement.error());
   const int chips = sys.num_chips();
   // ---- Validation (bad input).

@@ -379,6 +379,7 @@ void Summarize(ValidationReport& report) {
   report.summary.clear();
   report.by_family.clear();
   report.by_chip.clear();
+  report.serving_by_chip.clear();
   // One summary over the cases `in` selects.
   auto summarize = [&](const std::string& name, auto in) {
     std::vector<double> abs_errs, errs;
@@ -400,15 +401,15 @@ void Summarize(ValidationReport& report) {
   for (const char* g : {"book", "gpu", "tpu", "all", "inference-gpu",
                         "inference-tpu", "inference"}) {
     std::string gs(g);
-    GroupSummary s = summarize(
-        gs == "all"         ? "training runs (gpu + tpu)"
-        : gs == "inference" ? "inference runs (gpu + tpu)"
-                            : gs,
-        [&](const ValidationCase& c) {
-          return gs == "all"         ? (c.group == "gpu" || c.group == "tpu")
-                 : gs == "inference" ? c.group.rfind("inference", 0) == 0
-                                     : c.group == gs;
-        });
+    GroupSummary s =
+        summarize(gs == "all"         ? "training runs (gpu + tpu)"
+                  : gs == "inference" ? "inference runs (gpu + tpu)"
+                                      : gs,
+                  [&](const ValidationCase& c) {
+                    return gs == "all"         ? IsTrainingCase(c)
+                           : gs == "inference" ? IsServingCase(c)
+                                               : c.group == gs;
+                  });
     if (s.count > 0) report.summary.push_back(s);
   }
   std::vector<std::string> families;
@@ -422,18 +423,33 @@ void Summarize(ValidationReport& report) {
     report.by_family.push_back(
         summarize(f, [&](const ValidationCase& c) { return c.family == f; }));
   }
-  std::vector<std::string> chips;
-  for (const ValidationCase& c : report.cases) {
-    if ((c.group == "gpu" || c.group == "tpu") && !c.chip.empty() &&
-        std::find(chips.begin(), chips.end(), c.chip) == chips.end()) {
-      chips.push_back(c.chip);
+  // Per chip, in the order chips first appear, for one kind of case.
+  auto per_chip = [&](bool (*kind)(const ValidationCase&)) {
+    std::vector<std::string> chips;
+    for (const ValidationCase& c : report.cases) {
+      if (kind(c) && !c.chip.empty() &&
+          std::find(chips.begin(), chips.end(), c.chip) == chips.end()) {
+        chips.push_back(c.chip);
+      }
     }
-  }
-  for (const std::string& chip : chips) {
-    report.by_chip.push_back(summarize(chip, [&](const ValidationCase& c) {
-      return c.chip == chip && (c.group == "gpu" || c.group == "tpu");
-    }));
-  }
+    std::vector<GroupSummary> out;
+    for (const std::string& chip : chips) {
+      out.push_back(summarize(chip, [&](const ValidationCase& c) {
+        return c.chip == chip && kind(c);
+      }));
+    }
+    return out;
+  };
+  report.by_chip = per_chip(IsTrainingCase);
+  report.serving_by_chip = per_chip(IsServingCase);
+}
+
+bool IsTrainingCase(const ValidationCase& c) {
+  return c.group == "gpu" || c.group == "tpu";
+}
+
+bool IsServingCase(const ValidationCase& c) {
+  return c.group.rfind("inference", 0) == 0;
 }
 
 std::string AccuracyMarkdown(const ValidationReport& r) {

@@ -79,8 +79,8 @@ struct Degrees {
 // batch and the full-remat activations of one sequence. Over capacity: every
 // variant is infeasible, which the prune test checks.
 double MemoryFloor(const estimate::ModelConsts& mc, const Degrees& g, int zero,
-                   bool offload, bool offload_params, bool peak, double seq,
-                   double capacity) {
+                   bool offload, bool offload_params, double max_stage_layers,
+                   bool peak, double seq, double capacity) {
   double stage =
       mc.dense_params / g.pp / g.tp + mc.expert_params / g.pp / g.tp / g.ep;
   double params = stage * 2 / g.fsdp;
@@ -88,10 +88,11 @@ double MemoryFloor(const estimate::ModelConsts& mc, const Degrees& g, int zero,
   double grads = trained * (peak ? 0 : 4) /
                  (g.fsdp * (zero >= 2 ? 1.0 * g.dp * g.cp : 1.0));
   if (offload_params) {
-    // Two layers' parameters and one layer's gradient on the device.
-    double lps = std::ceil(mc.layers / g.pp);
-    params = 2 * stage * 2 / lps;
-    grads = trained * (peak ? 0 : 4) / lps;
+    // Two layers' parameters and one layer's gradient on the device (a
+    // layer being a stage's share, least with the most layers a stage may
+    // hold); nothing in peak mode.
+    params = peak ? 0 : 2 * stage * 2 / max_stage_layers;
+    grads = peak ? 0 : trained * 4 / max_stage_layers;
   }
   double opt_shard = (g.fsdp > 1 || zero >= 1)
                          ? g.fsdp * (zero >= 1 ? 1.0 * g.dp * g.cp : 1.0)
@@ -234,11 +235,21 @@ struct Worker {
       }
       if (!seen_placements.insert(key).second) continue;
       LayoutCoefficients lay = Coefficients(*pl);
+      // The most layers any schedule variant puts on one stage.
+      double max_stage_layers = std::ceil(mc->layers / g.pp);
+      for (const Sched& sc : scheds) {
+        if (g.pp > 1 && sc.last > 0) {
+          max_stage_layers =
+              std::max({max_stage_layers, static_cast<double>(sc.last),
+                        std::ceil((mc->layers - sc.last) / (g.pp - 1))});
+        }
+      }
       for (int zero : zeros) {
         p.zero = zero;
         for (bool off : offloads) {
-          double floor = MemoryFloor(*mc, g, zero, off, base.offload_params,
-                                     peak, base.seq, capacity);
+          double floor =
+              MemoryFloor(*mc, g, zero, off, base.offload_params,
+                          max_stage_layers, peak, base.seq, capacity);
           double block =
               static_cast<double>(mbs.size()) * remats.size() * scheds.size();
           if (floor > capacity) {

@@ -48,12 +48,12 @@ std::pair<std::string, Json> TrustOnChip(const catalog::Catalog& cat,
   if (!applies) return {"", nullptr};
   auto rep = io::RunValidation(cat);
   if (!rep) return {"", nullptr};
-  std::erase_if(rep->cases, [&](const io::ValidationCase& v) {
-    const bool train_case = v.group == "gpu" || v.group == "tpu";
-    const bool serve_case = v.group.rfind("inference", 0) == 0;
-    return v.chip != chip.id || !(training ? train_case : serve_case);
-  });
-  const int n = static_cast<int>(rep->cases.size());
+  const io::GroupSummary* s = nullptr;
+  for (const io::GroupSummary& g :
+       training ? rep->by_chip : rep->serving_by_chip) {
+    if (g.group == chip.id) s = &g;
+  }
+  const int n = s ? s->count : 0;
   const char* what =
       training ? "published training run" : "published serving point";
   Json j = {{"chip", chip.id},
@@ -68,16 +68,14 @@ std::pair<std::string, Json> TrustOnChip(const catalog::Catalog& cat,
                         n == 1 ? "" : "s", chip.id),
             j};
   }
-  io::Summarize(*rep);
-  const io::GroupSummary& s = rep->summary.front();
-  j["median_abs_rel_error"] = s.median_abs_rel_error;
-  j["p90_abs_rel_error"] = s.p90_abs_rel_error;
+  j["median_abs_rel_error"] = s->median_abs_rel_error;
+  j["p90_abs_rel_error"] = s->p90_abs_rel_error;
   return {
       fmt::format("\naccuracy: on {} {}s on {}, realistic predictions were off "
                   "by {:.0f}% (median) and {:.0f}% (p90) of what was measured; "
                   "`scalemodel validate --filter {}` lists them\n",
-                  n, what, chip.id, 100 * s.median_abs_rel_error,
-                  100 * s.p90_abs_rel_error, chip.id),
+                  n, what, chip.id, 100 * s->median_abs_rel_error,
+                  100 * s->p90_abs_rel_error, chip.id),
       j};
 }
 

@@ -415,6 +415,13 @@ static Result<bool> AddLaunch(const std::string& engine_name,
                    out);
 }
 
+// Whether the step time is a prediction of what a run measures (realistic
+// mode, no --assume-mfu), so that the published runs say how far to trust
+// it.
+static bool PredictsARun(const estimate::TrainingConfig& c) {
+  return c.mode == estimate::Mode::kRealistic && c.assume_mfu <= 0;
+}
+
 static std::string TrainText(const estimate::TrainingEstimate& e,
                              const hw::System& sys) {
   std::string layout;
@@ -510,9 +517,7 @@ Command AddTrainCommand(CLI::App& app) {
     in->inputs["plan"] = in->config.par.ToString();
     Json result = io::ToJson(*est);
     auto [trust, trust_json] =
-        TrustOnChip(cat, in->system.chip, true,
-                    in->config.mode == estimate::Mode::kRealistic &&
-                        in->config.assume_mfu <= 0);
+        TrustOnChip(cat, in->system.chip, true, PredictsARun(in->config));
     result["accuracy"] = trust_json;
     out.json = Document(in->inputs, result);
     out.text = fmt::format("{} on {} ({} chips), plan {}\n\n",
@@ -888,10 +893,8 @@ Command AddPlanCommand(CLI::App& app) {
     text += Table(rows);
     Json trust_json = nullptr;
     if (best_plan) {
-      auto [trust, tj] =
-          TrustOnChip(cat, best_plan->system->chip, true,
-                      in->config.mode == estimate::Mode::kRealistic &&
-                          in->config.assume_mfu <= 0);
+      auto [trust, tj] = TrustOnChip(cat, best_plan->system->chip, true,
+                                     PredictsARun(in->config));
       trust_json = tj;
       text += "\nBest plan in detail (" + best_plan->system->id + "):\n" +
               TrainText(best_plan->estimate, *best_plan->system) + trust;

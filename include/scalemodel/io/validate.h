@@ -27,6 +27,10 @@ struct ValidationCase {
   std::string chip;    // published runs: the chip's catalog id
 };
 
+// A published training run ("gpu", "tpu") or serving point ("inference-*").
+bool IsTrainingCase(const ValidationCase& c);
+bool IsServingCase(const ValidationCase& c);
+
 struct GroupSummary {
   std::string group;
   int count = 0;
@@ -38,10 +42,11 @@ struct GroupSummary {
 
 struct ValidationReport {
   std::vector<ValidationCase> cases;
-  std::vector<GroupSummary> summary;    // per group, then "all"
-  std::vector<GroupSummary> by_family;  // published rows, per source
-  std::vector<GroupSummary> by_chip;    // training runs, per chip
-  std::vector<std::string> skipped;     // "id: reason"
+  std::vector<GroupSummary> summary;          // per group, then "all"
+  std::vector<GroupSummary> by_family;        // published rows, per source
+  std::vector<GroupSummary> by_chip;          // training runs, per chip
+  std::vector<GroupSummary> serving_by_chip;  // serving points, per chip
+  std::vector<std::string> skipped;           // "id: reason"
 };
 
 Result<ValidationReport> RunValidation(const catalog::Catalog& catalog);
