@@ -57,7 +57,13 @@ TEST(SystemTest, ShapeErrors) {
   EXPECT_EQ(BuildSystem(Chip("h100"), "8x0").error().message,
             "expected a shape of positive integers such as '16x16' or "
             "'8x128', got '8x0'");
-  EXPECT_EQ(BuildSystem(Chip("tpu-v4"), "4x4x4/2").error().message,
+  // A user catalog entry without a [scale_out] table (every built-in chip
+  // has one) cannot be used across slices.
+  hw::Chip no_dcn = Chip("tpu-v4");
+  no_dcn.scale_out.reset();
+  auto multi = BuildSystem(no_dcn, "4x4x4/2");
+  ASSERT_FALSE(multi.has_value());
+  EXPECT_EQ(multi.error().message,
             "tpu-v4 has no DCN bandwidth in the catalog, so it cannot be "
             "used across slices");
   EXPECT_FALSE(BuildSystem(Chip("tpu-v5p"), "16x16x16/x").has_value());

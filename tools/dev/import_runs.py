@@ -158,6 +158,14 @@ def convert(r):
         return out
     n = hw["count"]
     shape = tpu_shape(chip, n) if chip.startswith("tpu") else gpu_shape(chip, n)
+    # "K x v4-N" multislice rows: K slices of N/2 chips (v4-N counts
+    # TensorCores), joined by DCN, not one big ICI torus.
+    m_slices = re.match(r"(\d+) x v4-(\d+)", hw.get("interconnect") or "")
+    if chip == "tpu-v4" and m_slices:
+        k, per = int(m_slices.group(1)), int(m_slices.group(2)) // 2
+        shape = tpu_shape(chip, per)
+        if shape is not None and k > 1:
+            shape += "/%d" % k
     if shape is None:
         out["skip"] = "no %s system shape for %d chips" % (chip, n)
         return out
