@@ -28,6 +28,38 @@ ModelConsts PrepareModel(const model::ModelSpec& m, const TrainingConfig& cfg) {
   mc.model_flops_per_token =
       model::TrainFlopsPerToken(m, cfg.seq, cfg.attention);
   mc.grad_reduce_bytes = hw::BytesPerElement(cfg.grad_reduce);
+  // Multi-token prediction (DeepSeek-V3 section 2.2): each module is one
+  // more transformer layer like the model's last, a projection of the
+  // concatenated hidden state and next-token embedding (2D x D), and a pass
+  // through the shared output layer and loss. Fine-tuning (LoRA) runs
+  // without it.
+  mc.mtp = cfg.lora_rank > 0
+               ? 0
+               : (cfg.mtp_layers < 0 ? m.mtp_layers : cfg.mtp_layers);
+  if (mc.mtp > 0 && m.num_layers > 0) {
+    const double L = m.num_layers, D = m.d_model;
+    const bool moe_last = m.IsMoeLayer(m.num_layers - 1);
+    const double n_moe = std::max(1, moe_layers);
+    const double n_dense = std::max(1, m.num_layers - moe_layers);
+    double dense = pc.attention / L + pc.norms / L + 2 * D * D;
+    double expert = 0, active = pc.attention / L + 2 * D * D;
+    if (moe_last) {
+      dense += (pc.shared_experts + pc.router) / n_moe;
+      expert = pc.experts / n_moe;
+      active += (pc.shared_experts + pc.router) / n_moe +
+                expert * m.moe.top_k / m.moe.num_experts;
+    } else {
+      dense += pc.mlp / n_dense;
+      active += pc.mlp / n_dense;
+    }
+    const double attn_layer =
+        model::AttentionFlopsPerToken(m, cfg.seq, cfg.attention) / L;
+    mc.dense_params += mc.mtp * dense;
+    mc.expert_params += mc.mtp * expert;
+    mc.total_params += mc.mtp * (dense + expert);
+    mc.model_flops_per_token +=
+        mc.mtp * 3 * (2 * (active + D * m.vocab) + attn_layer);
+  }
   if (cfg.lora_rank > 0) {
     // Frozen base: forward (matmuls M + attention A) plus the input-gradient
     // pass (M + 2A); no weight gradients. 2 (M + A) + A.
@@ -41,7 +73,8 @@ ModelConsts PrepareModel(const model::ModelSpec& m, const TrainingConfig& cfg) {
     model::ActivationCost a =
         model::Activations(m, r, cfg.seq, hw::Dtype::kBf16, cfg.attention);
     mc.recompute_flops_per_token[static_cast<int>(r)] =
-        a.recompute_flops_per_token;
+        a.recompute_flops_per_token * (m.num_layers + mc.mtp) /
+        std::max(1, m.num_layers);
     mc.act_bytes_per_token_layer[static_cast<int>(r)] =
         a.bytes_per_token_per_layer;
   }
@@ -144,6 +177,7 @@ LayerCompute ComputeLayer(const model::ModelSpec& m, const ModelConsts& mc,
           ? 0.0
           : t * m.vocab / tp * ce_bytes / (chip.hbm_bandwidth.si() * eff.hbm);
   lc.mlp_in_fwd = (1 - mc.moe_frac) * dense_in + mc.moe_frac * moe_in;
+  lc.mtp_proj_fwd = mc.mtp > 0 ? gemm(t, D, 2 * D) : 0.0;
   const double C_bf16 = chip.Peak(hw::Dtype::kBf16).si();
   double attn_flops = model::AttentionFlopsPerToken(
                           m, cfg.seq, model::AttentionFlops::kCausal) /
@@ -213,7 +247,11 @@ void EvaluateCore(const ModelConsts& mc, const LayerCompute& lc,
     last_layers = cfg.last_stage_layers;
     others = std::ceil((mc.layers - last_layers) / (pp - 1));
   }
-  const double lps = std::max(others, last_layers);
+  // The MTP modules' layers run on the last stage (the only one with
+  // pp = 1).
+  const double last_units = last_layers + mc.mtp;
+  const double lps =
+      par.pp > 1 ? std::max(others, last_units) : others + mc.mtp;
   const double t = cfg.micro_batch * cfg.seq / cp;
   const double D = mc.d;
   const int remat = static_cast<int>(cfg.remat);
@@ -270,9 +308,13 @@ void EvaluateCore(const ModelConsts& mc, const LayerCompute& lc,
     r->layer_recompute = recompute;
     // The output layer and loss sit on the last stage: the pipeline runs at
     // the pace of the slower of it and the others.
-    const double head = gemm_passes * lc.logits_fwd + lc.loss_total;
+    // So do the MTP modules: a layer, the projection, another output layer
+    // and loss each.
+    const double head =
+        (1 + mc.mtp) * (gemm_passes * lc.logits_fwd + lc.loss_total) +
+        mc.mtp * gemm_passes * lc.mtp_proj_fwd;
     r->head = head;
-    stage_mb = par.pp > 1 ? std::max(others * layer, last_layers * layer + head)
+    stage_mb = par.pp > 1 ? std::max(others * layer, last_units * layer + head)
                           : lps * layer + head;
     typical_mb = par.pp > 1 ? others * layer : stage_mb;
     elem_mb = lps * 3 * lc.elem_fwd;

@@ -452,6 +452,7 @@ Result<TrainingEstimate> EstimateTraining(const model::ModelSpec& m,
   est.per_layer.output_and_loss = Seconds(r.head);
   est.per_layer.layers_per_stage = r.stage_layers;
   est.per_layer.last_stage_layers = r.last_stage_layers;
+  est.per_layer.mtp_modules = static_cast<int>(mc.mtp);
   est.step_time = Seconds(r.step);
   est.compute = Seconds(r.compute);
   est.exposed_comm = Seconds(r.exposed);
@@ -652,14 +653,17 @@ Result<TrainingEstimate> EstimateTraining(const model::ModelSpec& m,
     // and loss (docs/model.md 5.4).
     const int busiest = est.per_layer.layers_per_stage;
     const int last = est.per_layer.last_stage_layers;
+    const int mtp = est.per_layer.mtp_modules;
     const double layer = est.per_layer.total.si();
     const double head = est.per_layer.output_and_loss.si();
-    const bool last_paces = last * layer + head > busiest * layer;
+    const bool last_paces = (last + mtp) * layer + head > busiest * layer;
     est.notes.push_back(fmt::format(
         "pipeline stages: {} layers over {} stages, {} on each but the last "
-        "and {} plus the output layer and loss ({}) on the last; the {} "
+        "and {} plus the output layer and loss{} ({}) on the last; the {} "
         "the pace{}",
         m.num_layers, par.pp, busiest, last,
+        mtp > 0 ? fmt::format(" and {} MTP module{}", mtp, mtp > 1 ? "s" : "")
+                : "",
         FormatSeconds(est.per_layer.output_and_loss),
         last_paces ? "last sets" : "others set",
         last_paces && last > 1 && cfg.last_stage_layers == 0

@@ -270,8 +270,11 @@ Result<ImportedModel> ParseHfConfig(std::string_view json_text,
   }
   m.mtp_layers = static_cast<int>(integer({"num_nextn_predict_layers"}, false));
   if (m.mtp_layers > 0) {
-    out.notes.push_back("the " + std::to_string(m.mtp_layers) +
-                        " multi-token-prediction module(s) are not counted");
+    out.notes.push_back(
+        "the " + std::to_string(m.mtp_layers) +
+        " multi-token-prediction module(s) are not in the parameter count; "
+        "training estimates run them on the last pipeline stage "
+        "(--mtp-layers 0 drops them), serving does not");
   }
   // Checkpoint dtype: v4 torch_dtype, v5 dtype; FP8 quantization wins.
   std::string dtype = root.value("torch_dtype", root.value("dtype", ""));

@@ -200,7 +200,9 @@ Json ToJson(const estimate::TrainingEstimate& e) {
                     {"recompute_s", e.per_layer.recompute.si()},
                     {"total_s", e.per_layer.total.si()},
                     {"output_and_loss_s", e.per_layer.output_and_loss.si()},
-                    {"layers_per_stage", e.per_layer.layers_per_stage}};
+                    {"layers_per_stage", e.per_layer.layers_per_stage},
+                    {"last_stage_layers", e.per_layer.last_stage_layers},
+                    {"mtp_modules", e.per_layer.mtp_modules}};
   j["memory_per_chip"] = {{"params_bytes", e.memory.params.si()},
                           {"grads_bytes", e.memory.grads.si()},
                           {"optimizer_bytes", e.memory.optimizer.si()},

@@ -367,6 +367,8 @@ Result<std::string> EmitMegatron(const model::ModelSpec& m,
           rest, d.pp - 1, d.pp - 1));
     }
   }
+  const int mtp = cfg.mtp_layers < 0 ? m.mtp_layers : cfg.mtp_layers;
+  if (mtp > 0) out.Flag("--mtp-num-layers", mtp);
   out.Flag("--context-parallel-size", d.cp);
   if (d.cp > 1 && cfg.cp_comm != estimate::CpComm::kRing) {
     out.Flag("--cp-comm-type", std::string(estimate::CpCommName(cfg.cp_comm)));

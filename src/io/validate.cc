@@ -169,6 +169,8 @@ Result<TrainingRun> ReadTrainingRun(const catalog::Catalog& cat,
   cfg.dp_overlap = row.value("dp_overlap", true);
   cfg.capacity_factor = row.value("capacity_factor", 0.0);
   cfg.ep_dedup = row.value("ep_dedup", false);
+  cfg.ep_overlap = row.value("ep_overlap", false);
+  cfg.mtp_layers = row.value("mtp_layers", -1);
   cfg.unfused_cross_entropy = row.value("cross_entropy", "fused") == "unfused";
   if (auto recipe =
           estimate::ParseFp8Recipe(row.value("fp8_recipe", "delayed"))) {

@@ -645,6 +645,56 @@ TEST(TrainingTest, LastPipelineStageCarriesTheOutputLayer) {
       1e-9, "the slower of busiest and last");
 }
 
+TEST(TrainingTest, MultiTokenPredictionRunsOnTheLastStage) {
+  // DeepSeek-V3 trains one MTP module (num_nextn_predict_layers 1): an MoE
+  // layer (256 experts of 3 x 7168 x 2048 = 11.3B parameters, plus MLA,
+  // shared expert and router), a 14336 x 7168 projection and another pass
+  // through the shared output layer. 61 layers over 16 stages: 4 on each
+  // but the last, 1 on the last, which with the module carries 2 layers and
+  // two heads.
+  auto m = Model("deepseek-v3");
+  ASSERT_EQ(m.mtp_layers, 1);
+  hw::System sys = System("b200:8x32");
+  TrainingConfig with = Config("dp=2,pp=16,ep=8,zero=1", 2048 * 4096.0, 4096);
+  with.precision = hw::Dtype::kFp8;
+  TrainingConfig without = with;
+  without.mtp_layers = 0;
+  auto a = EstimateTraining(m, sys, with);
+  auto b = EstimateTraining(m, sys, without);
+  ASSERT_TRUE(a.has_value() && b.has_value());
+  EXPECT_EQ(a->per_layer.mtp_modules, 1);
+  EXPECT_EQ(b->per_layer.mtp_modules, 0);
+  // Model FLOPs per token grow by the module: 2 x (its active parameters,
+  // about an average layer's plus the 2 x 7168^2 projection, + the 7168 x
+  // 129280 output layer) + its attention, times 3.
+  const double extra =
+      (a->model_flops_per_step - b->model_flops_per_step) / (2048 * 4096.0);
+  const model::ParamCounts pc = model::CountParams(m);
+  const double lm = 7168.0 * 129280;
+  const double layer_active = (pc.matmul_active - lm) / 61;
+  const double attn =
+      model::AttentionFlopsPerToken(m, 4096, model::AttentionFlops::kCausal) /
+      61;
+  const double proj = 2 * 7168.0 * 7168;
+  ExpectRel(extra, 3 * (2 * (layer_active + proj + lm) + attn), 0.02,
+            "MTP FLOPs");
+  // Its parameters sit on a stage: memory grows by about 11.7B / 16 / 8
+  // parameters' worth (experts over ep) plus the dense part over 16.
+  EXPECT_GT(a->memory.params.si(), b->memory.params.si());
+  // The last stage now holds 1 + 1 layers and two heads.
+  const auto& L = a->per_layer;
+  ExpectRel(
+      a->compute.si(),
+      a->microbatches *
+          std::max(4 * L.total.si(), 2 * L.total.si() + L.output_and_loss.si()),
+      1e-9, "pace with MTP");
+  EXPECT_GT(L.output_and_loss.si(),
+            2 * b->per_layer.output_and_loss.si() - 1e-12);
+  EXPECT_GT(a->step_time, b->step_time);
+  // Dense models have none.
+  EXPECT_EQ(Model("llama3-70b").mtp_layers, 0);
+}
+
 TEST(TrainingTest, MicrobatchesSetTheMicroBatch) {
   // 64 sequences over dp=8: 8 per replica; 4 microbatches of 2.
   TrainingConfig c = Config("dp=8", 64 * 4096.0, 4096);

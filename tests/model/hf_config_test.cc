@@ -99,7 +99,9 @@ TEST(HfConfigTest, DeepSeekV3) {
   EXPECT_TRUE(m->spec.IsMoeLayer(3));
   EXPECT_EQ(m->spec.weight_dtype, hw::Dtype::kFp8);
   EXPECT_EQ(m->notes[0],
-            "the 1 multi-token-prediction module(s) are not counted");
+            "the 1 multi-token-prediction module(s) are not in the parameter "
+            "count; training estimates run them on the last pipeline stage "
+            "(--mtp-layers 0 drops them), serving does not");
 }
 
 // Mixtral's alias num_local_experts; experts as wide as intermediate_size.

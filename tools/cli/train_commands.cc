@@ -33,6 +33,7 @@ struct TrainOptionsCli {
   int microbatches = 0;
   int lora = 0;
   int last_stage_layers = 0;
+  int mtp_layers = -1;
   bool no_dp_overlap = false;
   bool ep_dedup = false;
   bool ep_overlap = false;
@@ -170,6 +171,13 @@ static Result<TrainInputs> ResolveTrain(const catalog::Catalog& cat,
             std::to_string(c.last_stage_layers),
         "--last-stage-layers");
   }
+  if (o.mtp_layers < -1) {
+    return InvalidArgument(
+        "expected a count of multi-token-prediction modules >= 0, got " +
+            std::to_string(o.mtp_layers),
+        "--mtp-layers");
+  }
+  c.mtp_layers = o.mtp_layers;
   c.tp_comm_overlap = o.tp_overlap;
   auto kernel = estimate::ParseAttentionKernel(o.attention_kernel);
   if (!kernel) return tl::unexpected(kernel.error());
@@ -268,6 +276,8 @@ static Result<TrainInputs> ResolveTrain(const catalog::Catalog& cat,
       {"ep_overlap", c.ep_overlap},
       {"tp_overlap", c.tp_comm_overlap},
       {"last_stage_layers", c.last_stage_layers},
+      {"mtp_layers",
+       c.mtp_layers < 0 ? in.model.spec.mtp_layers : c.mtp_layers},
       {"attention_kernel",
        std::string(estimate::AttentionKernelName(c.attention_kernel))},
       {"cross_entropy", c.unfused_cross_entropy ? "unfused" : "fused"},
@@ -278,8 +288,8 @@ static Result<TrainInputs> ResolveTrain(const catalog::Catalog& cat,
            ? "model FLOPs (forward + input gradients; frozen weights have "
              "no weight gradients; no recompute) / (time x chips x dense "
              "bf16 peak)"
-           : "model FLOPs (no recompute) / (time x chips x dense bf16 "
-             "peak)"}};
+           : "model FLOPs (no recompute; multi-token-prediction modules "
+             "included) / (time x chips x dense bf16 peak)"}};
   if (c.tokens > 0) in.inputs["tokens"] = c.tokens;
   return in;
 }
@@ -322,6 +332,10 @@ static void AddTrainOptions(CLI::App* app, TrainOptionsCli& o, bool plan) {
                   "--decoder-last-pipeline-num-layers); 0: what the others, "
                   "ceil(L/pp) each, leave")
       ->capture_default_str();
+  app->add_option("--mtp-layers", o.mtp_layers,
+                  "Multi-token-prediction modules trained with the model, "
+                  "on the last pipeline stage (Megatron --mtp-num-layers); "
+                  "default: the model's own (DeepSeek-V3: 1), 0: none");
   app->add_option("--schedule", o.schedule, "gpipe, 1f1b or interleaved")
       ->capture_default_str();
   app->add_option("--vpp", o.vpp, "Virtual pipeline stages per device")
@@ -445,11 +459,17 @@ static std::string TrainText(const estimate::TrainingEstimate& e,
                 "  per layer and microbatch (forward + backward): {} = "
                 "matmuls {} + attention {} + elementwise and norms {} + "
                 "recompute {}; {} layers per stage, the last adds output "
-                "layer and loss {}\n",
+                "layer and loss {}{}\n",
                 FormatSeconds(L.total), FormatSeconds(L.matmul),
                 FormatSeconds(L.attention), FormatSeconds(L.elementwise),
                 FormatSeconds(L.recompute), L.layers_per_stage,
-                FormatSeconds(L.output_and_loss))
+                FormatSeconds(L.output_and_loss),
+                L.mtp_modules > 0
+                    ? fmt::format(
+                          " (multi-token prediction's included) and {} MTP "
+                          "layer{}",
+                          L.mtp_modules, L.mtp_modules > 1 ? "s" : "")
+                    : "")
           : fmt::format(
                 "  per layer and microbatch (forward + backward): {} at peak "
                 "FLOP/s (peak mode does not split it); {} layers per "

@@ -341,6 +341,23 @@ def convert(r):
         # scripts/performance/configs/deepseek): selective is the nearest
         # policy, used where the row states none.
         out["remat_default"] = "selective"
+    if "womtp" in rid:
+        # "w/o MTP": trained without DeepSeek-V3's multi-token-prediction
+        # module, which the other DeepSeek-V3 rows (and the model) have.
+        out["mtp_layers"] = 0
+        a.append("without the multi-token-prediction module (womtp)")
+    recipe_b200_v2 = rid.startswith("mbridge-26.") and "b200-deepseekv3" in rid
+    if recipe_b200_v2:
+        # Megatron-Bridge's DeepSeek-V3 B200 FP8-MX "V2" preset
+        # (scripts/performance/configs/deepseek/
+        # deepseek_workload_base_configs.py) is this row's layout: pp 8,
+        # vpp 2, ep 32, batch 4096. It dispatches with DeepEP
+        # (moe_flex_dispatcher_backend "deepep") and overlaps the expert
+        # all-to-all with compute (moe_a2a_overlap True).
+        out["ep_dedup"] = True
+        out["ep_overlap"] = True
+        a.append("DeepEP dispatch with all-to-all overlap (Megatron-Bridge's "
+                 "B200 FP8-MX V2 preset, the row's layout)")
     qwen3_token_drop = rid.startswith("mbridge-25.") and "qwen3" in rid
     if qwen3_token_drop:
         # Megatron-Bridge's 25.x performance configs for Qwen3 MoE

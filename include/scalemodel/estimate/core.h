@@ -63,6 +63,8 @@ struct LayerCompute {
   // logits stream through HBM (memory-bound).
   double loss_total = 0;
   double mlp_in_fwd = 0;  // the MLP input projections (w1, w3) alone
+  // A multi-token-prediction module's projection of [h; emb] (2D -> D).
+  double mtp_proj_fwd = 0;
 };
 
 // Model numbers that do not depend on the plan.
@@ -77,7 +79,11 @@ struct ModelConsts {
   double adapter_params = 0;
   double grad_reduce_bytes = 2;  // per gradient element in reductions
   double vocab = 0;
-  double model_flops_per_token = 0;
+  // Multi-token-prediction modules trained with the model (DeepSeek-V3's
+  // one): each is a transformer layer, a 2D -> D projection and another pass
+  // through the shared output layer and loss, on the last pipeline stage.
+  double mtp = 0;
+  double model_flops_per_token = 0;  // MTP modules included
   std::array<double, model::kNumRemat> recompute_flops_per_token{};  // /Remat
   std::array<double, model::kNumRemat> act_bytes_per_token_layer{};  // bf16
   double act_none_per_token_layer = 0;

@@ -124,6 +124,10 @@ struct TrainingConfig {
   // the loss (Megatron's --decoder-last-pipeline-num-layers); 0: what the
   // others, ceil(L / pp) each, leave it.
   int last_stage_layers = 0;
+  // Multi-token-prediction modules trained with the model (Megatron's
+  // --mtp-num-layers); -1: the model's own count (num_nextn_predict_layers,
+  // 1 for DeepSeek-V3), 0: none.
+  int mtp_layers = -1;
   // With precision fp8: how the GEMM inputs are scaled (their cast cost).
   Fp8Recipe fp8_recipe = Fp8Recipe::kDelayed;
   // Tensor-parallel all-gathers and reduce-scatters overlapped with the
@@ -189,6 +193,7 @@ struct TrainingEstimate {
     units::Seconds output_and_loss;
     int layers_per_stage = 0;   // on every stage but the last
     int last_stage_layers = 0;  // on the last
+    int mtp_modules = 0;        // multi-token prediction, on the last
   } per_layer;
   MemoryBreakdown memory;
   double model_flops_per_step = 0;
