@@ -61,6 +61,19 @@ def gpu_shape(chip, n):
     return "8x%d" % (n // 8) if n % 8 == 0 else None
 
 
+# Megatron-Bridge performance presets (scripts/performance/configs/deepseek/
+# deepseek_workload_base_configs.py, configs/qwen/
+# qwen3_workload_base_configs.py, as of 2026) applied to a 26.x row only when
+# the row's layout (tp, pp, vpp, ep, global batch) is the preset's:
+# (id part, layout, DeepEP-style dedup, moe_a2a_overlap, preset name).
+MBRIDGE_26_PRESETS = [
+    ("b200-deepseekv3", (1, 8, 2, 32, 4096), True, True,
+     "DeepSeek-V3 B200 FP8-MX V2"),  # moe_flex_dispatcher_backend "deepep"
+    ("h100-qwen3_235b", (2, 8, 4, 32, 8192), False, True,
+     "Qwen3-235B H100 FP8-CS V2"),  # moe_token_dispatcher_type "alltoall"
+]
+
+
 # Where each row comes from, for the per-source table of docs/accuracy.md:
 # (id prefix, family), first match wins.
 FAMILIES = [
@@ -346,18 +359,20 @@ def convert(r):
         # module, which the other DeepSeek-V3 rows (and the model) have.
         out["mtp_layers"] = 0
         a.append("without the multi-token-prediction module (womtp)")
-    recipe_b200_v2 = rid.startswith("mbridge-26.") and "b200-deepseekv3" in rid
-    if recipe_b200_v2:
-        # Megatron-Bridge's DeepSeek-V3 B200 FP8-MX "V2" preset
-        # (scripts/performance/configs/deepseek/
-        # deepseek_workload_base_configs.py) is this row's layout: pp 8,
-        # vpp 2, ep 32, batch 4096. It dispatches with DeepEP
-        # (moe_flex_dispatcher_backend "deepep") and overlaps the expert
-        # all-to-all with compute (moe_a2a_overlap True).
-        out["ep_dedup"] = True
-        out["ep_overlap"] = True
-        a.append("DeepEP dispatch with all-to-all overlap (Megatron-Bridge's "
-                 "B200 FP8-MX V2 preset, the row's layout)")
+    preset = None
+    if rid.startswith("mbridge-26."):
+        src_layout = (num(p.get("tp")) or 1, num(p.get("pp")) or 1,
+                      num(p.get("vpp")) or 1, num(p.get("ep")) or 1,
+                      r["parallelism"].get("global_batch"))
+        for part, layout, dedup, overlap, name in MBRIDGE_26_PRESETS:
+            if part in rid and layout == src_layout:
+                preset = (dedup, overlap, name)
+        if preset:
+            out["ep_dedup"] = preset[0]
+            out["ep_overlap"] = preset[1]
+            a.append("%s dispatch with all-to-all overlap (Megatron-Bridge's "
+                     "%s preset, the row's layout)"
+                     % ("DeepEP" if preset[0] else "plain all-to-all", preset[2]))
     qwen3_token_drop = rid.startswith("mbridge-25.") and "qwen3" in rid
     if qwen3_token_drop:
         # Megatron-Bridge's 25.x performance configs for Qwen3 MoE
@@ -367,7 +382,8 @@ def convert(r):
         # this table's layout (tp 2, pp 8, vpp 4, ep 32, batch 2048).
         a.append("all-to-all dispatch: Megatron-Bridge 25.x Qwen3 configs "
                  "drop tokens at capacity 1.0, which rules out DeepEP")
-    elif megatron_family and r["model"].get("moe") and chip in ("h100", "h800"):
+    elif (megatron_family and r["model"].get("moe") and chip in ("h100", "h800")
+          and preset is None):
         # NeMo / Megatron-Bridge performance recipes dispatch with DeepEP on
         # Hopper (and the all-to-all dispatcher on Blackwell).
         out["ep_dedup"] = True
