@@ -199,6 +199,35 @@ def convert(r):
     out["seq"] = r["model"].get("seq_len") or 2048
     p = r["parallelism"]
     other = p.get("other") or ""
+    # A MaxText config's mesh quoted in 'other' ("ici_fsdp 64 x ici_tensor
+    # 4, dcn_fsdp 2"): that layout, its slices and its chip count, which can
+    # differ from a table's (then compared per chip, as the tables report).
+    mesh = {k + "_" + a: int(v) for k, a, v in
+            re.findall(r"\b(ici|dcn)_(fsdp|tensor|data)\D{0,3}(\d+)", other)}
+    if chip.startswith("tpu") and mesh:
+        g = lambda key: mesh.get(key, 1)
+        slices = g("dcn_fsdp") * g("dcn_data")
+        per_slice = g("ici_fsdp") * g("ici_tensor") * g("ici_data")
+        total = per_slice * slices
+        slice_shape = tpu_shape(chip, per_slice)
+        if slice_shape is not None:
+            if total != n:
+                a.append("the linked config's mesh (%s) on %d chips, not the "
+                         "table's %d: compared per chip" %
+                         (", ".join("%s %d" % kv for kv in sorted(mesh.items())),
+                          total, n))
+            n = total
+            out["count"] = n
+            out["system"] = chip + ":" + slice_shape + ("/%d" % slices if slices > 1 else "")
+            pdb = re.search(r"per_device_batch (\d+)", other)
+            pdb = int(pdb.group(1)) if pdb else 1
+            p = dict(p, tp=g("ici_tensor"),
+                     dp=(g("ici_data") * g("dcn_data")),
+                     zero_fsdp="FSDP %d" % (g("ici_fsdp") * g("dcn_fsdp")),
+                     # MaxText's per_device_batch: sequences per chip, so a
+                     # tensor-parallel group shares tp x that per replica.
+                     micro_batch=p.get("micro_batch") or pdb * g("ici_tensor"),
+                     global_batch=p.get("global_batch") or pdb * total)
     m_layout = re.search(r"TP(\d+)/PP(\d+)", other)
     if p.get("tp") is None and m_layout:
         p = dict(p, tp=int(m_layout.group(1)), pp=int(m_layout.group(2)))
