@@ -151,6 +151,16 @@ TEST(LaunchTest, MegatronMoeLayerPattern) {
   EXPECT_NE(text->find("--overlap-moe-expert-parallel-comm"),
             std::string::npos);
   EXPECT_NE(text->find("interleaved schedule"), std::string::npos);
+  // The multi-token-prediction module the estimate trained.
+  EXPECT_EQ(Numbers(*text)["--mtp-num-layers"], 1);
+  auto maxtext = EmitTraining(TrainEngine::kMaxText, t.model,
+                              System("tpu-v5p:8x8x16"), t.cfg, t.est);
+  ASSERT_TRUE(maxtext.has_value()) << maxtext.error().ToString();
+  EXPECT_EQ(Numbers(*maxtext)["mtp_num_layers"], 1);
+  t.cfg.mtp_layers = 0;
+  text = EmitTraining(TrainEngine::kMegatron, t.model, t.system, t.cfg, t.est);
+  ASSERT_TRUE(text.has_value());
+  EXPECT_EQ(text->find("--mtp-num-layers"), std::string::npos);
 }
 
 TEST(LaunchTest, TorchtitanDegreesMultiplyToChips) {
