@@ -8,6 +8,35 @@
 #include "commands.h"
 #include "scalemodel/base/strings.h"
 
+namespace {
+
+// The option called `name` in `app` or any of its subcommands.
+const CLI::Option* FindOption(const CLI::App& app, const std::string& name) {
+  if (const CLI::Option* o = app.get_option_no_throw(name)) return o;
+  for (const CLI::App* sub : app.get_subcommands({})) {
+    if (const CLI::Option* o = FindOption(*sub, name)) return o;
+  }
+  return nullptr;
+}
+
+// CLI11's "Could not convert: --vpp = x" as "--vpp: expected a whole number,
+// got 'x'"; other messages unchanged.
+std::string ConversionMessage(const CLI::App& app, const std::string& what) {
+  const std::string prefix = "Could not convert: ";
+  const size_t eq = what.find(" = ");
+  if (what.rfind(prefix, 0) != 0 || eq == std::string::npos) return what;
+  const std::string name = what.substr(prefix.size(), eq - prefix.size());
+  const std::string value = what.substr(eq + 3);
+  std::string kind = "a number";
+  if (const CLI::Option* o = FindOption(app, name)) {
+    const std::string type = o->get_type_name();
+    if (type == "INT" || type == "UINT") kind = "a whole number";
+  }
+  return name + ": expected " + kind + ", got '" + value + "'";
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   using namespace scalemodel;
   CLI::App app{
@@ -80,7 +109,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::string what = e.what();
+    std::string what = ConversionMessage(app, e.what());
     std::fprintf(stderr, "error: %s; see `scalemodel --help`\n", what.c_str());
     return 2;
   }
