@@ -80,8 +80,10 @@ static Result<estimate::ServeConfig> ParseServeCommon(
   if (!md) return tl::unexpected(md.error());
   c.mode = *md == net::Mode::kPeak ? estimate::Mode::kPeak
                                    : estimate::Mode::kRealistic;
-  if (price < 0) {
-    return InvalidArgument("expected a price >= 0", "--price-per-chip-hour");
+  if (!(price >= 0) || !std::isfinite(price)) {
+    return InvalidArgument(
+        fmt::format("expected a price >= 0 in USD, got {}", price),
+        "--price-per-chip-hour");
   }
   c.price_per_chip_hour = price;
   return c;

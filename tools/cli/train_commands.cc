@@ -130,6 +130,12 @@ static Result<TrainInputs> ResolveTrain(const catalog::Catalog& cat,
   c.schedule = *sched;
   if (o.vpp > 1 && o.schedule == "1f1b")
     c.schedule = estimate::Schedule::kInterleaved;
+  if (o.vpp < 1) {
+    return InvalidArgument(
+        "expected a positive number of virtual stages per device, got " +
+            std::to_string(o.vpp),
+        "--vpp");
+  }
   c.vpp = o.vpp;
   if (o.micro_batch <= 0) {
     return InvalidArgument("expected a positive number of sequences",
@@ -141,19 +147,25 @@ static Result<TrainInputs> ResolveTrain(const catalog::Catalog& cat,
                            "--assume-mfu");
   }
   c.assume_mfu = o.assume_mfu;
-  if (o.price < 0) {
-    return InvalidArgument("expected a price >= 0", "--price-per-chip-hour");
+  if (!(o.price >= 0) || !std::isfinite(o.price)) {
+    return InvalidArgument(
+        fmt::format("expected a price >= 0 in USD, got {}", o.price),
+        "--price-per-chip-hour");
   }
   c.price_per_chip_hour = o.price;
-  if (o.imbalance < 1) {
-    return InvalidArgument("expected a load-imbalance factor >= 1",
-                           "--load-imbalance");
+  if (!(o.imbalance >= 1) || !std::isfinite(o.imbalance)) {
+    return InvalidArgument(
+        fmt::format("expected a load-imbalance factor >= 1 such as 1.1, got {}",
+                    o.imbalance),
+        "--load-imbalance");
   }
   c.load_imbalance = o.imbalance;
-  if (o.capacity < 0 || std::isnan(o.capacity) ||
+  if (!(o.capacity >= 0) || !std::isfinite(o.capacity) ||
       (o.capacity > 0 && o.capacity < 1)) {
     return InvalidArgument(
-        "expected a capacity factor >= 1 such as 1.25 (0 = dropless)",
+        fmt::format("expected a capacity factor >= 1 such as 1.25 (0 = "
+                    "dropless), got {}",
+                    o.capacity),
         "--capacity-factor");
   }
   c.capacity_factor = o.capacity;
