@@ -55,6 +55,21 @@ TEST(ValidateTest, EveryPublishedRowHasASourceFamilyAndIsSummarised) {
   EXPECT_EQ(summarised, published);
 }
 
+// Issue #6's targets for the realistic model on the published training
+// runs, GPU and TPU rows separately: median absolute error at most 10%, 90th
+// percentile at most 25%. A change that breaks them has to say so here.
+TEST(ValidateTest, TrainingAccuracyTargets) {
+  int found = 0;
+  for (const GroupSummary& s : Report().summary) {
+    if (s.group != "gpu" && s.group != "tpu") continue;
+    ++found;
+    EXPECT_GE(s.count, 30) << s.group;
+    EXPECT_LE(s.median_abs_rel_error, 0.10) << s.group;
+    EXPECT_LE(s.p90_abs_rel_error, 0.25) << s.group;
+  }
+  EXPECT_EQ(found, 2);
+}
+
 // docs/accuracy.md is generated; it must match what the code predicts now.
 TEST(ValidateTest, AccuracyDocIsCurrent) {
   std::ifstream in(std::string(SCALEMODEL_SOURCE_DIR) + "/docs/accuracy.md");
