@@ -444,7 +444,7 @@ def convert(r):
     src = r["source"]
     if "Narayanan" in src:
         conv = "hfu"
-    elif "MaxText" in src and chip in ("tpu-v4", "tpu-v5e"):
+    elif "maxtext" in src.lower() and chip in ("tpu-v4", "tpu-v5e"):
         conv = "model_full"
     elif "Megatron-LM README" in src or ("NeMo" in src and "Bridge" not in src
                                          and "bridge" not in src):
