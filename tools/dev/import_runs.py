@@ -444,7 +444,11 @@ def convert(r):
     src = r["source"]
     if "Narayanan" in src:
         conv = "hfu"
-    elif "maxtext" in src.lower() and chip in ("tpu-v4", "tpu-v5e"):
+    elif "maxtext" in src.lower() and (chip in ("tpu-v4", "tpu-v5e")
+                                       or "configs/gpu/a3/" in src):
+        # MaxText's v4, v5e and A3 tables date from 2023-24 (the A3 one sat
+        # at MaxText/configs/a3/ before the 2025 move to src/), before its
+        # July-2025 halving of causal attention.
         conv = "model_full"
     elif "Korthikanti" in src:
         # Their MFU is 72 B s l h^2 (1 + s/6h + V/12lh): full attention
