@@ -505,6 +505,20 @@ Result<TrainingEstimate> EstimateTraining(const model::ModelSpec& m,
                  units::FormatBytes(mem.optimizer) + ", activations " +
                  units::FormatBytes(mem.activations) + ")";
   }
+  {
+    // Peak mode: the book's 10 bytes per parameter (bf16 weights, fp32 Adam
+    // moments); realistic: 2 + 4 + 12 for the trained ones (bf16 weights,
+    // fp32 gradients, fp32 master and moments), 2 for frozen ones, and the
+    // 5% runtime reserve off the HBM.
+    const bool peak = cfg.mode == Mode::kPeak;
+    const double trained = mc.lora ? mc.adapter_params : mc.total_params;
+    const double state = peak ? 10 * trained + 2 * (mc.total_params - trained)
+                              : 2 * mc.total_params + 16 * trained;
+    est.memory_floor = MinChipsByMemory(
+        state, mc.act_bytes_per_token_layer[static_cast<int>(cfg.remat)],
+        mc.layers + mc.mtp, cfg.batch_tokens,
+        chip.hbm_capacity.si() * (peak ? 1.0 : 0.95));
+  }
   const double step = r.step;
   est.tokens_per_s = cfg.batch_tokens / step;
   est.tokens_per_s_per_chip = est.tokens_per_s / chips;
@@ -592,8 +606,11 @@ Result<TrainingEstimate> EstimateTraining(const model::ModelSpec& m,
     }
     w_data_tp = w_on(rest);
   }
-  if (w_data_tp > 0 && w_tp > 0)
+  if (w_data_tp > 0 && w_tp > 0) {
     cb.fsdp_tp = C * C / (w_data_tp * w_tp * f_eff);
+    cb.fsdp_tp_x_opt =
+        std::sqrt(chips * cfg.batch_tokens / f_eff * w_data_tp / w_tp);
+  }
   const hw::PhysicalAxis* dcn = sys.FindAxis("dcn");
   if (dcn && dcn->size > 1) cb.dcn_per_slice = C / dcn->bandwidth.si();
   const double tokens_per_data_chip =
@@ -624,7 +641,10 @@ Result<TrainingEstimate> EstimateTraining(const model::ModelSpec& m,
   // FSDP x TP needs an axis for each; a system with one has no threshold.
   std::string fsdp_tp_text =
       cb.fsdp_tp > 0
-          ? fmt::format("FSDP x TP {:.0f} tokens per chip", cb.fsdp_tp)
+          ? fmt::format(
+                "FSDP x TP {:.0f} tokens per chip (for this batch the best "
+                "split is FSDP {:.0f} x TP {:.1f})",
+                cb.fsdp_tp, cb.fsdp_tp_x_opt, chips / cb.fsdp_tp_x_opt)
           : std::string("FSDP x TP not applicable (one axis)");
   est.notes.push_back(fmt::format(
       "the book's critical batches on {}: data parallel / FSDP {:.0f} tokens "
@@ -639,6 +659,19 @@ Result<TrainingEstimate> EstimateTraining(const model::ModelSpec& m,
         "{:.1f} on its axes",
         par.tp, par.tp <= cb.tensor_parallel_max ? "is within" : "exceeds",
         cb.tensor_parallel_max));
+  }
+  {
+    const MemoryFloor& f = est.memory_floor;
+    est.notes.push_back(fmt::format(
+        "memory floor (the book's): with the whole batch in one pass the job "
+        "holds {} ({} of parameters, gradients and optimizer state, {} of "
+        "saved activations at remat {}), at least {:.0f} chips of {} however "
+        "it is sharded; gradient accumulation shrinks the activation part",
+        units::FormatBytes(Bytes(f.state_bytes + f.activation_bytes)),
+        units::FormatBytes(Bytes(f.state_bytes)),
+        units::FormatBytes(Bytes(f.activation_bytes)),
+        model::RematName(cfg.remat), f.min_chips,
+        units::FormatBytes(chip.hbm_capacity)));
   }
   if (cb.dcn_per_slice > 0) {
     double per_slice = cfg.batch_tokens / dcn->size;
@@ -693,6 +726,19 @@ Result<TrainingEstimate> EstimateTraining(const model::ModelSpec& m,
         vpp > 1 ? ", " + std::to_string(vpp) + " virtual" : ""));
   }
   return est;
+}
+
+MemoryFloor MinChipsByMemory(double state_bytes,
+                             double act_bytes_per_token_layer, double layers,
+                             double batch_tokens, double usable_hbm_per_chip) {
+  MemoryFloor f;
+  f.state_bytes = state_bytes;
+  f.activation_bytes = batch_tokens * layers * act_bytes_per_token_layer;
+  f.min_chips = usable_hbm_per_chip > 0
+                    ? std::ceil((f.state_bytes + f.activation_bytes) /
+                                usable_hbm_per_chip)
+                    : 0;
+  return f;
 }
 
 }  // namespace scalemodel::estimate

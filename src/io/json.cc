@@ -228,7 +228,11 @@ Json ToJson(const estimate::TrainingEstimate& e) {
       {"tensor_parallel_max_degree",
        NumberOrNull(e.critical.tensor_parallel_max)},
       {"fsdp_tp_tokens_per_chip", NumberOrNull(e.critical.fsdp_tp)},
+      {"fsdp_tp_best_fsdp_degree", NumberOrNull(e.critical.fsdp_tp_x_opt)},
       {"dcn_tokens_per_slice", NumberOrNull(e.critical.dcn_per_slice)}};
+  j["memory_floor"] = {{"state_bytes", e.memory_floor.state_bytes},
+                       {"activation_bytes", e.memory_floor.activation_bytes},
+                       {"min_chips", e.memory_floor.min_chips}};
   j["notes"] = e.notes;
   if (e.time_to_train_s > 0) {
     j["time_to_train_s"] = e.time_to_train_s;

@@ -176,8 +176,26 @@ struct CriticalBatches {
   double fsdp = 0;
   double tensor_parallel_max = 0;  // largest TP degree with F > Y C / W
   double fsdp_tp = 0;              // B/N > alpha^2 / (M_X M_Y F)
-  double dcn_per_slice = 0;        // tokens per slice; 0 without DCN
+  // The FSDP degree that makes FSDP's and TP's communication equal for this
+  // batch: X_opt = sqrt(B N W_fsdp / (F W_tp)), the book's
+  // sqrt((B/F)(M_X/M_Y) N); TP takes N / X_opt. 0 where FSDP x TP has no
+  // threshold.
+  double fsdp_tp_x_opt = 0;
+  double dcn_per_slice = 0;  // tokens per slice; 0 without DCN
 };
+
+// The book's memory floor: the fewest chips whose HBM holds the whole job,
+// perfectly sharded: every parameter's bytes (weights, gradients, optimizer
+// state) and the saved activations of the global batch in one pass (no
+// gradient accumulation, which holds only the microbatches in flight).
+struct MemoryFloor {
+  double state_bytes = 0;       // parameters x bytes per parameter
+  double activation_bytes = 0;  // batch tokens x layers x saved bytes
+  double min_chips = 0;         // ceil(total / usable HBM per chip)
+};
+MemoryFloor MinChipsByMemory(double state_bytes,
+                             double act_bytes_per_token_layer, double layers,
+                             double batch_tokens, double usable_hbm_per_chip);
 
 struct TrainingEstimate {
   bool feasible = true;
@@ -196,6 +214,7 @@ struct TrainingEstimate {
     int mtp_modules = 0;        // multi-token prediction, on the last
   } per_layer;
   MemoryBreakdown memory;
+  MemoryFloor memory_floor;
   double model_flops_per_step = 0;
   double hardware_flops_per_step = 0;
   double mfu = 0;  // model FLOPs / (time x chips x bf16 peak)
