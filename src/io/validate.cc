@@ -55,10 +55,11 @@ void BookCases(const catalog::Catalog& cat, ValidationReport& r) {
   cfg.seq = 4096;
   // One case: the plan on a catalog system with `sequences` x 4096 tokens.
   // A case that cannot run is listed as skipped, not dropped.
-  auto run =
-      [&](const std::string& id, const std::string& system,
-          estimate::Parallelism par,
-          double sequences) -> std::optional<estimate::TrainingEstimate> {
+  auto run_model = [&](const model::ModelSpec& spec, const std::string& id,
+                       const std::string& system, estimate::Parallelism par,
+                       double sequences,
+                       model::Remat remat = model::Remat::kNone)
+      -> std::optional<estimate::TrainingEstimate> {
     auto sys = cat.FindSystem(system);
     if (!sys) {
       r.skipped.push_back(id + ": " + sys.error().ToString());
@@ -67,13 +68,26 @@ void BookCases(const catalog::Catalog& cat, ValidationReport& r) {
     estimate::TrainingConfig c = cfg;
     c.par = std::move(par);
     c.batch_tokens = sequences * cfg.seq;
-    auto e = estimate::EstimateTraining(m, *sys, c);
+    c.remat = remat;
+    auto e = estimate::EstimateTraining(spec, *sys, c);
     if (!e) {
       r.skipped.push_back(id + ": " + e.error().ToString());
       return std::nullopt;
     }
     return *e;
   };
+  auto run = [&](const std::string& id, const std::string& system,
+                 estimate::Parallelism par, double sequences) {
+    return run_model(m, id, system, std::move(par), sequences);
+  };
+  // LLaMA-3 70B with the book's rounder F where an example uses one.
+  auto with_ffn = [&](long ffn) {
+    model::ModelSpec copy = m;
+    copy.ffn = ffn;
+    return copy;
+  };
+  const estimate::Parallelism fsdp_xy_tp_z{
+      .axes = {{"fsdp", {"x", "y"}}, {"tp", {"z"}}}};
   // FSDP over the whole pod (one sequence per chip so the batch splits).
   const std::string dp_id = "training-dp-critical-batch-v5p (3 axes)";
   if (auto e = run(dp_id, "tpu-v5p-pod", {.fsdp = 8960}, 8960)) {
@@ -107,6 +121,62 @@ void BookCases(const catalog::Catalog& cat, ValidationReport& r) {
                        model::CountParams(m).total;
     AddCase(r, mem_id, "book", "max_params", 96e9 / per_param, 9.6e9,
             "96 GB / bytes per parameter", src);
+  }
+  // The FSDP x TP split that balances their communication: 64 chips, 48,000
+  // tokens (32 sequences of 1500), F = 32768, M_X/M_Y = 2.
+  {
+    const std::string id = "training-mixed-xopt-example";
+    estimate::TrainingConfig saved = cfg;
+    cfg.seq = 1500;
+    if (auto e =
+            run_model(with_ffn(32768), id, "tpu-v5p:4x4x4", fsdp_xy_tp_z, 32)) {
+      AddCase(r, id, "book", "fsdp_degree_x_opt", e->critical.fsdp_tp_x_opt,
+              13.7, "sqrt((B/F)(M_X/M_Y)N), F=32768", src);
+    }
+    cfg = saved;
+  }
+  // Below N alpha^2 / (M_X M_Y F) tokens every strategy is
+  // communication-bound on a 16x16x16 v5p (F = 32768).
+  {
+    const std::string id = "training-mixed-critical-total-16x16x16";
+    if (auto e = run_model(with_ffn(32768), id, "tpu-v5p:16x16x16",
+                           fsdp_xy_tp_z, 1024)) {
+      AddCase(r, id, "book", "critical_tokens_total",
+              e->critical.fsdp_tp * 4096, 406400,
+              "4096 alpha^2 / (2F), F=32768", src);
+    }
+  }
+  // A 40M-token batch keeps FSDP over a pod's three axes compute-bound on
+  // 40e6 / 850 chips.
+  if (auto e = run("training-fsdp-deepseek-v2-chips", "tpu-v5p-pod",
+                   {.fsdp = 8960}, 8960)) {
+    AddCase(r, "training-fsdp-deepseek-v2-chips", "book", "max_fsdp_chips",
+            40e6 / e->critical.fsdp, 47060, "40M tokens / (C / W_fsdp)", src);
+  }
+  // BS = 2M with F = 30000: FSDP x TP compute-bound above 108 tokens per
+  // chip.
+  {
+    const std::string id = "training-llama3-70b-2m-batch";
+    if (auto e = run_model(with_ffn(30000), id, "tpu-v5p:16x20x4", fsdp_xy_tp_z,
+                           320)) {
+      AddCase(r, id, "book", "critical_tokens_per_chip", e->critical.fsdp_tp,
+              108, "alpha^2 / (2F), F=30000", src);
+    }
+  }
+  // The fewest v5p chips that hold LLaMA-3 70B's training at 4M tokens: the
+  // estimator's state bytes (10 per parameter in peak mode) with the book's
+  // inputs for the rest, 4 D-wide bf16 checkpoints per layer and 96 GB per
+  // chip (our save-dot-except-mlp-in keeps 4.25; the catalog has 95 GiB).
+  {
+    const std::string id = "llama3-70b-min-chips-memory";
+    if (auto e = run("llama3-70b-min-chips-memory", "tpu-v5p-pod",
+                     {.fsdp = 8960}, 8960)) {
+      estimate::MemoryFloor f = estimate::MinChipsByMemory(
+          e->memory_floor.state_bytes, 4 * 2.0 * m.d_model, m.num_layers, 4e6,
+          96e9);
+      AddCase(r, id, "book", "min_chips", f.min_chips, 226,
+              "10 B/param + 4 D-wide checkpoints per layer, 96 GB", src);
+    }
   }
   // FLOPs per token (6N) and the 15T-token total.
   double n = model::CountParams(m).total;
