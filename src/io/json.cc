@@ -182,7 +182,8 @@ Json ToJson(const estimate::TrainingEstimate& e) {
   j["breakdown"] = {{"compute_s", e.compute.si()},
                     {"exposed_comm_s", e.exposed_comm.si()},
                     {"bubble_s", e.bubble.si()},
-                    {"other_s", e.other.si()}};
+                    {"other_s", e.other.si()},
+                    {"optimizer_s", e.other.si()}};
   Json comms = Json::array();
   for (const estimate::CommItem& c : e.comms) {
     comms.push_back({{"kind", c.kind},

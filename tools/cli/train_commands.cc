@@ -489,7 +489,8 @@ static std::string TrainText(const estimate::TrainingEstimate& e,
                 FormatSeconds(L.total), L.layers_per_stage);
   std::string out = fmt::format(
       "{}step time {} ({} microbatches; layout: {})\n"
-      "  compute {}, exposed communication {}, bubble {}, other {}\n"
+      "  compute {}, exposed communication {}, bubble {}, optimizer update "
+      "{}\n"
       "  MFU {:.1f}%, HFU {:.1f}%, {:.0f} tokens/s ({:.0f} per chip), "
       "{:.0f} TFLOP/s per chip\n{}  bottleneck: {}\n\n",
       e.feasible ? "" : "NOT FEASIBLE: " + e.reason + "\n",

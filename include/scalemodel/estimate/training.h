@@ -201,7 +201,8 @@ struct TrainingEstimate {
   bool feasible = true;
   std::string reason;
   units::Seconds step_time;
-  units::Seconds compute, exposed_comm, bubble, other;
+  units::Seconds compute, exposed_comm, bubble;
+  units::Seconds other;  // the optimizer update (on the host when offloaded)
   std::vector<CommItem> comms;
   // Compute of one layer for one microbatch, forward + backward, by kind of
   // work (realistic mode; peak mode puts it all in matmul), and the output
