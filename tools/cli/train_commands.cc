@@ -537,7 +537,11 @@ Command AddTrainCommand(CLI::App& app) {
       "--tokens 15T\n"
       "  scalemodel train --model llama3-70b --system h100:8x64 --plan "
       "dp=16,tp=8,pp=4,zero=1 --batch-tokens 1024x4096 --seq 4096 --remat "
-      "selective --emit megatron");
+      "selective --emit megatron\n"
+      "  scalemodel train --model deepseek-v3 --system b200:8x32 --plan "
+      "pp=8,ep=32,zero=1 --batch-tokens 4096x4096 --seq 4096 --schedule "
+      "interleaved --vpp 2 --precision fp8 --fp8-recipe mxfp8 --ep-dedup "
+      "--ep-overlap --remat selective");
   AddTrainOptions(c.app, *o, true);
   c.action = [o](const catalog::Catalog& cat) -> Result<Output> {
     TrainOptionsCli opts = *o;
