@@ -5,6 +5,21 @@
 
 namespace scalemodel::estimate {
 
+StateBytes TrainingStateBytes(Mode mode) {
+  StateBytes b;
+  if (mode == Mode::kPeak) {
+    b.grads = 0;
+    b.optimizer = 8;
+    b.reserve_fraction = 0;
+  }
+  return b;
+}
+
+int MtpModules(const model::ModelSpec& m, const TrainingConfig& cfg) {
+  if (cfg.lora_rank > 0) return 0;
+  return cfg.mtp_layers < 0 ? m.mtp_layers : cfg.mtp_layers;
+}
+
 ModelConsts PrepareModel(const model::ModelSpec& m, const TrainingConfig& cfg) {
   ModelConsts mc;
   const model::ParamCounts pc = model::CountParams(m);
@@ -31,11 +46,8 @@ ModelConsts PrepareModel(const model::ModelSpec& m, const TrainingConfig& cfg) {
   // Multi-token prediction (DeepSeek-V3 section 2.2): each module is one
   // more transformer layer like the model's last, a projection of the
   // concatenated hidden state and next-token embedding (2D x D), and a pass
-  // through the shared output layer and loss. Fine-tuning (LoRA) runs
-  // without it.
-  mc.mtp = cfg.lora_rank > 0
-               ? 0
-               : (cfg.mtp_layers < 0 ? m.mtp_layers : cfg.mtp_layers);
+  // through the shared output layer and loss.
+  mc.mtp = MtpModules(m, cfg);
   if (mc.mtp > 0 && m.num_layers > 0) {
     const double L = m.num_layers, D = m.d_model;
     const bool moe_last = m.IsMoeLayer(m.num_layers - 1);
@@ -282,6 +294,7 @@ void EvaluateCore(const ModelConsts& mc, const LayerCompute& lc,
     typical_mb = stage_mb;
     elem_mb = 0;
     r->layer_matmul = stage_mb / lps;
+    r->last_stage_paces = par.pp > 1 && last_units > others;
   } else {
     double recompute = 0;
     switch (cfg.remat) {
@@ -314,6 +327,8 @@ void EvaluateCore(const ModelConsts& mc, const LayerCompute& lc,
         (1 + mc.mtp) * (gemm_passes * lc.logits_fwd + lc.loss_total) +
         mc.mtp * gemm_passes * lc.mtp_proj_fwd;
     r->head = head;
+    r->last_stage_paces =
+        par.pp > 1 && last_units * layer + head > others * layer;
     stage_mb = par.pp > 1 ? std::max(others * layer, last_units * layer + head)
                           : lps * layer + head;
     typical_mb = par.pp > 1 ? others * layer : stage_mb;
@@ -574,11 +589,12 @@ void EvaluateCore(const ModelConsts& mc, const LayerCompute& lc,
   r->elem_total = m * elem_mb + t_opt;
   r->pcie_time = offload + offload_params;
   // Memory per chip.
-  double grad_b = peak ? 0 : 4, opt_b = peak ? 8 : 12;
+  const StateBytes sb = TrainingStateBytes(cfg.mode);
+  const double grad_b = sb.grads, opt_b = sb.optimizer;
   // FSDP's transiently gathered layers are not counted: engines differ
   // (PyTorch FSDP holds about two blocks, DeepSpeed caps live parameters,
   // XLA gathers weight by weight).
-  r->params = stage * 2 / par.fsdp;
+  r->params = stage * sb.weights / par.fsdp;
   r->grads =
       trained * grad_b /
       (par.fsdp * (par.zero >= 2 ? static_cast<double>(par.dp) * par.cp : 1.0));
@@ -588,7 +604,7 @@ void EvaluateCore(const ModelConsts& mc, const LayerCompute& lc,
   if (cfg.offload_params) {
     // On the device: the layer being used and the one being prefetched,
     // gathered over fsdp, and the layer's fp32 gradient before it leaves.
-    r->params = peak ? 0 : 2 * stage * 2 / lps;
+    r->params = peak ? 0 : 2 * stage * sb.weights / lps;
     r->grads = peak ? 0 : trained * grad_b / lps;
   }
   double in_flight = 1;
@@ -612,7 +628,7 @@ void EvaluateCore(const ModelConsts& mc, const LayerCompute& lc,
   acts += t * mc.vocab / tp * (cfg.unfused_cross_entropy ? 8 : 2);
   r->activations = acts;
   r->capacity = chip.hbm_capacity.si();
-  r->reserve = peak ? 0 : 0.05 * r->capacity;
+  r->reserve = sb.reserve_fraction * r->capacity;
   r->total_mem =
       r->params + r->grads + r->optimizer + r->activations + r->reserve;
   r->feasible = r->total_mem <= r->capacity;

@@ -453,6 +453,7 @@ Result<TrainingEstimate> EstimateTraining(const model::ModelSpec& m,
   est.per_layer.layers_per_stage = r.stage_layers;
   est.per_layer.last_stage_layers = r.last_stage_layers;
   est.per_layer.mtp_modules = static_cast<int>(mc.mtp);
+  est.per_layer.last_stage_paces = r.last_stage_paces;
   est.step_time = Seconds(r.step);
   est.compute = Seconds(r.compute);
   est.exposed_comm = Seconds(r.exposed);
@@ -506,18 +507,15 @@ Result<TrainingEstimate> EstimateTraining(const model::ModelSpec& m,
                  units::FormatBytes(mem.activations) + ")";
   }
   {
-    // Peak mode: the book's 10 bytes per parameter (bf16 weights, fp32 Adam
-    // moments); realistic: 2 + 4 + 12 for the trained ones (bf16 weights,
-    // fp32 gradients, fp32 master and moments), 2 for frozen ones, and the
-    // 5% runtime reserve off the HBM.
-    const bool peak = cfg.mode == Mode::kPeak;
+    // Weights for every parameter, gradients and optimizer state for the
+    // trained ones, against the HBM the runtime leaves.
+    const StateBytes sb = TrainingStateBytes(cfg.mode);
     const double trained = mc.lora ? mc.adapter_params : mc.total_params;
-    const double state = peak ? 10 * trained + 2 * (mc.total_params - trained)
-                              : 2 * mc.total_params + 16 * trained;
     est.memory_floor = MinChipsByMemory(
-        state, mc.act_bytes_per_token_layer[static_cast<int>(cfg.remat)],
+        sb.weights * mc.total_params + (sb.grads + sb.optimizer) * trained,
+        mc.act_bytes_per_token_layer[static_cast<int>(cfg.remat)],
         mc.layers + mc.mtp, cfg.batch_tokens,
-        chip.hbm_capacity.si() * (peak ? 1.0 : 0.95));
+        chip.hbm_capacity.si() * (1 - sb.reserve_fraction));
   }
   const double step = r.step;
   est.tokens_per_s = cfg.batch_tokens / step;
@@ -687,9 +685,7 @@ Result<TrainingEstimate> EstimateTraining(const model::ModelSpec& m,
     const int busiest = est.per_layer.layers_per_stage;
     const int last = est.per_layer.last_stage_layers;
     const int mtp = est.per_layer.mtp_modules;
-    const double layer = est.per_layer.total.si();
-    const double head = est.per_layer.output_and_loss.si();
-    const bool last_paces = (last + mtp) * layer + head > busiest * layer;
+    const bool last_paces = est.per_layer.last_stage_paces;
     est.notes.push_back(fmt::format(
         "pipeline stages: {} layers over {} stages, {} on each but the last "
         "and {} plus the output layer and loss{} ({}) on the last; the {} "

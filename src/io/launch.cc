@@ -117,13 +117,6 @@ std::string_view MaxTextRemat(model::Remat r) {
   return "full";
 }
 
-// Multi-token-prediction modules the estimate trained (--mtp-layers, or the
-// model's own).
-int MtpModules(const model::ModelSpec& m, const estimate::TrainingConfig& cfg) {
-  if (cfg.lora_rank > 0) return 0;
-  return cfg.mtp_layers < 0 ? m.mtp_layers : cfg.mtp_layers;
-}
-
 Result<std::string> EmitMaxText(const model::ModelSpec& m,
                                 const hw::System& sys,
                                 const estimate::TrainingConfig& cfg,
@@ -223,7 +216,7 @@ Result<std::string> EmitMaxText(const model::ModelSpec& m,
         "estimate put {} on the last",
         cfg.last_stage_layers));
   }
-  if (const int mtp = MtpModules(m, cfg); mtp > 0) {
+  if (const int mtp = estimate::MtpModules(m, cfg); mtp > 0) {
     out.Key("mtp_num_layers", std::to_string(mtp));
   }
   out.Key("remat_policy", MaxTextRemat(cfg.remat));
@@ -377,7 +370,7 @@ Result<std::string> EmitMegatron(const model::ModelSpec& m,
           rest, d.pp - 1, d.pp - 1));
     }
   }
-  if (const int mtp = MtpModules(m, cfg); mtp > 0) {
+  if (const int mtp = estimate::MtpModules(m, cfg); mtp > 0) {
     out.Flag("--mtp-num-layers", mtp);
   }
   out.Flag("--context-parallel-size", d.cp);
@@ -535,7 +528,7 @@ Result<std::string> EmitTorchtitan(const model::ModelSpec& m,
         estimate::CpCommName(cfg.cp_comm)));
   }
   out.Flag("--parallelism.expert_parallel_degree", d.ep);
-  if (const int mtp = MtpModules(m, cfg); mtp > 0) {
+  if (const int mtp = estimate::MtpModules(m, cfg); mtp > 0) {
     out.Comment(fmt::format(
         "the estimate trains {} multi-token-prediction module(s) as the "
         "model's config has them; if your torchtitan model trains without, "

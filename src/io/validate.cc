@@ -53,13 +53,13 @@ void BookCases(const catalog::Catalog& cat, ValidationReport& r) {
   estimate::TrainingConfig cfg;
   cfg.mode = estimate::Mode::kPeak;
   cfg.seq = 4096;
-  // One case: the plan on a catalog system with `sequences` x 4096 tokens.
+  // One case: the plan on a catalog system with `sequences` x `seq` tokens.
   // A case that cannot run is listed as skipped, not dropped.
   auto run_model = [&](const model::ModelSpec& spec, const std::string& id,
                        const std::string& system, estimate::Parallelism par,
                        double sequences,
-                       model::Remat remat = model::Remat::kNone)
-      -> std::optional<estimate::TrainingEstimate> {
+                       double seq =
+                           4096) -> std::optional<estimate::TrainingEstimate> {
     auto sys = cat.FindSystem(system);
     if (!sys) {
       r.skipped.push_back(id + ": " + sys.error().ToString());
@@ -67,8 +67,8 @@ void BookCases(const catalog::Catalog& cat, ValidationReport& r) {
     }
     estimate::TrainingConfig c = cfg;
     c.par = std::move(par);
-    c.batch_tokens = sequences * cfg.seq;
-    c.remat = remat;
+    c.seq = seq;
+    c.batch_tokens = sequences * seq;
     auto e = estimate::EstimateTraining(spec, *sys, c);
     if (!e) {
       r.skipped.push_back(id + ": " + e.error().ToString());
@@ -95,8 +95,7 @@ void BookCases(const catalog::Catalog& cat, ValidationReport& r) {
             "v5p pod, FSDP over x, y, z", src);
   }
   const std::string mixed_id = "llama3-70b-mixed-fsdp-tp threshold";
-  if (auto e = run(mixed_id, "tpu-v5p:16x20x4",
-                   {.axes = {{"fsdp", {"x", "y"}}, {"tp", {"z"}}}}, 320)) {
+  if (auto e = run(mixed_id, "tpu-v5p:16x20x4", fsdp_xy_tp_z, 320)) {
     AddCase(r, mixed_id, "book", "critical_tokens_per_chip",
             e->critical.fsdp_tp, 113,
             "FSDP on x.y (M_X=2), TP on z (M_Y=1), F=28672", src);
@@ -126,14 +125,11 @@ void BookCases(const catalog::Catalog& cat, ValidationReport& r) {
   // tokens (32 sequences of 1500), F = 32768, M_X/M_Y = 2.
   {
     const std::string id = "training-mixed-xopt-example";
-    estimate::TrainingConfig saved = cfg;
-    cfg.seq = 1500;
-    if (auto e =
-            run_model(with_ffn(32768), id, "tpu-v5p:4x4x4", fsdp_xy_tp_z, 32)) {
+    if (auto e = run_model(with_ffn(32768), id, "tpu-v5p:4x4x4", fsdp_xy_tp_z,
+                           32, 1500)) {
       AddCase(r, id, "book", "fsdp_degree_x_opt", e->critical.fsdp_tp_x_opt,
               13.7, "sqrt((B/F)(M_X/M_Y)N), F=32768", src);
     }
-    cfg = saved;
   }
   // Below N alpha^2 / (M_X M_Y F) tokens every strategy is
   // communication-bound on a 16x16x16 v5p (F = 32768).
@@ -169,8 +165,7 @@ void BookCases(const catalog::Catalog& cat, ValidationReport& r) {
   // chip (our save-dot-except-mlp-in keeps 4.25; the catalog has 95 GiB).
   {
     const std::string id = "llama3-70b-min-chips-memory";
-    if (auto e = run("llama3-70b-min-chips-memory", "tpu-v5p-pod",
-                     {.fsdp = 8960}, 8960)) {
+    if (auto e = run(id, "tpu-v5p-pod", {.fsdp = 8960}, 8960)) {
       estimate::MemoryFloor f = estimate::MinChipsByMemory(
           e->memory_floor.state_bytes, 4 * 2.0 * m.d_model, m.num_layers, 4e6,
           96e9);

@@ -67,6 +67,17 @@ struct LayerCompute {
   double mtp_proj_fwd = 0;
 };
 
+// Training state per parameter and the share of HBM the runtime keeps back.
+// Peak mode: the book's count (bf16 weights and fp32 Adam moments, 10 bytes;
+// gradients and reserve not counted). Realistic: bf16 weights, fp32
+// gradients, fp32 master weights and moments (2 + 4 + 12), a 5% reserve.
+// Frozen (LoRA) parameters hold the weights alone.
+struct StateBytes {
+  double weights = 2, grads = 4, optimizer = 12;
+  double reserve_fraction = 0.05;
+};
+StateBytes TrainingStateBytes(Mode mode);
+
 // Model numbers that do not depend on the plan.
 struct ModelConsts {
   double layers = 0, moe_frac = 0, d = 0, heads = 0, kv_heads = 0;
@@ -152,8 +163,11 @@ struct CoreResult {
   // and loss.
   double layer_matmul = 0, layer_attention = 0, layer_elem = 0,
          layer_recompute = 0, head = 0;
-  // Layers on each pipeline stage but the last, and on the last.
+  // Layers on each pipeline stage but the last, and on the last; whether
+  // the last (with the output layer, the loss and any MTP modules) is the
+  // slowest stage.
   int stage_layers = 0, last_stage_layers = 0;
+  bool last_stage_paces = false;
   // Per-collective totals per step (time, exposed) in CollIndex order.
   std::array<double, kNumColl> coll_time{}, coll_exposed{}, coll_bytes{};
   std::array<int, kNumColl> coll_calls{};

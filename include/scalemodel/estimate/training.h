@@ -210,9 +210,10 @@ struct TrainingEstimate {
   struct LayerTimes {
     units::Seconds matmul, attention, elementwise, recompute, total;
     units::Seconds output_and_loss;
-    int layers_per_stage = 0;   // on every stage but the last
-    int last_stage_layers = 0;  // on the last
-    int mtp_modules = 0;        // multi-token prediction, on the last
+    int layers_per_stage = 0;       // on every stage but the last
+    int last_stage_layers = 0;      // on the last
+    int mtp_modules = 0;            // multi-token prediction, on the last
+    bool last_stage_paces = false;  // the last stage is the slowest
   } per_layer;
   MemoryBreakdown memory;
   MemoryFloor memory_floor;
@@ -242,19 +243,23 @@ struct TrainingEstimate {
   double time_to_train_s = 0, chip_hours = 0, cost_usd = 0;
 };
 
-// Errors (bad input): degrees whose product is not the chip count, more
-// stages than layers, TP not dividing the heads, EP not dividing the
-// experts, a batch that does not split over the replicas, unknown axes.
-// Infeasible memory is a result with `feasible = false` and a reason.
 // The micro batch (sequences per replica per microbatch) that gives
 // `microbatches` microbatches per step for this plan and batch: the CLI's
 // --microbatches. Errors say which counts would split evenly.
 Result<int> MicroBatchFor(const hw::System& sys, const TrainingConfig& cfg,
                           int microbatches);
 
+// Errors (bad input): degrees whose product is not the chip count, more
+// stages than layers, TP not dividing the heads, EP not dividing the
+// experts, a batch that does not split over the replicas, unknown axes.
+// Infeasible memory is a result with `feasible = false` and a reason.
 Result<TrainingEstimate> EstimateTraining(const model::ModelSpec& model,
                                           const hw::System& system,
                                           const TrainingConfig& config);
+
+// Multi-token-prediction modules the estimate trains: the config's count,
+// or the model's own when it gives none; none under LoRA fine-tuning.
+int MtpModules(const model::ModelSpec& m, const TrainingConfig& cfg);
 
 }  // namespace scalemodel::estimate
 
