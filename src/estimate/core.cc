@@ -239,399 +239,569 @@ LayerCompute ComputeLayer(const model::ModelSpec& m, const ModelConsts& mc,
   return lc;
 }
 
-void EvaluateCore(const ModelConsts& mc, const LayerCompute& lc,
-                  const LayoutCoefficients& lay, const Parallelism& par,
-                  const TrainingConfig& cfg, const hw::Chip& chip,
-                  const ChipEfficiency& eff, int m, CoreResult* r,
-                  bool detail) {
+namespace {
+
+// What every phase of one plan's evaluation reads: the degrees as numbers,
+// the layers on each pipeline stage, the tokens a rank sees per
+// microbatch.
+struct PlanShape {
+  double chips = 1, pp = 1, tp = 1, ep = 1, cp = 1;
+  // Layers per stage: ceil(L / pp) on all but the last, which holds the
+  // rest (or --last-stage-layers, the others sharing what remains) and the
+  // MTP modules (last_units); lps is the most any stage holds.
+  double others = 0, last_layers = 0, last_units = 0, lps = 0;
+  double t = 0;  // tokens per microbatch per rank (micro_batch x seq / cp)
+  int m = 1;     // microbatches per step
+  int vpp = 1;
+  int remat = 0;
+  bool full = false;  // full recompute
+  bool peak = false;
   // GEMM passes per layer: forward, input and weight gradients; frozen
   // (LoRA) weights skip the weight gradients.
-  const double gemm_passes = mc.lora ? 2 : 3;
-  const bool peak = cfg.mode == Mode::kPeak;
-  const double chips = par.product();
-  const double pp = par.pp, tp = par.tp, ep = par.ep, cp = par.cp;
-  // Layers per stage: ceil(L / pp) on all but the last, which holds the rest
-  // (or --last-stage-layers, the others sharing what remains); lps is the
-  // most any stage holds.
-  double others = std::ceil(mc.layers / pp);
-  double last_layers = std::max(0.0, mc.layers - (pp - 1) * others);
+  double gemm_passes = 3;
+};
+
+PlanShape ShapeOf(const ModelConsts& mc, const Parallelism& par,
+                  const TrainingConfig& cfg, int m) {
+  PlanShape s;
+  s.gemm_passes = mc.lora ? 2 : 3;
+  s.peak = cfg.mode == Mode::kPeak;
+  s.chips = par.product();
+  s.pp = par.pp;
+  s.tp = par.tp;
+  s.ep = par.ep;
+  s.cp = par.cp;
+  s.others = std::ceil(mc.layers / s.pp);
+  s.last_layers = std::max(0.0, mc.layers - (s.pp - 1) * s.others);
   if (cfg.last_stage_layers > 0 && par.pp > 1) {
-    last_layers = cfg.last_stage_layers;
-    others = std::ceil((mc.layers - last_layers) / (pp - 1));
+    s.last_layers = cfg.last_stage_layers;
+    s.others = std::ceil((mc.layers - s.last_layers) / (s.pp - 1));
   }
   // The MTP modules' layers run on the last stage (the only one with
   // pp = 1).
-  const double last_units = last_layers + mc.mtp;
-  const double lps =
-      par.pp > 1 ? std::max(others, last_units) : others + mc.mtp;
-  const double t = cfg.micro_batch * cfg.seq / cp;
-  const double D = mc.d;
-  const int remat = static_cast<int>(cfg.remat);
-  const bool full = cfg.remat == model::Remat::kFull;
-  const int vpp =
-      cfg.schedule == Schedule::kInterleaved ? std::max(1, cfg.vpp) : 1;
-  const double C_bf16 = chip.Peak(hw::Dtype::kBf16).si();
-  const double C = chip.Peak(cfg.precision).si();
-  if (detail) {
-    *r = CoreResult{};
-  } else {
-    r->coll_time.fill(0.0);  // the only array the sums below read
-  }
-  r->stage_layers = static_cast<int>(others);
-  r->last_stage_layers = static_cast<int>(last_layers);
+  s.last_units = s.last_layers + mc.mtp;
+  s.lps = par.pp > 1 ? std::max(s.others, s.last_units) : s.others + mc.mtp;
+  s.t = cfg.micro_batch * cfg.seq / s.cp;
+  s.m = m;
+  s.remat = static_cast<int>(cfg.remat);
+  s.full = cfg.remat == model::Remat::kFull;
+  s.vpp = cfg.schedule == Schedule::kInterleaved ? std::max(1, cfg.vpp) : 1;
+  return s;
+}
 
-  // Compute per microbatch per stage.
-  double stage_mb, elem_mb;
-  // A microbatch's pass through one of the stages before the last (the
-  // pipeline's fill and drain run through those; the slowest stage sets
-  // the steady-state pace).
-  double typical_mb;
-  if (peak) {
+// The forward work a remat policy runs again in the backward pass.
+double RecomputeFwd(const LayerCompute& lc, model::Remat remat) {
+  switch (remat) {
+    case model::Remat::kNone:
+      return 0;
+    case model::Remat::kSelective:
+      return lc.attn_fwd;
+    case model::Remat::kSaveMatmulOutputs:
+      return lc.attn_fwd + lc.elem_fwd;
+    case model::Remat::kSaveDotExceptMlpIn:
+      return lc.attn_fwd + lc.elem_fwd + lc.mlp_in_fwd;
+    case model::Remat::kFull:
+      return lc.gemm_fwd + lc.attn_fwd + lc.elem_fwd;
+  }
+  return 0;
+}
+
+// Compute of one microbatch on the slowest stage (stage), on one of the
+// stages before the last (typical: the pipeline's fill and drain run
+// through those), and its memory-bound part.
+struct StageTimes {
+  double stage = 0, typical = 0, elem = 0;
+};
+
+StageTimes ComputeStage(const ModelConsts& mc, const LayerCompute& lc,
+                        const PlanShape& s, const TrainingConfig& cfg, double C,
+                        CoreResult* r) {
+  StageTimes st;
+  if (s.peak) {
     double hw_flops =
-        (mc.model_flops_per_token + mc.recompute_flops_per_token[remat]) *
+        (mc.model_flops_per_token + mc.recompute_flops_per_token[s.remat]) *
         cfg.batch_tokens;
-    stage_mb = hw_flops / chips / m / C;
-    typical_mb = stage_mb;
-    elem_mb = 0;
-    r->layer_matmul = stage_mb / lps;
-    r->last_stage_paces = par.pp > 1 && last_units > others;
-  } else {
-    double recompute = 0;
-    switch (cfg.remat) {
-      case model::Remat::kNone:
-        break;
-      case model::Remat::kSelective:
-        recompute = lc.attn_fwd;
-        break;
-      case model::Remat::kSaveMatmulOutputs:
-        recompute = lc.attn_fwd + lc.elem_fwd;
-        break;
-      case model::Remat::kSaveDotExceptMlpIn:
-        recompute = lc.attn_fwd + lc.elem_fwd + lc.mlp_in_fwd;
-        break;
-      case model::Remat::kFull:
-        recompute = lc.gemm_fwd + lc.attn_fwd + lc.elem_fwd;
-        break;
-    }
-    double layer = gemm_passes * lc.gemm_fwd + 3.5 * lc.attn_fwd +
-                   3 * lc.elem_fwd + recompute;
-    r->layer_matmul = gemm_passes * lc.gemm_fwd;
-    r->layer_attention = 3.5 * lc.attn_fwd;
-    r->layer_elem = 3 * lc.elem_fwd;
-    r->layer_recompute = recompute;
-    // The output layer and loss sit on the last stage: the pipeline runs at
-    // the pace of the slower of it and the others.
-    // So do the MTP modules: a layer, the projection, another output layer
-    // and loss each.
-    const double head =
-        (1 + mc.mtp) * (gemm_passes * lc.logits_fwd + lc.loss_total) +
-        mc.mtp * gemm_passes * lc.mtp_proj_fwd;
-    r->head = head;
-    r->last_stage_paces =
-        par.pp > 1 && last_units * layer + head > others * layer;
-    stage_mb = par.pp > 1 ? std::max(others * layer, last_units * layer + head)
-                          : lps * layer + head;
-    typical_mb = par.pp > 1 ? others * layer : stage_mb;
-    elem_mb = lps * 3 * lc.elem_fwd;
+    st.stage = hw_flops / s.chips / s.m / C;
+    st.typical = st.stage;
+    r->layer_matmul = st.stage / s.lps;
+    r->last_stage_paces = s.pp > 1 && s.last_units > s.others;
+    return st;
   }
-  auto& T = r->coll_time;
-  auto& N = r->coll_calls;
-  auto& V = r->coll_bytes;
-  auto put = [&](int i, double bytes, int calls) {
+  const double recompute = RecomputeFwd(lc, cfg.remat);
+  double layer = s.gemm_passes * lc.gemm_fwd + 3.5 * lc.attn_fwd +
+                 3 * lc.elem_fwd + recompute;
+  r->layer_matmul = s.gemm_passes * lc.gemm_fwd;
+  r->layer_attention = 3.5 * lc.attn_fwd;
+  r->layer_elem = 3 * lc.elem_fwd;
+  r->layer_recompute = recompute;
+  // The output layer and loss sit on the last stage, and so do the MTP
+  // modules (a layer, the projection, another output layer and loss each):
+  // the pipeline runs at the pace of the slower of it and the others.
+  const double head =
+      (1 + mc.mtp) * (s.gemm_passes * lc.logits_fwd + lc.loss_total) +
+      mc.mtp * s.gemm_passes * lc.mtp_proj_fwd;
+  r->head = head;
+  r->last_stage_paces =
+      s.pp > 1 && s.last_units * layer + head > s.others * layer;
+  st.stage = s.pp > 1 ? std::max(s.others * layer, s.last_units * layer + head)
+                      : s.lps * layer + head;
+  st.typical = s.pp > 1 ? s.others * layer : st.stage;
+  st.elem = s.lps * 3 * lc.elem_fwd;
+  return st;
+}
+
+// Writes one slot's bytes, calls and time; returns the time.
+struct SlotWriter {
+  const LayoutCoefficients& lay;
+  CoreResult* r;
+  bool detail;
+  bool peak;
+  double Put(int i, double bytes, int calls) const {
     if (detail) {
-      V[i] = bytes;
-      N[i] = calls;
+      r->coll_bytes[i] = bytes;
+      r->coll_calls[i] = calls;
     }
-    T[i] = calls * lay.coll[i].Time(bytes, peak);
+    r->coll_time[i] = calls * lay.coll[i].Time(bytes, peak);
+    return r->coll_time[i];
+  }
+  double T(int i) const { return r->coll_time[i]; }
+};
+
+// Communication per step by parallelism family, before overlap.
+struct CommTotals {
+  double tp_mb = 0, ep_mb = 0;          // per microbatch
+  double cp_mb = 0, cp_exposed_mb = 0;  // per microbatch
+  double pp_total = 0, pp_exposed = 0;  // per step
+  double fsdp_total = 0;                // per step
+  double dp_total = 0, dp_gather = 0;   // per step
+};
+
+// Tensor parallel: an all-gather and a reduce-scatter (sequence parallel)
+// or an all-reduce around each of the layer's two blocks, per pass.
+double TensorParallelComm(const SlotWriter& w, const PlanShape& s,
+                          const ModelConsts& mc, const Parallelism& par) {
+  if (par.tp <= 1) return 0;
+  double v = s.t * mc.d * 2;
+  int passes = 2 + (s.full ? 1 : 0);
+  int calls = static_cast<int>(s.lps) * 2 * passes * s.m;
+  if (par.sequence_parallel) {
+    w.Put(kTpAg, v, calls / 2);
+    w.Put(kTpRs, v, calls / 2);
+    return (w.T(kTpAg) + w.T(kTpRs)) / s.m;
+  }
+  w.Put(kTpAr, v, calls);
+  return w.T(kTpAr) / s.m;
+}
+
+// Expert parallel: dispatch and combine all-to-alls per MoE layer, forward
+// and backward (and the recompute's forward).
+double ExpertParallelComm(const SlotWriter& w, const PlanShape& s,
+                          const ModelConsts& mc, const LayoutCoefficients& lay,
+                          const Parallelism& par) {
+  if (par.ep <= 1) return 0;
+  double v = s.ep * s.t * mc.top_k * mc.d * 2 / s.tp * lay.ep_bytes_scale;
+  int per_layer = 4 + (s.full ? 2 : 0);
+  w.Put(kEpA2a, v,
+        static_cast<int>(std::round(s.lps * mc.moe_frac * per_layer * s.m)));
+  return w.T(kEpA2a) / s.m;
+}
+
+// Context parallel, by the configured K/V exchange; fills cp_mb and
+// cp_exposed_mb.
+void ContextParallelComm(const SlotWriter& w, const PlanShape& s,
+                         const ModelConsts& mc, const LayerCompute& lc,
+                         const Parallelism& par, const TrainingConfig& cfg,
+                         CommTotals* c) {
+  if (par.cp <= 1) return;
+  const int layers = static_cast<int>(s.lps);
+  const int m = s.m;
+  double v = s.cp * s.t * mc.kv_per_token_layer * 2 / s.tp;
+  switch (cfg.cp_comm) {
+    case CpComm::kRing: {
+      // (cp - 1) K/V passes per layer forward, K/V and their gradients
+      // backward, under the attention.
+      double hop = w.lay.coll[kCpPermute].Time(v, s.peak);
+      double per_layer = (s.cp - 1) * 3 * hop;
+      c->cp_mb = s.lps * per_layer;
+      c->cp_exposed_mb = s.lps * std::max(0.0, per_layer - 3.5 * lc.attn_fwd);
+      w.Put(kCpPermute, v, layers * (par.cp - 1) * 3 * m);
+      break;
+    }
+    case CpComm::kAllGather: {
+      // K/V gathered forward and again backward, their gradients
+      // reduce-scattered; the attention waits for them.
+      w.Put(kCpAg, v, layers * (2 + (s.full ? 1 : 0)) * m);
+      w.Put(kCpRs, v, layers * m);
+      c->cp_mb = (w.T(kCpAg) + w.T(kCpRs)) / m;
+      c->cp_exposed_mb = c->cp_mb;
+      break;
+    }
+    case CpComm::kAllToAll: {
+      // Ulysses: q, k, v to a head split before the attention and its
+      // output back, forward and (as gradients) backward.
+      double qkv =
+          s.cp * s.t * (mc.heads + 2.0 * mc.kv_heads) * mc.head_dim * 2 / s.tp;
+      double out = s.cp * s.t * mc.heads * mc.head_dim * 2 / s.tp;
+      int passes = 2 + (s.full ? 1 : 0);
+      w.Put(kCpA2a, 0.5 * (qkv + out), layers * 2 * passes * m);
+      c->cp_mb = w.T(kCpA2a) / m;
+      c->cp_exposed_mb = c->cp_mb;
+      break;
+    }
+  }
+}
+
+// Pipeline: each microbatch's activations forward and gradients backward
+// between stages (per virtual stage); the first microbatch's trip through
+// the stages shows.
+void PipelineComm(const SlotWriter& w, const PlanShape& s,
+                  const ModelConsts& mc, const Parallelism& par,
+                  CommTotals* c) {
+  if (par.pp <= 1) return;
+  double v = s.pp * s.t * mc.d * 2 / s.tp;
+  double send = w.lay.coll[kPpPermute].Time(v, s.peak);
+  w.Put(kPpPermute, v, 2 * s.m * s.vpp);
+  c->pp_total = w.T(kPpPermute);
+  c->pp_exposed = 2.0 * (s.pp - 1) * send;
+}
+
+// FSDP: each layer's weights gathered for the forward and the backward of
+// every microbatch, its gradients reduce-scattered once per microbatch.
+double FsdpComm(const SlotWriter& w, const PlanShape& s, const ParamShares& sh,
+                const Parallelism& par) {
+  if (par.fsdp <= 1) return 0;
+  w.Put(kFsdpAg, sh.stage * 2 / s.lps, static_cast<int>(2 * s.m * s.lps));
+  w.Put(kFsdpRs, sh.trained * sh.grad_reduce_bytes / s.lps,
+        static_cast<int>(s.m * s.lps));
+  return w.T(kFsdpAg) + w.T(kFsdpRs);
+}
+
+// Data parallel gradient reduction (dense parameters over dp x ep). With
+// the optimizer state sharded over dp (zero >= 1), a reduce-scatter of the
+// gradients before the update and an all-gather of the bf16 parameters
+// after it (which the next step's first forward can hide); otherwise an
+// all-reduce. Fills dp_total (reductions) and dp_gather (the all-gather).
+void DataParallelComm(const SlotWriter& w, const ParamShares& sh,
+                      const Parallelism& par, CommTotals* c) {
+  if (par.dp <= 1 && par.ep <= 1) return;
+  const double gb = sh.grad_reduce_bytes;
+  double vd = sh.train_dense * gb / par.fsdp,
+         ve = sh.train_expert * gb / par.fsdp;
+  double pd = sh.train_dense * 2 / par.fsdp,
+         pe = sh.train_expert * 2 / par.fsdp;
+  const bool sharded = par.zero >= 1;
+  auto reduce = [&](int ar, int rs, int ag, double grads, double params) {
+    if (sharded) {
+      w.Put(rs, grads, 1);
+      w.Put(ag, params, 1);
+    } else {
+      w.Put(ar, grads, 1);
+    }
   };
-  // Tensor parallel.
-  double tp_mb = 0;
-  if (par.tp > 1) {
-    double v = t * D * 2;
-    int passes = 2 + (full ? 1 : 0);
-    int calls = static_cast<int>(lps) * 2 * passes * m;
-    if (par.sequence_parallel) {
-      put(kTpAg, v, calls / 2);
-      put(kTpRs, v, calls / 2);
-      tp_mb = (T[kTpAg] + T[kTpRs]) / m;
-    } else {
-      put(kTpAr, v, calls);
-      tp_mb = T[kTpAr] / m;
-    }
+  if (par.dp > 1 && par.ep > 1) {
+    reduce(kDenseAr, kDenseRs, kDenseAg, vd, pd);
+    reduce(kDpAr, kDpRs, kDpAg, ve, pe);
+  } else if (par.dp > 1) {
+    reduce(kDpAr, kDpRs, kDpAg, vd + ve, pd + pe);
+  } else {
+    reduce(kDenseAr, kDenseRs, kDenseAg, vd, pd);
   }
-  // Expert parallel.
-  double ep_mb = 0;
-  if (par.ep > 1) {
-    double v = ep * t * mc.top_k * D * 2 / tp * lay.ep_bytes_scale;
-    int per_layer = 4 + (full ? 2 : 0);
-    put(kEpA2a, v,
-        static_cast<int>(std::round(lps * mc.moe_frac * per_layer * m)));
-    ep_mb = T[kEpA2a] / m;
-  }
-  // Context parallel.
-  double cp_mb = 0, cp_exposed_mb = 0;
-  if (par.cp > 1) {
-    const int layers = static_cast<int>(lps);
-    double v = cp * t * mc.kv_per_token_layer * 2 / tp;
-    switch (cfg.cp_comm) {
-      case CpComm::kRing: {
-        // (cp - 1) K/V passes per layer forward, K/V and their gradients
-        // backward, under the attention.
-        double hop = lay.coll[kCpPermute].Time(v, peak);
-        double per_layer = (cp - 1) * 3 * hop;
-        cp_mb = lps * per_layer;
-        cp_exposed_mb = lps * std::max(0.0, per_layer - 3.5 * lc.attn_fwd);
-        put(kCpPermute, v, layers * (par.cp - 1) * 3 * m);
-        break;
-      }
-      case CpComm::kAllGather: {
-        // K/V gathered forward and again backward, their gradients
-        // reduce-scattered; the attention waits for them.
-        put(kCpAg, v, layers * (2 + (full ? 1 : 0)) * m);
-        put(kCpRs, v, layers * m);
-        cp_mb = (T[kCpAg] + T[kCpRs]) / m;
-        cp_exposed_mb = cp_mb;
-        break;
-      }
-      case CpComm::kAllToAll: {
-        // Ulysses: q, k, v to a head split before the attention and its
-        // output back, forward and (as gradients) backward.
-        double qkv =
-            cp * t * (mc.heads + 2.0 * mc.kv_heads) * mc.head_dim * 2 / tp;
-        double out = cp * t * mc.heads * mc.head_dim * 2 / tp;
-        int passes = 2 + (full ? 1 : 0);
-        put(kCpA2a, 0.5 * (qkv + out), layers * 2 * passes * m);
-        cp_mb = T[kCpA2a] / m;
-        cp_exposed_mb = cp_mb;
-        break;
-      }
-    }
-  }
-  // Pipeline.
-  double pp_total = 0, pp_exposed = 0;
-  if (par.pp > 1) {
-    double v = pp * t * D * 2 / tp;
-    double send = lay.coll[kPpPermute].Time(v, peak);
-    put(kPpPermute, v, 2 * m * vpp);
-    pp_total = T[kPpPermute];
-    pp_exposed = 2.0 * (pp - 1) * send;
-  }
-  // FSDP.
-  const double stage_dense = mc.dense_params / pp / tp;
-  const double stage_expert = mc.expert_params / pp / tp / ep;
-  const double stage = stage_dense + stage_expert;
-  // Trained parameters on this stage (LoRA: the adapters, split like the
-  // dense weights).
-  const double train_dense =
-      mc.lora ? mc.adapter_params / pp / tp : stage_dense;
-  const double train_expert = mc.lora ? 0.0 : stage_expert;
-  const double trained = train_dense + train_expert;
-  const double gb = mc.grad_reduce_bytes;
-  double fsdp_total = 0;
-  if (par.fsdp > 1) {
-    put(kFsdpAg, stage * 2 / lps, static_cast<int>(2 * m * lps));
-    put(kFsdpRs, trained * gb / lps, static_cast<int>(m * lps));
-    fsdp_total = T[kFsdpAg] + T[kFsdpRs];
-  }
-  // Data parallel gradient reduction (dense parameters over dp x ep). With
-  // the optimizer state sharded over dp (zero >= 1), a reduce-scatter of
-  // the gradients before the update and an all-gather of the bf16
-  // parameters after it (which the next step's first forward can hide);
-  // otherwise an all-reduce.
-  double dp_total = 0, dp_gather = 0;
-  if (par.dp > 1 || par.ep > 1) {
-    double vd = train_dense * gb / par.fsdp, ve = train_expert * gb / par.fsdp;
-    double pd = train_dense * 2 / par.fsdp, pe = train_expert * 2 / par.fsdp;
-    const bool sharded = par.zero >= 1;
-    auto reduce = [&](int ar, int rs, int ag, double grads, double params) {
-      if (sharded) {
-        put(rs, grads, 1);
-        put(ag, params, 1);
-      } else {
-        put(ar, grads, 1);
-      }
-    };
-    if (par.dp > 1 && par.ep > 1) {
-      reduce(kDenseAr, kDenseRs, kDenseAg, vd, pd);
-      reduce(kDpAr, kDpRs, kDpAg, ve, pe);
-    } else if (par.dp > 1) {
-      reduce(kDpAr, kDpRs, kDpAg, vd + ve, pd + pe);
-    } else {
-      reduce(kDenseAr, kDenseRs, kDenseAg, vd, pd);
-    }
-    dp_total = T[kDenseAr] + T[kDpAr] + T[kDpRs] + T[kDenseRs];
-    dp_gather = T[kDpAg] + T[kDenseAg];
-  }
-  // Optimizer.
-  const double opt_shard =
-      (par.fsdp > 1 || par.zero >= 1)
-          ? par.fsdp *
-                (par.zero >= 1 ? static_cast<double>(par.dp) * par.cp : 1.0)
-          : 1.0;
-  const double owned = trained / opt_shard;
-  double t_opt = peak ? 0.0 : owned * 30 / (chip.hbm_bandwidth.si() * eff.hbm);
-  double offload = 0, offload_params = 0;
-  const double pcie = chip.pcie_bandwidth.si() * (peak ? 1.0 : 0.85);
+  c->dp_total = w.T(kDenseAr) + w.T(kDpAr) + w.T(kDpRs) + w.T(kDenseRs);
+  c->dp_gather = w.T(kDpAg) + w.T(kDenseAg);
+}
+
+// The optimizer update and host offload traffic per step.
+struct OptimizerTimes {
+  double update = 0;          // Adam, on the device or the host
+  double offload = 0;         // optimizer state over PCIe
+  double offload_params = 0;  // parameters and gradients over PCIe
+};
+
+OptimizerTimes OptimizerAndOffload(const PlanShape& s, const ParamShares& sh,
+                                   const Parallelism& par,
+                                   const TrainingConfig& cfg,
+                                   const hw::Chip& chip,
+                                   const ChipEfficiency& eff) {
+  OptimizerTimes o;
+  const double owned = sh.trained / OptimizerShards(par);
+  o.update = s.peak ? 0.0 : owned * 30 / (chip.hbm_bandwidth.si() * eff.hbm);
+  const double pcie = chip.pcie_bandwidth.si() * (s.peak ? 1.0 : 0.85);
   if (cfg.offload_params) {
     // Every microbatch's forward and backward (and a full-remat recompute)
     // bring each layer's bf16 shard in; each backward sends its gradient
     // shard out, on the opposite direction of the link. Prefetched under
     // the compute.
-    const double passes = 2 + (full ? 1 : 0);
-    const double in = m * passes * stage * 2 / par.fsdp;
-    const double out = m * trained * gb / par.fsdp;
-    offload_params = std::max(in, out) / pcie;
+    const double passes = 2 + (s.full ? 1 : 0);
+    const double in = s.m * passes * sh.stage * 2 / par.fsdp;
+    const double out = s.m * sh.trained * sh.grad_reduce_bytes / par.fsdp;
+    o.offload_params = std::max(in, out) / pcie;
   } else if (cfg.offload_optimizer) {
-    offload = owned * 4 / pcie;
+    o.offload = owned * 4 / pcie;
   }
   if (cfg.offload_params || cfg.offload_optimizer) {
     // Adam on the host: the same ~30 bytes per owned parameter, at the
     // chip's share of its host's peak DRAM bandwidth (a lower bound; not
     // costed where the catalog has no host figure).
     const double host = chip.host_memory_bandwidth.si();
-    t_opt = peak || host <= 0 ? 0.0 : owned * 30 / host;
+    o.update = s.peak || host <= 0 ? 0.0 : owned * 30 / host;
   }
-  // Step.
-  double compute = m * stage_mb;
+  return o;
+}
+
+// Exposed communication by family (realistic mode), kept for the
+// per-collective split.
+struct Exposure {
+  double total = 0;
+  double tp_mb = 0, ep = 0, fsdp = 0, dp = 0, gather = 0;
+};
+
+// Realistic overlap: what each family's communication leaves exposed under
+// the compute it can run beside.
+Exposure ExposeRealistic(const PlanShape& s, const CommTotals& c,
+                         const LayerCompute& lc, const StageTimes& st,
+                         const OptimizerTimes& o, double compute,
+                         const Parallelism& par, const TrainingConfig& cfg,
+                         const ChipEfficiency& eff) {
+  Exposure x;
+  const double m = s.m;
+  x.tp_mb = c.tp_mb;
+  x.ep = m * c.ep_mb;
+  double backward_last = 2.0 / 3.0 * st.stage;
+  x.fsdp = par.fsdp > 1 ? std::max({0.0, c.fsdp_total / (m * 3 * s.lps),
+                                    c.fsdp_total - compute})
+                        : 0.0;
+  x.dp = c.dp_total > 0
+             ? std::max(c.dp_total / s.lps,
+                        c.dp_total - (cfg.dp_overlap ? backward_last : 0.0))
+             : 0.0;
+  // The parameter all-gather, layer by layer under the first forward.
+  x.gather = c.dp_gather > 0
+                 ? std::max(c.dp_gather / s.lps,
+                            c.dp_gather - (cfg.dp_overlap ? st.stage / 3 : 0.0))
+                 : 0.0;
+  if (cfg.tp_comm_overlap) {
+    // Split GEMMs hide the collectives; what exceeds the GEMMs shows.
+    double gemm_mb = s.lps * s.gemm_passes * lc.gemm_fwd;
+    x.tp_mb = std::max(0.0, c.tp_mb - gemm_mb);
+  }
+  // Expert all-to-all: exposed in full, or with --ep-overlap hidden under
+  // the paired microbatch's compute from the second microbatch on. On GPUs
+  // the dispatch kernels hold SMs meanwhile (DeepEP's examples use
+  // Buffer.set_num_sms(24)), so the compute that runs beside them slows by
+  // units / (units - 24); TPUs move data with DMA engines.
+  if (cfg.ep_overlap && c.ep_mb > 0) {
+    const double kCommUnits = 24;
+    const double slow =
+        eff.units > 2 * kCommUnits ? eff.units / (eff.units - kCommUnits) : 1.0;
+    const double beside = std::min(c.ep_mb, st.stage);
+    x.ep = c.ep_mb +
+           (m - 1) * (std::max(0.0, c.ep_mb - st.stage) + beside * (slow - 1));
+  }
+  x.total = m * (x.tp_mb + c.cp_exposed_mb) + x.ep + c.pp_exposed + x.fsdp +
+            x.dp + x.gather + o.offload;
+  if (o.offload_params > 0) {
+    // Beyond the compute, and at least one layer's transfer.
+    x.total +=
+        std::max(o.offload_params / (m * s.lps), o.offload_params - compute);
+  }
+  return x;
+}
+
+// Each collective's share of the exposed time (realistic mode).
+void SplitExposed(const PlanShape& s, const CommTotals& c, const Exposure& x,
+                  const TrainingConfig& cfg, CoreResult* r) {
+  const auto& T = r->coll_time;
+  auto& X = r->coll_exposed;
+  double tp_share = c.tp_mb > 0 ? x.tp_mb / c.tp_mb : 0;
+  X[kTpAg] = T[kTpAg] * tp_share;
+  X[kTpRs] = T[kTpRs] * tp_share;
+  X[kTpAr] = T[kTpAr] * tp_share;
+  X[kEpA2a] = x.ep;
+  X[kCpPermute] = cfg.cp_comm == CpComm::kRing ? s.m * c.cp_exposed_mb : 0;
+  X[kCpAg] = T[kCpAg];
+  X[kCpRs] = T[kCpRs];
+  X[kCpA2a] = T[kCpA2a];
+  X[kPpPermute] = c.pp_exposed;
+  // Each group's exposed time, shared out in proportion to its members.
+  auto share = [&](double exposed_part, double total,
+                   std::initializer_list<int> members) {
+    if (total <= 0) return;
+    for (int i : members) X[i] = T[i] * (exposed_part / total);
+  };
+  share(x.fsdp, c.fsdp_total, {kFsdpAg, kFsdpRs});
+  share(x.dp, c.dp_total, {kDpAr, kDenseAr, kDpRs, kDenseRs});
+  share(x.gather, c.dp_gather, {kDpAg, kDenseAg});
+}
+
+}  // namespace
+
+ParamShares SharesOf(const ModelConsts& mc, const Parallelism& par) {
+  ParamShares sh;
+  const double pp = par.pp, tp = par.tp, ep = par.ep;
+  sh.stage_dense = mc.dense_params / pp / tp;
+  sh.stage_expert = mc.expert_params / pp / tp / ep;
+  sh.stage = sh.stage_dense + sh.stage_expert;
+  sh.train_dense = mc.lora ? mc.adapter_params / pp / tp : sh.stage_dense;
+  sh.train_expert = mc.lora ? 0.0 : sh.stage_expert;
+  sh.trained = sh.train_dense + sh.train_expert;
+  sh.grad_reduce_bytes = mc.grad_reduce_bytes;
+  return sh;
+}
+
+double OptimizerShards(const Parallelism& par) {
+  return (par.fsdp > 1 || par.zero >= 1)
+             ? par.fsdp *
+                   (par.zero >= 1 ? static_cast<double>(par.dp) * par.cp : 1.0)
+             : 1.0;
+}
+
+StateMemory StatePerChip(const ParamShares& sh, const Parallelism& par,
+                         Mode mode, bool offload_optimizer, bool offload_params,
+                         double stage_layers) {
+  const StateBytes sb = TrainingStateBytes(mode);
+  const bool peak = mode == Mode::kPeak;
+  StateMemory s;
+  // FSDP's transiently gathered layers are not counted: engines differ
+  // (PyTorch FSDP holds about two blocks, DeepSpeed caps live parameters,
+  // XLA gathers weight by weight).
+  s.params = sh.stage * sb.weights / par.fsdp;
+  s.grads =
+      sh.trained * sb.grads /
+      (par.fsdp * (par.zero >= 2 ? static_cast<double>(par.dp) * par.cp : 1.0));
+  s.optimizer = offload_optimizer || offload_params
+                    ? 0
+                    : sh.trained * sb.optimizer / OptimizerShards(par);
+  if (offload_params) {
+    // On the device: the layer being used and the one being prefetched,
+    // gathered over fsdp, and the layer's fp32 gradient before it leaves.
+    s.params = peak ? 0 : 2 * sh.stage * sb.weights / stage_layers;
+    s.grads = peak ? 0 : sh.trained * sb.grads / stage_layers;
+  }
+  return s;
+}
+
+namespace {
+
+double ActivationsOf(const ModelConsts& mc, const PlanShape& s,
+                     const Parallelism& par, const TrainingConfig& cfg) {
+  double in_flight = 1;
+  if (par.pp > 1) {
+    in_flight =
+        cfg.schedule == Schedule::kGpipe ? s.m : std::min<double>(s.m, s.pp);
+  }
+  double acts = in_flight * s.t * s.lps *
+                mc.act_bytes_per_token_layer[s.remat] /
+                (par.sequence_parallel ? s.tp : 1.0);
+  if (s.full) acts += s.t * mc.act_none_per_token_layer / s.tp;
+  // Materialised attention keeps the softmax output, the dropout mask and
+  // its output (2 + 1 + 2 bytes per score element) unless the attention
+  // core is recomputed (selective) or the whole layer is (full).
+  if (cfg.attention_kernel == AttentionKernel::kMaterialized &&
+      (cfg.remat == model::Remat::kNone ||
+       cfg.remat == model::Remat::kSaveMatmulOutputs)) {
+    acts += in_flight * s.t * s.lps * (mc.heads / s.tp) * cfg.seq * 5;
+  }
+  // The logits at their peak: Megatron's unfused loss holds an fp32 copy
+  // and the fp32 softmax it saves (4 + 4 B per logit); a fused kernel keeps
+  // the bf16 logits, which it overwrites with their gradient (2 B).
+  acts += s.t * mc.vocab / s.tp * (cfg.unfused_cross_entropy ? 8 : 2);
+  return acts;
+}
+
+void MemoryOf(const ModelConsts& mc, const PlanShape& s, const Parallelism& par,
+              const TrainingConfig& cfg, const hw::Chip& chip, CoreResult* r) {
+  const StateMemory st =
+      StatePerChip(SharesOf(mc, par), par, cfg.mode, cfg.offload_optimizer,
+                   cfg.offload_params, s.lps);
+  r->params = st.params;
+  r->grads = st.grads;
+  r->optimizer = st.optimizer;
+  r->activations = ActivationsOf(mc, s, par, cfg);
+  r->capacity = chip.hbm_capacity.si();
+  r->reserve = TrainingStateBytes(cfg.mode).reserve_fraction * r->capacity;
+  r->total_mem =
+      r->params + r->grads + r->optimizer + r->activations + r->reserve;
+  r->feasible = r->total_mem <= r->capacity;
+}
+
+}  // namespace
+
+double ActivationsPerChip(const ModelConsts& mc, const Parallelism& par,
+                          const TrainingConfig& cfg, int microbatches) {
+  return ActivationsOf(mc, ShapeOf(mc, par, cfg, microbatches), par, cfg);
+}
+
+void MemoryPerChip(const ModelConsts& mc, const Parallelism& par,
+                   const TrainingConfig& cfg, const hw::Chip& chip,
+                   int microbatches, CoreResult* r) {
+  MemoryOf(mc, ShapeOf(mc, par, cfg, microbatches), par, cfg, chip, r);
+}
+
+void EvaluateCore(const ModelConsts& mc, const LayerCompute& lc,
+                  const LayoutCoefficients& lay, const Parallelism& par,
+                  const TrainingConfig& cfg, const hw::Chip& chip,
+                  const ChipEfficiency& eff, int m, CoreResult* r,
+                  bool detail) {
+  const PlanShape s = ShapeOf(mc, par, cfg, m);
+  if (detail) {
+    *r = CoreResult{};
+  } else {
+    r->coll_time.fill(0.0);  // the only array the sums below read
+  }
+  r->stage_layers = static_cast<int>(s.others);
+  r->last_stage_layers = static_cast<int>(s.last_layers);
+  const StageTimes st =
+      ComputeStage(mc, lc, s, cfg, chip.Peak(cfg.precision).si(), r);
+
+  // Communication by parallelism family.
+  const SlotWriter w{lay, r, detail, s.peak};
+  const ParamShares sh = SharesOf(mc, par);
+  CommTotals c;
+  c.tp_mb = TensorParallelComm(w, s, mc, par);
+  c.ep_mb = ExpertParallelComm(w, s, mc, lay, par);
+  ContextParallelComm(w, s, mc, lc, par, cfg, &c);
+  PipelineComm(w, s, mc, par, &c);
+  c.fsdp_total = FsdpComm(w, s, sh, par);
+  DataParallelComm(w, sh, par, &c);
+  const OptimizerTimes o = OptimizerAndOffload(s, sh, par, cfg, chip, eff);
+
+  // Step: compute, what the communication leaves exposed, bubble, update.
+  double compute = m * st.stage;
   double bubble = 0;
   if (par.pp > 1) {
     double idle =
-        cfg.schedule == Schedule::kInterleaved ? (pp - 1) / vpp : pp - 1;
-    bubble = idle * typical_mb;
+        cfg.schedule == Schedule::kInterleaved ? (s.pp - 1) / s.vpp : s.pp - 1;
+    bubble = idle * st.typical;
   }
-  double comm_total = m * (tp_mb + ep_mb + cp_mb) + pp_total + fsdp_total +
-                      dp_total + dp_gather + offload + offload_params;
+  double comm_total = m * (c.tp_mb + c.ep_mb + c.cp_mb) + c.pp_total +
+                      c.fsdp_total + c.dp_total + c.dp_gather + o.offload +
+                      o.offload_params;
   double exposed, step;
-  auto& X = r->coll_exposed;
-  // Exposed parts (realistic mode), kept for the per-collective split.
-  double fsdp_exposed = 0, dp_exposed = 0, gather_exposed = 0,
-         tp_exposed_mb = tp_mb, ep_exposed = m * ep_mb;
-  if (peak) {
+  if (s.peak) {
     exposed = std::max(0.0, comm_total - compute);
     step = compute + exposed + bubble;
     for (int i = 0; detail && i < kNumColl; ++i) {
-      X[i] = comm_total > 0 ? T[i] / comm_total * exposed : 0;
+      r->coll_exposed[i] =
+          comm_total > 0 ? r->coll_time[i] / comm_total * exposed : 0;
     }
   } else {
-    double backward_last = 2.0 / 3.0 * stage_mb;
-    fsdp_exposed =
-        par.fsdp > 1
-            ? std::max({0.0, fsdp_total / (m * 3 * lps), fsdp_total - compute})
-            : 0.0;
-    dp_exposed =
-        dp_total > 0
-            ? std::max(dp_total / lps,
-                       dp_total - (cfg.dp_overlap ? backward_last : 0.0))
-            : 0.0;
-    // The parameter all-gather, layer by layer under the first forward.
-    gather_exposed =
-        dp_gather > 0
-            ? std::max(dp_gather / lps,
-                       dp_gather - (cfg.dp_overlap ? stage_mb / 3 : 0.0))
-            : 0.0;
-    if (cfg.tp_comm_overlap) {
-      // Split GEMMs hide the collectives; what exceeds the GEMMs shows.
-      double gemm_mb = lps * gemm_passes * lc.gemm_fwd;
-      tp_exposed_mb = std::max(0.0, tp_mb - gemm_mb);
-    }
-    // Expert all-to-all: exposed in full, or with --ep-overlap hidden under
-    // the paired microbatch's compute from the second microbatch on. On
-    // GPUs the dispatch kernels hold SMs meanwhile (DeepEP's examples use
-    // Buffer.set_num_sms(24)), so the compute that runs beside them slows
-    // by units / (units - 24); TPUs move data with DMA engines.
-    if (cfg.ep_overlap && ep_mb > 0) {
-      const double kCommUnits = 24;
-      const double slow = eff.units > 2 * kCommUnits
-                              ? eff.units / (eff.units - kCommUnits)
-                              : 1.0;
-      const double beside = std::min(ep_mb, stage_mb);
-      ep_exposed = ep_mb + (m - 1) * (std::max(0.0, ep_mb - stage_mb) +
-                                      beside * (slow - 1));
-    }
-    exposed = m * (tp_exposed_mb + cp_exposed_mb) + ep_exposed + pp_exposed +
-              fsdp_exposed + dp_exposed + gather_exposed + offload;
-    if (offload_params > 0) {
-      // Beyond the compute, and at least one layer's transfer.
-      exposed += std::max(offload_params / (m * lps), offload_params - compute);
-    }
-    step = compute + exposed + bubble + t_opt;
-  }
-  if (detail && !peak) {
-    double tp_share = tp_mb > 0 ? tp_exposed_mb / tp_mb : 0;
-    X[kTpAg] = T[kTpAg] * tp_share;
-    X[kTpRs] = T[kTpRs] * tp_share;
-    X[kTpAr] = T[kTpAr] * tp_share;
-    X[kEpA2a] = ep_exposed;
-    X[kCpPermute] = cfg.cp_comm == CpComm::kRing ? m * cp_exposed_mb : 0;
-    X[kCpAg] = T[kCpAg];
-    X[kCpRs] = T[kCpRs];
-    X[kCpA2a] = T[kCpA2a];
-    X[kPpPermute] = pp_exposed;
-    // Each group's exposed time, shared out in proportion to its members.
-    auto share = [&](double exposed_part, double total,
-                     std::initializer_list<int> members) {
-      if (total <= 0) return;
-      for (int i : members) X[i] = T[i] * (exposed_part / total);
-    };
-    share(fsdp_exposed, fsdp_total, {kFsdpAg, kFsdpRs});
-    share(dp_exposed, dp_total, {kDpAr, kDenseAr, kDpRs, kDenseRs});
-    share(gather_exposed, dp_gather, {kDpAg, kDenseAg});
+    const Exposure x = ExposeRealistic(s, c, lc, st, o, compute, par, cfg, eff);
+    exposed = x.total;
+    step = compute + exposed + bubble + o.update;
+    if (detail) SplitExposed(s, c, x, cfg, r);
   }
   if (cfg.assume_mfu > 0) {
     step = mc.model_flops_per_token * cfg.batch_tokens /
-           (chips * C_bf16 * cfg.assume_mfu);
+           (s.chips * chip.Peak(hw::Dtype::kBf16).si() * cfg.assume_mfu);
   }
   r->step = step;
   r->compute = compute;
   r->exposed = exposed;
   r->bubble = bubble;
-  r->other = t_opt;
-  r->elem_total = m * elem_mb + t_opt;
-  r->pcie_time = offload + offload_params;
-  // Memory per chip.
-  const StateBytes sb = TrainingStateBytes(cfg.mode);
-  const double grad_b = sb.grads, opt_b = sb.optimizer;
-  // FSDP's transiently gathered layers are not counted: engines differ
-  // (PyTorch FSDP holds about two blocks, DeepSpeed caps live parameters,
-  // XLA gathers weight by weight).
-  r->params = stage * sb.weights / par.fsdp;
-  r->grads =
-      trained * grad_b /
-      (par.fsdp * (par.zero >= 2 ? static_cast<double>(par.dp) * par.cp : 1.0));
-  r->optimizer = cfg.offload_optimizer || cfg.offload_params
-                     ? 0
-                     : trained * opt_b / opt_shard;
-  if (cfg.offload_params) {
-    // On the device: the layer being used and the one being prefetched,
-    // gathered over fsdp, and the layer's fp32 gradient before it leaves.
-    r->params = peak ? 0 : 2 * stage * sb.weights / lps;
-    r->grads = peak ? 0 : trained * grad_b / lps;
-  }
-  double in_flight = 1;
-  if (par.pp > 1) {
-    in_flight = cfg.schedule == Schedule::kGpipe ? m : std::min<double>(m, pp);
-  }
-  double acts = in_flight * t * lps * mc.act_bytes_per_token_layer[remat] /
-                (par.sequence_parallel ? tp : 1.0);
-  if (full) acts += t * mc.act_none_per_token_layer / tp;
-  // Materialised attention keeps the softmax output, the dropout mask and its
-  // output (2 + 1 + 2 bytes per score element) unless the attention core is
-  // recomputed (selective) or the whole layer is (full).
-  if (cfg.attention_kernel == AttentionKernel::kMaterialized &&
-      (cfg.remat == model::Remat::kNone ||
-       cfg.remat == model::Remat::kSaveMatmulOutputs)) {
-    acts += in_flight * t * lps * (mc.heads / tp) * cfg.seq * 5;
-  }
-  // The logits at their peak: Megatron's unfused loss holds an fp32 copy
-  // and the fp32 softmax it saves (4 + 4 B per logit); a fused kernel keeps
-  // the bf16 logits, which it overwrites with their gradient (2 B).
-  acts += t * mc.vocab / tp * (cfg.unfused_cross_entropy ? 8 : 2);
-  r->activations = acts;
-  r->capacity = chip.hbm_capacity.si();
-  r->reserve = sb.reserve_fraction * r->capacity;
-  r->total_mem =
-      r->params + r->grads + r->optimizer + r->activations + r->reserve;
-  r->feasible = r->total_mem <= r->capacity;
+  r->other = o.update;
+  r->elem_total = m * st.elem + o.update;
+  r->pcie_time = o.offload + o.offload_params;
+  MemoryOf(mc, s, par, cfg, chip, r);
 }
 
 }  // namespace scalemodel::estimate
@@ -710,17 +880,33 @@ Result<Placements> PlaceParallelism(Parallelism& par, const hw::System& sys,
   return out;
 }
 
+Placement SlotPlacement(const CollSlot& slot, const Placements& pl) {
+  Placement p = pl[slot.placement];
+  if (slot.plus_ep_axes) {
+    p.axes.insert(p.axes.end(), pl[kEp].axes.begin(), pl[kEp].axes.end());
+    p.sizes.insert(p.sizes.end(), pl[kEp].sizes.begin(), pl[kEp].sizes.end());
+  }
+  return p;
+}
+
 LayoutCoefficients BuildCoefficients(const hw::System& sys,
                                      const Placements& pl, Mode mode) {
   LayoutCoefficients lay;
   const net::Mode nm =
       mode == Mode::kPeak ? net::Mode::kPeak : net::Mode::kRealistic;
-  auto coef = [&](int slot, net::Collective op, const Placement& p) {
-    if (p.axes.empty()) return;
+  for (size_t i = 0; i < pl[kEp].axes.size(); ++i) {
+    hw::AxisKind kind = sys.axes[pl[kEp].axes[i]].kind;
+    if (kind == hw::AxisKind::kScaleOut || kind == hw::AxisKind::kDcn) {
+      lay.ep_nodes *= pl[kEp].sizes[i];
+    }
+  }
+  for (const CollSlot& s : kCollSlots) {
+    const Placement p = SlotPlacement(s, pl);
+    if (p.axes.empty()) continue;
     const double v = 1e9;
     net::CollectiveCost c =
-        net::EstimateOnAxes(sys, op, units::Bytes(v), p.axes, p.sizes, {nm});
-    CollCoef& k = lay.coll[slot];
+        net::EstimateOnAxes(sys, s.op, units::Bytes(v), p.axes, p.sizes, {nm});
+    CollCoef& k = lay.coll[s.slot];
     k.active = true;
     k.per_byte = c.bandwidth_time.si() / v;
     k.latency = c.latency_time.si();
@@ -728,34 +914,7 @@ LayoutCoefficients BuildCoefficients(const hw::System& sys,
                    ? 0.0
                    : std::max(0.0, c.time.si() - c.bandwidth_time.si() -
                                        c.latency_time.si());
-  };
-  coef(kTpAg, net::Collective::kAllGather, pl[kTp]);
-  coef(kTpRs, net::Collective::kReduceScatter, pl[kTp]);
-  coef(kTpAr, net::Collective::kAllReduce, pl[kTp]);
-  coef(kEpA2a, net::Collective::kAllToAll, pl[kEp]);
-  for (size_t i = 0; i < pl[kEp].axes.size(); ++i) {
-    hw::AxisKind kind = sys.axes[pl[kEp].axes[i]].kind;
-    if (kind == hw::AxisKind::kScaleOut || kind == hw::AxisKind::kDcn) {
-      lay.ep_nodes *= pl[kEp].sizes[i];
-    }
   }
-  coef(kCpPermute, net::Collective::kPermute, pl[kCp]);
-  coef(kPpPermute, net::Collective::kPermute, pl[kPp]);
-  coef(kFsdpAg, net::Collective::kAllGather, pl[kFsdp]);
-  coef(kFsdpRs, net::Collective::kReduceScatter, pl[kFsdp]);
-  coef(kDpAr, net::Collective::kAllReduce, pl[kDp]);
-  Placement dense = pl[kDp];
-  dense.axes.insert(dense.axes.end(), pl[kEp].axes.begin(), pl[kEp].axes.end());
-  dense.sizes.insert(dense.sizes.end(), pl[kEp].sizes.begin(),
-                     pl[kEp].sizes.end());
-  coef(kDenseAr, net::Collective::kAllReduce, dense);
-  coef(kCpAg, net::Collective::kAllGather, pl[kCp]);
-  coef(kCpRs, net::Collective::kReduceScatter, pl[kCp]);
-  coef(kCpA2a, net::Collective::kAllToAll, pl[kCp]);
-  coef(kDpRs, net::Collective::kReduceScatter, pl[kDp]);
-  coef(kDpAg, net::Collective::kAllGather, pl[kDp]);
-  coef(kDenseRs, net::Collective::kReduceScatter, dense);
-  coef(kDenseAg, net::Collective::kAllGather, dense);
   return lay;
 }
 

@@ -411,31 +411,14 @@ Result<TrainingEstimate> EstimateTraining(const model::ModelSpec& m,
   EvaluateCore(mc, lc, lay, par, cfg, chip, eff, microbatches, &r);
 
   // Comms list.
-  static const struct {
-    const char* kind;
-    const char* par;
-    int placement;
-  } kColl[kNumColl] = {
-      {"all-gather", "tp", kTp},        {"reduce-scatter", "tp", kTp},
-      {"all-reduce", "tp", kTp},        {"all-to-all", "ep", kEp},
-      {"permute", "cp", kCp},           {"permute", "pp", kPp},
-      {"all-gather", "fsdp", kFsdp},    {"reduce-scatter", "fsdp", kFsdp},
-      {"all-reduce", "dp", kDp},        {"all-reduce", "dp+ep", kDp},
-      {"reduce-scatter", "dp", kDp},    {"all-gather", "dp", kDp},
-      {"reduce-scatter", "dp+ep", kDp}, {"all-gather", "dp+ep", kDp},
-      {"all-gather", "cp", kCp},        {"reduce-scatter", "cp", kCp},
-      {"all-to-all", "cp", kCp},
-  };
-  for (int i = 0; i < kNumColl; ++i) {
+  for (const CollSlot& slot : kCollSlots) {
+    const int i = slot.slot;
     if (r.coll_calls[i] <= 0 || r.coll_time[i] <= 0) continue;
     CommItem c;
-    c.kind = kColl[i].kind;
-    c.parallelism = kColl[i].par;
-    for (int ax : (*placement)[kColl[i].placement].axes) {
+    c.kind = std::string(net::CollectiveName(slot.op));
+    c.parallelism = slot.label;
+    for (int ax : SlotPlacement(slot, *placement).axes) {
       c.axes.push_back(sys.axes[ax].name);
-    }
-    if (i == kDenseAr || i == kDenseRs || i == kDenseAg) {
-      for (int ax : (*placement)[kEp].axes) c.axes.push_back(sys.axes[ax].name);
     }
     c.bytes = Bytes(r.coll_bytes[i]);
     c.calls = r.coll_calls[i];

@@ -78,36 +78,23 @@ struct Degrees {
 // counted as zero), plus the (fused loss's bf16) logits of the smallest micro
 // batch and the full-remat activations of one sequence. Over capacity: every
 // variant is infeasible, which the prune test checks.
-double PlanMemoryLowerBound(const estimate::ModelConsts& mc, const Degrees& g,
-                            int zero, bool offload, bool offload_params,
-                            double max_stage_layers, bool peak, double seq,
-                            double capacity) {
-  const estimate::StateBytes sb = estimate::TrainingStateBytes(
-      peak ? estimate::Mode::kPeak : estimate::Mode::kRealistic);
-  double stage =
-      mc.dense_params / g.pp / g.tp + mc.expert_params / g.pp / g.tp / g.ep;
-  double params = stage * sb.weights / g.fsdp;
-  double trained = mc.lora ? mc.adapter_params / g.pp / g.tp : stage;
-  double grads =
-      trained * sb.grads / (g.fsdp * (zero >= 2 ? 1.0 * g.dp * g.cp : 1.0));
-  if (offload_params) {
-    // Two layers' parameters and one layer's gradient on the device (a
-    // layer being a stage's share, least with the most layers a stage may
-    // hold); nothing in peak mode.
-    params = peak ? 0 : 2 * stage * sb.weights / max_stage_layers;
-    grads = peak ? 0 : trained * sb.grads / max_stage_layers;
-  }
-  double opt_shard = (g.fsdp > 1 || zero >= 1)
-                         ? g.fsdp * (zero >= 1 ? 1.0 * g.dp * g.cp : 1.0)
-                         : 1.0;
-  double opt = offload ? 0 : trained * sb.optimizer / opt_shard;
-  double t = seq / g.cp;
+double PlanMemoryLowerBound(const estimate::ModelConsts& mc,
+                            const Parallelism& p, bool offload,
+                            bool offload_params, double max_stage_layers,
+                            bool peak, double seq, double capacity) {
+  const estimate::Mode mode =
+      peak ? estimate::Mode::kPeak : estimate::Mode::kRealistic;
+  const estimate::StateMemory st =
+      estimate::StatePerChip(estimate::SharesOf(mc, p), p, mode, offload,
+                             offload_params, max_stage_layers);
+  double t = seq / p.cp;
   double acts =
-      t * std::ceil(mc.layers / g.pp) *
+      t * std::ceil(mc.layers / p.pp) *
           mc.act_bytes_per_token_layer[static_cast<int>(model::Remat::kFull)] /
-          g.tp +
-      t * mc.vocab / g.tp * 2;  // the fused loss's bf16 logits, the least
-  return params + grads + opt + acts + sb.reserve_fraction * capacity;
+          p.tp +
+      t * mc.vocab / p.tp * 2;  // the fused loss's bf16 logits, the least
+  return st.params + st.grads + st.optimizer + acts +
+         estimate::TrainingStateBytes(mode).reserve_fraction * capacity;
 }
 
 struct Worker {
@@ -251,7 +238,7 @@ struct Worker {
         p.zero = zero;
         for (bool off : offloads) {
           double floor =
-              PlanMemoryLowerBound(*mc, g, zero, off, base.offload_params,
+              PlanMemoryLowerBound(*mc, p, off, base.offload_params,
                                    max_stage_layers, peak, base.seq, capacity);
           double block =
               static_cast<double>(mbs.size()) * remats.size() * scheds.size();

@@ -27,6 +27,14 @@ struct CollCoef {
   }
 };
 
+// Parallelisms in their default placement order, innermost first.
+enum ParIndex { kTp, kCp, kEp, kFsdp, kDp, kPp, kNumPar };
+const char* ParName(int index);
+int& DegreeOf(Parallelism& p, int index);
+
+// The collective slots of a training step: one per (network op,
+// parallelism). A slot's index orders every per-collective array and the
+// report's comms list; kCollSlots below says what each slot is.
 enum CollIndex {
   kTpAg,
   kTpRs,
@@ -52,6 +60,45 @@ enum CollIndex {
   kCpA2a,
   kNumColl
 };
+
+// What a slot is: the network operation, the parallelism it serves (its
+// label in the report), and the axes it runs on: the placement of one
+// parallelism, widened by the expert-parallel axes for the dense
+// parameters' reduction over dp x ep. Adding a collective is a CollIndex
+// entry, a row here, and the phase of EvaluateCore that issues it.
+struct CollSlot {
+  CollIndex slot;
+  net::Collective op;
+  const char* label;  // "tp", "dp+ep", ...
+  ParIndex placement;
+  bool plus_ep_axes;
+};
+inline constexpr CollSlot kCollSlots[kNumColl] = {
+    {kTpAg, net::Collective::kAllGather, "tp", kTp, false},
+    {kTpRs, net::Collective::kReduceScatter, "tp", kTp, false},
+    {kTpAr, net::Collective::kAllReduce, "tp", kTp, false},
+    {kEpA2a, net::Collective::kAllToAll, "ep", kEp, false},
+    {kCpPermute, net::Collective::kPermute, "cp", kCp, false},
+    {kPpPermute, net::Collective::kPermute, "pp", kPp, false},
+    {kFsdpAg, net::Collective::kAllGather, "fsdp", kFsdp, false},
+    {kFsdpRs, net::Collective::kReduceScatter, "fsdp", kFsdp, false},
+    {kDpAr, net::Collective::kAllReduce, "dp", kDp, false},
+    {kDenseAr, net::Collective::kAllReduce, "dp+ep", kDp, true},
+    {kDpRs, net::Collective::kReduceScatter, "dp", kDp, false},
+    {kDpAg, net::Collective::kAllGather, "dp", kDp, false},
+    {kDenseRs, net::Collective::kReduceScatter, "dp+ep", kDp, true},
+    {kDenseAg, net::Collective::kAllGather, "dp+ep", kDp, true},
+    {kCpAg, net::Collective::kAllGather, "cp", kCp, false},
+    {kCpRs, net::Collective::kReduceScatter, "cp", kCp, false},
+    {kCpA2a, net::Collective::kAllToAll, "cp", kCp, false},
+};
+constexpr bool CollSlotsInOrder() {
+  for (int i = 0; i < kNumColl; ++i) {
+    if (kCollSlots[i].slot != i) return false;
+  }
+  return true;
+}
+static_assert(CollSlotsInOrder(), "kCollSlots must list the slots in order");
 
 // Per-layer forward times of an average layer at one (tp, ep, tokens).
 struct LayerCompute {
@@ -122,11 +169,6 @@ struct LayoutCoefficients {
   double ep_bytes_scale = 1;
 };
 
-// Parallelisms in their default placement order, innermost first.
-enum ParIndex { kTp, kCp, kEp, kFsdp, kDp, kPp, kNumPar };
-const char* ParName(int index);
-int& DegreeOf(Parallelism& p, int index);
-
 struct Placement {
   std::vector<int> axes;   // physical axis indices
   std::vector<int> sizes;  // group size on each
@@ -139,6 +181,9 @@ using Placements = std::array<Placement, kNumPar>;
 Result<Placements> PlaceParallelism(
     Parallelism& par, const hw::System& sys,
     const std::array<int, kNumPar>* order = nullptr);
+
+// The axes a slot's collective runs on.
+Placement SlotPlacement(const CollSlot& slot, const Placements& pl);
 
 // Collective coefficients for a placement.
 LayoutCoefficients BuildCoefficients(const hw::System& sys,
@@ -173,7 +218,45 @@ struct CoreResult {
   std::array<int, kNumColl> coll_calls{};
 };
 
-// REQUIRES: the plan validated (degrees, divisibility) by the caller.
+// A stage's parameters per tensor/expert-parallel rank (before FSDP or
+// ZeRO sharding), and of those the trained ones (LoRA: the adapters, split
+// like the dense weights).
+struct ParamShares {
+  double stage_dense = 0, stage_expert = 0, stage = 0;
+  double train_dense = 0, train_expert = 0, trained = 0;
+  double grad_reduce_bytes = 2;  // per gradient element in reductions
+};
+ParamShares SharesOf(const ModelConsts& mc, const Parallelism& par);
+// Ranks that share one optimizer state: fsdp, times dp x cp with ZeRO >= 1.
+double OptimizerShards(const Parallelism& par);
+
+// Weights, gradients and optimizer state per chip: bytes per parameter by
+// mode (TrainingStateBytes), sharded by FSDP and the ZeRO level; with the
+// parameters offloaded, the `stage_layers`-th part of a stage (the layer
+// in use and the one prefetched) stays on the device. The plan search's
+// memory lower bound calls this too.
+struct StateMemory {
+  double params = 0, grads = 0, optimizer = 0;
+};
+StateMemory StatePerChip(const ParamShares& shares, const Parallelism& par,
+                         Mode mode, bool offload_optimizer, bool offload_params,
+                         double stage_layers);
+// Saved activations at their peak per chip: the microbatches in flight on
+// the busiest stage at the remat policy's bytes, the full-remat layer's
+// working set, materialised attention scores, and the logits.
+double ActivationsPerChip(const ModelConsts& mc, const Parallelism& par,
+                          const TrainingConfig& cfg, int microbatches);
+// Memory per chip by component into r (params, grads, optimizer,
+// activations, reserve, total, capacity, feasible).
+void MemoryPerChip(const ModelConsts& mc, const Parallelism& par,
+                   const TrainingConfig& cfg, const hw::Chip& chip,
+                   int microbatches, CoreResult* r);
+
+// One plan's step time and memory, in phases: the stage split and compute
+// per microbatch, communication per parallelism family (tensor, expert,
+// context, pipeline, FSDP, data), optimizer and offload, exposure under
+// overlap, memory per chip.
+// REQUIRES: the plan checked (CheckPlan) by the caller.
 void EvaluateCore(const ModelConsts& mc, const LayerCompute& lc,
                   const LayoutCoefficients& lay, const Parallelism& par,
                   const TrainingConfig& cfg, const hw::Chip& chip,
