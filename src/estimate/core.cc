@@ -850,7 +850,7 @@ Result<Placements> PlaceParallelism(Parallelism& par, const hw::System& sys,
               "give every parallelism physical axes or none: " + key + "=" +
                   std::to_string(DegreeOf(par, i)) +
                   " has a degree while others name axes",
-              "--plan");
+              "plan");
         }
         continue;
       }
@@ -871,7 +871,7 @@ Result<Placements> PlaceParallelism(Parallelism& par, const hw::System& sys,
   auto layout = sharding::LayMesh(mesh, sys);
   if (!layout) {
     return tl::unexpected(
-        Error{layout.error().code, layout.error().message, "--plan"});
+        Error{layout.error().code, layout.error().message, "plan"});
   }
   for (size_t k = 0; k < which.size(); ++k) {
     DegreeOf(par, which[k]) = mesh.sizes[k];

@@ -56,13 +56,13 @@ Result<ServeEstimate> EstimateServing(const model::ModelSpec& m,
     return InvalidArgument(
         "tp*ep*dp = " + std::to_string(cfg.tp * cfg.ep * cfg.dp) + " but " +
             sys.id + " has " + std::to_string(chips) + " chips",
-        "--plan");
+        "plan");
   }
   if (m.num_heads % cfg.tp) {
     return InvalidArgument(
         "tensor_parallel=" + std::to_string(cfg.tp) +
             " does not divide num_heads=" + std::to_string(m.num_heads),
-        "--plan");
+        "plan");
   }
   if (cfg.ep > 1 && (!m.is_moe() || m.moe.num_experts % cfg.ep)) {
     return InvalidArgument(
@@ -71,11 +71,11 @@ Result<ServeEstimate> EstimateServing(const model::ModelSpec& m,
                          std::to_string(m.moe.num_experts)
                    : "expert_parallel needs a mixture-of-experts model; " +
                          m.id + " is dense",
-        "--plan");
+        "plan");
   }
   if (!(cfg.batch >= 1) || !(cfg.prompt >= 1) || !(cfg.output >= 1)) {
     return InvalidArgument("batch, prompt and output must be at least 1",
-                           "--batch");
+                           "batch");
   }
   const hw::Chip& chip = sys.chip;
   const bool peak = cfg.mode == Mode::kPeak;

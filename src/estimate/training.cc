@@ -75,7 +75,7 @@ Result<Schedule> ParseSchedule(std::string_view text) {
   return InvalidArgument("expected gpipe, 1f1b or interleaved, got '" +
                              std::string(text) + "'" +
                              DidYouMean(t, {"gpipe", "1f1b", "interleaved"}),
-                         "--schedule");
+                         "schedule");
 }
 
 std::string_view AttentionKernelName(AttentionKernel k) {
@@ -94,7 +94,7 @@ Result<AttentionKernel> ParseAttentionKernel(std::string_view text) {
   return ParseByName(text,
                      {AttentionKernel::kFused, AttentionKernel::kFlash2,
                       AttentionKernel::kMaterialized},
-                     AttentionKernelName, "--attention-kernel");
+                     AttentionKernelName, "attention_kernel");
 }
 
 std::string_view CpCommName(CpComm c) {
@@ -123,7 +123,7 @@ Result<CpComm> ParseCpComm(std::string_view text) {
       "got '" +
           std::string(text) + "'" +
           DidYouMean(t, {"p2p", "allgather", "a2a", "ring", "ulysses"}),
-      "--cp-comm");
+      "cp_comm");
 }
 
 std::string_view Fp8RecipeName(Fp8Recipe r) {
@@ -144,7 +144,7 @@ Result<Fp8Recipe> ParseFp8Recipe(std::string_view text) {
   return ParseByName(text,
                      {Fp8Recipe::kDelayed, Fp8Recipe::kTensorwise,
                       Fp8Recipe::kBlockwise, Fp8Recipe::kMxfp8},
-                     Fp8RecipeName, "--fp8-recipe");
+                     Fp8RecipeName, "fp8_recipe");
 }
 
 double Fp8CastBytes(Fp8Recipe r) {
@@ -179,7 +179,7 @@ Result<Parallelism> ParsePlan(std::string_view text) {
     if (eq == std::string::npos) {
       return InvalidArgument(
           "expected KEY=VALUE such as 'fsdp=256,tp=4', got '" + item + "'",
-          "--plan");
+          "plan");
     }
     std::string key = ToLower(Trim(item.substr(0, eq)));
     std::string value(Trim(item.substr(eq + 1)));
@@ -187,7 +187,7 @@ Result<Parallelism> ParsePlan(std::string_view text) {
       return InvalidArgument(
           "unknown key '" + key + "'" + DidYouMean(key, kKeys) +
               "; expected dp, fsdp, tp, pp, ep, cp, zero or sp",
-          "--plan");
+          "plan");
     }
     if (key == "sp") {
       p.sequence_parallel = value == "1" || value == "true" || value == "on";
@@ -200,7 +200,7 @@ Result<Parallelism> ParsePlan(std::string_view text) {
     if (!numeric) {
       if (key == "zero") {
         return InvalidArgument("zero: expected 0, 1 or 2, got '" + value + "'",
-                               "--plan");
+                               "plan");
       }
       p.axes[key] = Split(value, '.');
       continue;
@@ -211,14 +211,14 @@ Result<Parallelism> ParsePlan(std::string_view text) {
         return InvalidArgument("zero=" + value +
                                    " is not a ZeRO level for dp: use 1 or 2 "
                                    "(ZeRO-3 is fsdp=N)",
-                               "--plan");
+                               "plan");
       }
       p.zero = static_cast<int>(v);
       continue;
     }
     if (v <= 0 || v > 1000000) {
       return InvalidArgument(key + "=" + value + " must be a positive degree",
-                             "--plan");
+                             "plan");
     }
     int* slot = key == "dp"     ? &p.dp
                 : key == "fsdp" ? &p.fsdp
@@ -235,7 +235,7 @@ Result<int> MicroBatchFor(const hw::System& sys, const TrainingConfig& cfg,
                           int microbatches) {
   if (microbatches <= 0) {
     return InvalidArgument("expected a positive number of microbatches",
-                           "--microbatches");
+                           "microbatches");
   }
   Parallelism par = cfg.par;
   auto placement = Place(par, sys, cfg);
@@ -254,137 +254,156 @@ Result<int> MicroBatchFor(const hw::System& sys, const TrainingConfig& cfg,
         std::to_string(microbatches) + " microbatches do not split the " +
             FormatNumber(per_replica) + " sequences per replica" +
             (counts.empty() ? "" : " (try " + counts + ")"),
-        "--microbatches");
+        "microbatches");
   }
   return static_cast<int>(per_replica / microbatches);
 }
 
-Result<TrainingEstimate> EstimateTraining(const model::ModelSpec& m,
-                                          const hw::System& sys,
-                                          const TrainingConfig& cfg_in) {
-  TrainingConfig cfg = cfg_in;
-  Parallelism& par = cfg.par;
-  auto placement = Place(par, sys, cfg);
-  if (!placement) return tl::unexpected(placement.error());
-  const int chips = sys.num_chips();
-  // ---- Validation (bad input).
-  if (par.product() != chips) {
-    return InvalidArgument(
-        "dp*fsdp*tp*pp*ep*cp = " + std::to_string(par.product()) + " (" +
-            par.ToString() + ") but " + sys.id + " has " +
-            std::to_string(chips) + " chips",
-        "--plan");
-  }
-  if (m.num_heads % par.tp != 0) {
-    return InvalidArgument(
-        "tensor_parallel=" + std::to_string(par.tp) +
-            " does not divide num_heads=" + std::to_string(m.num_heads),
-        "--plan");
-  }
+PlanFault FindPlanFault(const model::ModelSpec& m, const hw::System& sys,
+                        const TrainingConfig& cfg) {
+  const Parallelism& par = cfg.par;
+  if (par.product() != sys.num_chips()) return PlanFault::kChipCount;
+  if (m.num_heads % par.tp != 0) return PlanFault::kTpHeads;
   if (cfg.last_stage_layers > 0) {
-    if (par.pp < 2) {
-      return InvalidArgument(
-          "a last-stage layer count needs pipeline parallelism (pp >= 2)",
-          "--last-stage-layers");
-    }
+    if (par.pp < 2) return PlanFault::kLastStageWithoutPp;
     if (cfg.last_stage_layers >= m.num_layers ||
         m.num_layers - cfg.last_stage_layers < par.pp - 1) {
+      return PlanFault::kLastStageRange;
+    }
+  }
+  if (cfg.cp_comm == CpComm::kAllToAll && par.cp > 1 &&
+      m.num_heads % (par.tp * par.cp) != 0) {
+    return PlanFault::kUlyssesHeads;
+  }
+  if (par.pp > m.num_layers) return PlanFault::kPpLayers;
+  if (par.ep > 1 && !m.is_moe()) return PlanFault::kEpDense;
+  if (m.is_moe() && m.moe.num_experts % par.ep != 0) {
+    return PlanFault::kEpExperts;
+  }
+  if (!(cfg.seq > 0) || !(cfg.batch_tokens > 0)) return PlanFault::kNoBatch;
+  if (std::fmod(cfg.seq, par.cp) != 0) return PlanFault::kCpSeq;
+  const double seqs = cfg.batch_tokens / cfg.seq;
+  if (std::floor(seqs) != seqs) return PlanFault::kPartialSequence;
+  const int replicas = par.dp * par.fsdp * par.ep;
+  if (std::fmod(seqs, replicas) != 0) return PlanFault::kBatchReplicas;
+  if (cfg.micro_batch <= 0 ||
+      std::fmod(seqs / replicas, cfg.micro_batch) != 0) {
+    return PlanFault::kMicroBatch;
+  }
+  const int vpp =
+      cfg.schedule == Schedule::kInterleaved ? std::max(1, cfg.vpp) : 1;
+  if (par.pp * vpp > m.num_layers) return PlanFault::kVirtualStages;
+  if (sys.chip.Peak(cfg.precision).si() <= 0) return PlanFault::kNoMatrixRate;
+  return PlanFault::kNone;
+}
+
+Result<bool> CheckPlan(const model::ModelSpec& m, const hw::System& sys,
+                       const TrainingConfig& cfg) {
+  const Parallelism& par = cfg.par;
+  const int chips = sys.num_chips();
+  const double seqs = cfg.batch_tokens / cfg.seq;
+  const int replicas = par.dp * par.fsdp * par.ep;
+  switch (FindPlanFault(m, sys, cfg)) {
+    case PlanFault::kNone:
+      return true;
+    case PlanFault::kChipCount:
+      return InvalidArgument(
+          "dp*fsdp*tp*pp*ep*cp = " + std::to_string(par.product()) + " (" +
+              par.ToString() + ") but " + sys.id + " has " +
+              std::to_string(chips) + " chips",
+          "plan");
+    case PlanFault::kTpHeads:
+      return InvalidArgument(
+          "tensor_parallel=" + std::to_string(par.tp) +
+              " does not divide num_heads=" + std::to_string(m.num_heads),
+          "plan");
+    case PlanFault::kLastStageWithoutPp:
+      return InvalidArgument(
+          "a last-stage layer count needs pipeline parallelism (pp >= 2)",
+          "last_stage_layers");
+    case PlanFault::kLastStageRange:
       return InvalidArgument(
           "the other " + std::to_string(par.pp - 1) +
               " stages need at least a layer each: expected 1 to " +
               std::to_string(m.num_layers - par.pp + 1) + " of " +
               std::to_string(m.num_layers) + " layers, got " +
               std::to_string(cfg.last_stage_layers),
-          "--last-stage-layers");
+          "last_stage_layers");
+    case PlanFault::kUlyssesHeads:
+      return InvalidArgument(
+          "a2a (Ulysses) context parallelism splits the heads: tp x cp = " +
+              std::to_string(par.tp * par.cp) +
+              " does not divide num_heads=" + std::to_string(m.num_heads) +
+              "; use p2p or allgather context-parallel communication",
+          "plan");
+    case PlanFault::kPpLayers:
+      return InvalidArgument("pipeline_parallel=" + std::to_string(par.pp) +
+                                 " is more than the model's " +
+                                 std::to_string(m.num_layers) + " layers",
+                             "plan");
+    case PlanFault::kEpDense:
+      return InvalidArgument("expert_parallel=" + std::to_string(par.ep) +
+                                 " needs a mixture-of-experts model; " + m.id +
+                                 " is dense",
+                             "plan");
+    case PlanFault::kEpExperts:
+      return InvalidArgument("expert_parallel=" + std::to_string(par.ep) +
+                                 " does not divide num_experts=" +
+                                 std::to_string(m.moe.num_experts),
+                             "plan");
+    case PlanFault::kNoBatch:
+      return InvalidArgument("expected a positive sequence length and batch",
+                             "batch_tokens");
+    case PlanFault::kCpSeq:
+      return InvalidArgument("context_parallel=" + std::to_string(par.cp) +
+                                 " does not divide the sequence of " +
+                                 FormatNumber(cfg.seq) + " tokens",
+                             "plan");
+    case PlanFault::kPartialSequence: {
+      double lo = std::max(1.0, std::floor(seqs));
+      return InvalidArgument(
+          "a batch of " + FormatNumber(cfg.batch_tokens) +
+              " tokens is not a whole number of " + FormatNumber(cfg.seq) +
+              "-token sequences (try " + FormatNumber(lo * cfg.seq) + " = " +
+              FormatNumber(lo) + "x" + FormatNumber(cfg.seq) +
+              "; binary suffixes such as 4Mi give powers of two)",
+          "batch_tokens");
     }
+    case PlanFault::kBatchReplicas:
+      return InvalidArgument(
+          "the batch of " + FormatNumber(seqs) +
+              " sequences does not split over dp*fsdp*ep = " +
+              std::to_string(replicas) + " replicas",
+          "batch_tokens");
+    case PlanFault::kMicroBatch:
+      return InvalidArgument(
+          "micro batch of " + std::to_string(cfg.micro_batch) +
+              " sequences does not divide the " +
+              FormatNumber(seqs / replicas) + " sequences per replica",
+          "micro_batch");
+    case PlanFault::kVirtualStages:
+      return InvalidArgument(
+          "pp*vpp = " + std::to_string(par.pp * std::max(1, cfg.vpp)) +
+              " virtual stages but only " + std::to_string(m.num_layers) +
+              " layers",
+          "vpp");
+    case PlanFault::kNoMatrixRate:
+      return InvalidArgument(sys.chip.id + " has no " +
+                                 std::string(hw::DtypeName(cfg.precision)) +
+                                 " matrix rate",
+                             "precision");
   }
-  if (cfg.cp_comm == CpComm::kAllToAll && par.cp > 1 &&
-      m.num_heads % (par.tp * par.cp) != 0) {
-    return InvalidArgument(
-        "a2a (Ulysses) context parallelism splits the heads: tp x cp = " +
-            std::to_string(par.tp * par.cp) + " does not divide num_heads=" +
-            std::to_string(m.num_heads) + "; use --cp-comm p2p or allgather",
-        "--plan");
-  }
-  if (par.pp > m.num_layers) {
-    return InvalidArgument("pipeline_parallel=" + std::to_string(par.pp) +
-                               " is more than the model's " +
-                               std::to_string(m.num_layers) + " layers",
-                           "--plan");
-  }
-  if (par.ep > 1 && !m.is_moe()) {
-    return InvalidArgument("expert_parallel=" + std::to_string(par.ep) +
-                               " needs a "
-                               "mixture-of-experts model; " +
-                               m.id + " is dense",
-                           "--plan");
-  }
-  if (m.is_moe() && m.moe.num_experts % par.ep != 0) {
-    return InvalidArgument(
-        "expert_parallel=" + std::to_string(par.ep) +
-            " does not divide num_experts=" + std::to_string(m.moe.num_experts),
-        "--plan");
-  }
-  if (!(cfg.seq > 0) || !(cfg.batch_tokens > 0)) {
-    return InvalidArgument("expected a positive sequence length and batch",
-                           "--batch-tokens");
-  }
-  if (std::fmod(cfg.seq, par.cp) != 0) {
-    return InvalidArgument("context_parallel=" + std::to_string(par.cp) +
-                               " does not divide the sequence of " +
-                               FormatNumber(cfg.seq) + " tokens",
-                           "--plan");
-  }
-  double seqs = cfg.batch_tokens / cfg.seq;
-  if (std::floor(seqs) != seqs) {
-    double lo = std::max(1.0, std::floor(seqs));
-    return InvalidArgument(
-        "a batch of " + FormatNumber(cfg.batch_tokens) +
-            " tokens is not a whole number of " + FormatNumber(cfg.seq) +
-            "-token sequences (try " + FormatNumber(lo * cfg.seq) + " = " +
-            FormatNumber(lo) + "x" + FormatNumber(cfg.seq) +
-            "; binary suffixes such as 4Mi give powers of two)",
-        "--batch-tokens");
-  }
-  const int replicas = par.dp * par.fsdp * par.ep;
-  if (std::fmod(seqs, replicas) != 0) {
-    return InvalidArgument("the batch of " + FormatNumber(seqs) +
-                               " sequences does not split over dp*fsdp*ep = " +
-                               std::to_string(replicas) + " replicas",
-                           "--batch-tokens");
-  }
-  const double seqs_per_replica = seqs / replicas;
-  if (cfg.micro_batch <= 0 ||
-      std::fmod(seqs_per_replica, cfg.micro_batch) != 0) {
-    return InvalidArgument("micro batch of " + std::to_string(cfg.micro_batch) +
-                               " sequences does not divide the " +
-                               FormatNumber(seqs_per_replica) +
-                               " sequences per replica",
-                           "--micro-batch");
-  }
-  int vpp = cfg.schedule == Schedule::kInterleaved ? std::max(1, cfg.vpp) : 1;
-  if (par.pp * vpp > m.num_layers) {
-    return InvalidArgument("pp*vpp = " + std::to_string(par.pp * vpp) +
-                               " virtual stages but only " +
-                               std::to_string(m.num_layers) + " layers",
-                           "--vpp");
-  }
-  if (sys.chip.Peak(cfg.precision).si() <= 0) {
-    return InvalidArgument(sys.chip.id + " has no " +
-                               std::string(hw::DtypeName(cfg.precision)) +
-                               " matrix rate",
-                           "--precision");
-  }
-  const bool peak = cfg.mode == Mode::kPeak;
-  const ChipEfficiency eff =
-      peak ? PeakEfficiency() : RealisticEfficiency(sys.chip);
-  const hw::Chip& chip = sys.chip;
-  const double C = chip.Peak(cfg.precision).si();
-  const double C_bf16 = chip.Peak(hw::Dtype::kBf16).si();
+  return true;
+}
 
-  TrainingEstimate est;
+namespace {
+
+// Where each parallelism sits: "x.y(2/4)" and its degree inside and across
+// the fast domain.
+void DescribeLayout(const hw::System& sys, const Placements& placements,
+                    TrainingEstimate* est) {
   for (int i = 0; i < kNumPar; ++i) {
-    const Placement& p = (*placement)[i];
+    const Placement& p = placements[i];
     if (p.axes.empty()) continue;
     std::string desc;
     TrainingEstimate::DomainSplit split;
@@ -398,63 +417,78 @@ Result<TrainingEstimate> EstimateTraining(const model::ModelSpec& m,
                                          std::to_string(a.size) + ")"
                                    : "");
     }
-    est.layout[ParName(i)] = desc;
-    est.layout_split[ParName(i)] = split;
+    est->layout[ParName(i)] = desc;
+    est->layout_split[ParName(i)] = split;
   }
-  const int microbatches = static_cast<int>(seqs_per_replica / cfg.micro_batch);
-  est.microbatches = microbatches;
-  const ModelConsts mc = PrepareModel(m, cfg);
-  const LayerCompute lc = ComputeLayer(m, mc, chip, eff, par.tp, par.ep, par.cp,
-                                       cfg.micro_batch * cfg.seq / par.cp, cfg);
-  const LayoutCoefficients lay = BuildCoefficients(sys, *placement, cfg, mc);
-  CoreResult r;
-  EvaluateCore(mc, lc, lay, par, cfg, chip, eff, microbatches, &r);
+}
 
-  // Comms list.
+// The core's numbers as the report's: step and its parts, the comms list,
+// the per-layer split, memory.
+void DescribeCore(const hw::System& sys, const Placements& placements,
+                  const ModelConsts& mc, const CoreResult& r,
+                  TrainingEstimate* est) {
   for (const CollSlot& slot : kCollSlots) {
     const int i = slot.slot;
     if (r.coll_calls[i] <= 0 || r.coll_time[i] <= 0) continue;
     CommItem c;
     c.kind = std::string(net::CollectiveName(slot.op));
     c.parallelism = slot.label;
-    for (int ax : SlotPlacement(slot, *placement).axes) {
+    for (int ax : SlotPlacement(slot, placements).axes) {
       c.axes.push_back(sys.axes[ax].name);
     }
     c.bytes = Bytes(r.coll_bytes[i]);
     c.calls = r.coll_calls[i];
     c.time = Seconds(r.coll_time[i]);
     c.exposed = Seconds(r.coll_exposed[i]);
-    est.comms.push_back(c);
+    est->comms.push_back(c);
   }
-  est.per_layer.matmul = Seconds(r.layer_matmul);
-  est.per_layer.attention = Seconds(r.layer_attention);
-  est.per_layer.elementwise = Seconds(r.layer_elem);
-  est.per_layer.recompute = Seconds(r.layer_recompute);
-  est.per_layer.total = Seconds(r.layer_matmul + r.layer_attention +
-                                r.layer_elem + r.layer_recompute);
-  est.per_layer.output_and_loss = Seconds(r.head);
-  est.per_layer.layers_per_stage = r.stage_layers;
-  est.per_layer.last_stage_layers = r.last_stage_layers;
-  est.per_layer.mtp_modules = static_cast<int>(mc.mtp);
-  est.per_layer.last_stage_paces = r.last_stage_paces;
-  est.step_time = Seconds(r.step);
-  est.compute = Seconds(r.compute);
-  est.exposed_comm = Seconds(r.exposed);
-  est.bubble = Seconds(r.bubble);
-  est.other = Seconds(r.other);
-  est.model_flops_per_step = mc.model_flops_per_token * cfg.batch_tokens;
-  est.hardware_flops_per_step =
-      (mc.model_flops_per_token +
-       mc.recompute_flops_per_token[static_cast<int>(cfg.remat)]) *
-      cfg.batch_tokens;
+  TrainingEstimate::LayerTimes& pl = est->per_layer;
+  pl.matmul = Seconds(r.layer_matmul);
+  pl.attention = Seconds(r.layer_attention);
+  pl.elementwise = Seconds(r.layer_elem);
+  pl.recompute = Seconds(r.layer_recompute);
+  pl.total = Seconds(r.layer_matmul + r.layer_attention + r.layer_elem +
+                     r.layer_recompute);
+  pl.output_and_loss = Seconds(r.head);
+  pl.layers_per_stage = r.stage_layers;
+  pl.last_stage_layers = r.last_stage_layers;
+  pl.mtp_modules = static_cast<int>(mc.mtp);
+  pl.last_stage_paces = r.last_stage_paces;
+  est->step_time = Seconds(r.step);
+  est->compute = Seconds(r.compute);
+  est->exposed_comm = Seconds(r.exposed);
+  est->bubble = Seconds(r.bubble);
+  est->other = Seconds(r.other);
+  MemoryBreakdown& mem = est->memory;
+  mem.params = Bytes(r.params);
+  mem.grads = Bytes(r.grads);
+  mem.optimizer = Bytes(r.optimizer);
+  mem.activations = Bytes(r.activations);
+  mem.other = Bytes(r.reserve);
+  mem.total = Bytes(r.total_mem);
+  mem.capacity = sys.chip.hbm_capacity;
+  est->feasible = r.feasible;
+  if (!r.feasible) {
+    est->reason = "needs " + units::FormatBytes(mem.total) +
+                  " HBM per chip, has " + units::FormatBytes(mem.capacity) +
+                  " (" + "params " + units::FormatBytes(mem.params) +
+                  ", grads " + units::FormatBytes(mem.grads) + ", optimizer " +
+                  units::FormatBytes(mem.optimizer) + ", activations " +
+                  units::FormatBytes(mem.activations) + ")";
+  }
+}
+
+// The notes that explain the step's own numbers: an assumed MFU, offload.
+void CoreNotes(const hw::System& sys, const TrainingConfig& cfg,
+               const CoreResult& r, TrainingEstimate* est) {
   if (cfg.assume_mfu > 0) {
-    est.notes.push_back("step time from --assume-mfu " +
-                        FormatNumber(cfg.assume_mfu) +
-                        "; memory and communication are still checked");
+    est->notes.push_back("step time from an assumed MFU of " +
+                         FormatNumber(cfg.assume_mfu) +
+                         "; memory and communication are still checked");
   }
   if (cfg.offload_params || cfg.offload_optimizer) {
     const bool host_known = sys.chip.host_memory_bandwidth.si() > 0;
-    est.notes.push_back(fmt::format(
+    est->notes.push_back(fmt::format(
         "{} in host memory: {} of PCIe transfers per step{}; {}",
         cfg.offload_params ? "parameters, gradients and optimizer state"
                            : "optimizer state",
@@ -472,96 +506,105 @@ Result<TrainingEstimate> EstimateTraining(const model::ModelSpec& m,
               "host memory bandwidth for " +
                   sys.chip.id));
   }
-  MemoryBreakdown& mem = est.memory;
-  mem.params = Bytes(r.params);
-  mem.grads = Bytes(r.grads);
-  mem.optimizer = Bytes(r.optimizer);
-  mem.activations = Bytes(r.activations);
-  mem.other = Bytes(r.reserve);
-  mem.total = Bytes(r.total_mem);
-  mem.capacity = chip.hbm_capacity;
-  est.feasible = r.feasible;
-  if (!r.feasible) {
-    est.reason = "needs " + units::FormatBytes(mem.total) +
-                 " HBM per chip, has " + units::FormatBytes(mem.capacity) +
-                 " (" + "params " + units::FormatBytes(mem.params) +
-                 ", grads " + units::FormatBytes(mem.grads) + ", optimizer " +
-                 units::FormatBytes(mem.optimizer) + ", activations " +
-                 units::FormatBytes(mem.activations) + ")";
-  }
-  {
-    // Weights for every parameter, gradients and optimizer state for the
-    // trained ones, against the HBM the runtime leaves.
-    const StateBytes sb = TrainingStateBytes(cfg.mode);
-    const double trained = mc.lora ? mc.adapter_params : mc.total_params;
-    est.memory_floor = MinChipsByMemory(
-        sb.weights * mc.total_params + (sb.grads + sb.optimizer) * trained,
-        mc.act_bytes_per_token_layer[static_cast<int>(cfg.remat)],
-        mc.layers + mc.mtp, cfg.batch_tokens,
-        chip.hbm_capacity.si() * (1 - sb.reserve_fraction));
-  }
-  const double step = r.step;
-  est.tokens_per_s = cfg.batch_tokens / step;
-  est.tokens_per_s_per_chip = est.tokens_per_s / chips;
-  est.model_flops_per_s_per_chip = est.model_flops_per_step / step / chips;
-  est.mfu = est.model_flops_per_s_per_chip / C_bf16;
-  est.hfu = est.hardware_flops_per_step / step / chips / C_bf16;
+}
+
+// FLOPs, throughput, MFU/HFU, time and cost to train.
+void Throughput(const hw::Chip& chip, const TrainingConfig& cfg,
+                const ModelConsts& mc, double step, int chips,
+                TrainingEstimate* est) {
+  const double C_bf16 = chip.Peak(hw::Dtype::kBf16).si();
+  est->model_flops_per_step = mc.model_flops_per_token * cfg.batch_tokens;
+  est->hardware_flops_per_step =
+      (mc.model_flops_per_token +
+       mc.recompute_flops_per_token[static_cast<int>(cfg.remat)]) *
+      cfg.batch_tokens;
+  est->tokens_per_s = cfg.batch_tokens / step;
+  est->tokens_per_s_per_chip = est->tokens_per_s / chips;
+  est->model_flops_per_s_per_chip = est->model_flops_per_step / step / chips;
+  est->mfu = est->model_flops_per_s_per_chip / C_bf16;
+  est->hfu = est->hardware_flops_per_step / step / chips / C_bf16;
   if (cfg.tokens > 0) {
     double steps = cfg.tokens / cfg.batch_tokens;
-    est.time_to_train_s = steps * step;
-    est.chip_hours = est.time_to_train_s * chips / 3600;
+    est->time_to_train_s = steps * step;
+    est->chip_hours = est->time_to_train_s * chips / 3600;
     double price = cfg.price_per_chip_hour > 0
                        ? cfg.price_per_chip_hour
                        : (chip.price ? chip.price->usd_per_chip_hour : 0);
-    est.cost_usd = price > 0 ? est.chip_hours * price
-                             : std::numeric_limits<double>::quiet_NaN();
+    est->cost_usd = price > 0 ? est->chip_hours * price
+                              : std::numeric_limits<double>::quiet_NaN();
   }
-  if (!est.feasible) {
-    est.bottleneck = "memory-capacity";
-  } else {
-    struct Cand {
-      const char* name;
-      double t;
-    };
-    Cand c[] = {{"compute", r.compute - (r.elem_total - r.other)},
-                {"communication", r.exposed},
-                {"bubble", r.bubble},
-                {"memory-bandwidth", r.elem_total}};
-    est.bottleneck =
-        std::max_element(std::begin(c), std::end(c),
-                         [](const Cand& a, const Cand& b) { return a.t < b.t; })
-            ->name;
-  }
-  const Placements& placements = *placement;
+}
 
-  // ---- The book's thresholds for this system.
-  auto w_eff = [&](int index) -> double {
-    const Placement& p = placements[index];
-    if (p.axes.empty()) return 0;
-    const double v = 1e12;  // large: the bandwidth part only
-    auto c = net::EstimateOnAxes(sys, net::Collective::kAllGather, Bytes(v),
-                                 p.axes, p.sizes, {net::Mode::kPeak});
-    return c.bandwidth_time.si() > 0 ? v / c.bandwidth_time.si() : 0;
+// What binds: memory capacity when it does not fit, else the largest of
+// matrix compute, exposed communication, bubble and memory-bound work.
+std::string Bottleneck(const CoreResult& r) {
+  if (!r.feasible) return "memory-capacity";
+  struct Cand {
+    const char* name;
+    double t;
   };
-  CriticalBatches& cb = est.critical;
-  // Where the plan does not use a strategy, its threshold is still shown for
-  // the system: data parallelism over every ICI axis (TPU) or the whole
-  // system (GPU), tensor parallelism on the innermost axis.
-  auto w_on = [&](const std::vector<int>& axes) -> double {
-    std::vector<int> sizes;
-    std::vector<int> used;
-    for (int a : axes) {
-      if (sys.axes[a].size > 1) {
-        used.push_back(a);
-        sizes.push_back(sys.axes[a].size);
-      }
+  Cand c[] = {{"compute", r.compute - (r.elem_total - r.other)},
+              {"communication", r.exposed},
+              {"bubble", r.bubble},
+              {"memory-bandwidth", r.elem_total}};
+  return std::max_element(
+             std::begin(c), std::end(c),
+             [](const Cand& a, const Cand& b) { return a.t < b.t; })
+      ->name;
+}
+
+// The book's memory floor for this job: weights for every parameter,
+// gradients and optimizer state for the trained ones, against the HBM the
+// runtime leaves.
+MemoryFloor FloorOf(const hw::Chip& chip, const TrainingConfig& cfg,
+                    const ModelConsts& mc) {
+  const StateBytes sb = TrainingStateBytes(cfg.mode);
+  const double trained = mc.lora ? mc.adapter_params : mc.total_params;
+  return MinChipsByMemory(
+      sb.weights * mc.total_params + (sb.grads + sb.optimizer) * trained,
+      mc.act_bytes_per_token_layer[static_cast<int>(cfg.remat)],
+      mc.layers + mc.mtp, cfg.batch_tokens,
+      chip.hbm_capacity.si() * (1 - sb.reserve_fraction));
+}
+
+// Effective all-gather bandwidth over the given axes at their full sizes
+// (peak mode, bandwidth part only); 0 without axes of size > 1.
+double BandwidthOn(const hw::System& sys, const std::vector<int>& axes) {
+  std::vector<int> sizes;
+  std::vector<int> used;
+  for (int a : axes) {
+    if (sys.axes[a].size > 1) {
+      used.push_back(a);
+      sizes.push_back(sys.axes[a].size);
     }
-    if (used.empty()) return 0;
-    const double v = 1e12;
-    auto c = net::EstimateOnAxes(sys, net::Collective::kAllGather, Bytes(v),
-                                 used, sizes, {net::Mode::kPeak});
-    return c.bandwidth_time.si() > 0 ? v / c.bandwidth_time.si() : 0;
-  };
+  }
+  if (used.empty()) return 0;
+  const double v = 1e12;
+  auto c = net::EstimateOnAxes(sys, net::Collective::kAllGather, Bytes(v), used,
+                               sizes, {net::Mode::kPeak});
+  return c.bandwidth_time.si() > 0 ? v / c.bandwidth_time.si() : 0;
+}
+
+// The same over a parallelism's placement; 0 when it is not placed.
+double BandwidthOf(const hw::System& sys, const Placement& p) {
+  if (p.axes.empty()) return 0;
+  const double v = 1e12;  // large: the bandwidth part only
+  auto c = net::EstimateOnAxes(sys, net::Collective::kAllGather, Bytes(v),
+                               p.axes, p.sizes, {net::Mode::kPeak});
+  return c.bandwidth_time.si() > 0 ? v / c.bandwidth_time.si() : 0;
+}
+
+// The book's critical batch sizes from the bandwidth each strategy's
+// collectives get here. Where the plan does not use a strategy, its
+// threshold is still shown for the system: data parallelism over every ICI
+// axis (TPU) or the whole system (GPU), tensor parallelism on the innermost
+// axis.
+CriticalBatches CriticalFor(const model::ModelSpec& m, const hw::System& sys,
+                            const TrainingConfig& cfg,
+                            const Placements& placements) {
+  CriticalBatches cb;
+  const double C = sys.chip.Peak(cfg.precision).si();
+  const int chips = sys.num_chips();
   std::vector<int> all_scale_up, inner;
   for (size_t a = 0; a < sys.axes.size(); ++a) {
     if (sys.axes[a].kind != hw::AxisKind::kDcn)
@@ -570,22 +613,23 @@ Result<TrainingEstimate> EstimateTraining(const model::ModelSpec& m,
   for (size_t a = 0; a < sys.axes.size() && inner.empty(); ++a) {
     if (sys.axes[a].size > 1) inner.push_back(static_cast<int>(a));
   }
-  double w_data = std::max(w_eff(kFsdp), w_eff(kDp));
-  if (w_data <= 0) w_data = w_on(all_scale_up);
+  double w_data = std::max(BandwidthOf(sys, placements[kFsdp]),
+                           BandwidthOf(sys, placements[kDp]));
+  if (w_data <= 0) w_data = BandwidthOn(sys, all_scale_up);
   if (w_data > 0) cb.data_parallel = cb.fsdp = C / w_data;
-  double w_tp = w_eff(kTp);
-  if (w_tp <= 0) w_tp = w_on(inner);
+  double w_tp = BandwidthOf(sys, placements[kTp]);
+  if (w_tp <= 0) w_tp = BandwidthOn(sys, inner);
   double f_eff = m.is_moe() ? m.moe.expert_ffn : m.ffn;
   if (w_tp > 0) cb.tensor_parallel_max = f_eff * w_tp / C;
   // FSDP x TP needs disjoint axes: without TP in the plan, TP takes the
   // innermost axis and FSDP the rest.
   double w_data_tp = w_data;
-  if (w_eff(kTp) <= 0) {
+  if (BandwidthOf(sys, placements[kTp]) <= 0) {
     std::vector<int> rest;
     for (int a : all_scale_up) {
       if (inner.empty() || a != inner[0]) rest.push_back(a);
     }
-    w_data_tp = w_on(rest);
+    w_data_tp = BandwidthOn(sys, rest);
   }
   if (w_data_tp > 0 && w_tp > 0) {
     cb.fsdp_tp = C * C / (w_data_tp * w_tp * f_eff);
@@ -594,6 +638,17 @@ Result<TrainingEstimate> EstimateTraining(const model::ModelSpec& m,
   }
   const hw::PhysicalAxis* dcn = sys.FindAxis("dcn");
   if (dcn && dcn->size > 1) cb.dcn_per_slice = C / dcn->bandwidth.si();
+  return cb;
+}
+
+// Notes that compare the plan with the book's thresholds: data / FSDP
+// (x TP) batch per chip, the critical batches, the TP degree, the memory
+// floor, the batch per slice across DCN.
+void ThresholdNotes(const hw::System& sys, const TrainingConfig& cfg,
+                    TrainingEstimate* est) {
+  const Parallelism& par = cfg.par;
+  const CriticalBatches& cb = est->critical;
+  const int chips = sys.num_chips();
   const double tokens_per_data_chip =
       cfg.batch_tokens / (par.dp * par.fsdp * par.ep * par.cp);
   if ((par.fsdp > 1 || par.dp > 1) && cb.data_parallel > 0) {
@@ -601,7 +656,7 @@ Result<TrainingEstimate> EstimateTraining(const model::ModelSpec& m,
     double need = par.tp > 1 && cb.fsdp_tp > 0 ? cb.fsdp_tp : cb.data_parallel;
     double have = par.tp > 1 ? cfg.batch_tokens / chips : tokens_per_data_chip;
     bool bound = have < need;
-    est.notes.push_back(fmt::format(
+    est->notes.push_back(fmt::format(
         "{}{} is {} here: {:.0f} tokens per chip, {} {:.0f} on {} ({})", what,
         par.tp > 1 ? " x TP" : "",
         bound ? "communication-bound" : "compute-bound", have,
@@ -627,7 +682,7 @@ Result<TrainingEstimate> EstimateTraining(const model::ModelSpec& m,
                 "split is FSDP {:.0f} x TP {:.1f})",
                 cb.fsdp_tp, cb.fsdp_tp_x_opt, chips / cb.fsdp_tp_x_opt)
           : std::string("FSDP x TP not applicable (one axis)");
-  est.notes.push_back(fmt::format(
+  est->notes.push_back(fmt::format(
       "the book's critical batches on {}: data parallel / FSDP {:.0f} tokens "
       "per chip, {}, {}{}",
       sys.id, cb.data_parallel, tp_text, fsdp_tp_text,
@@ -635,56 +690,60 @@ Result<TrainingEstimate> EstimateTraining(const model::ModelSpec& m,
                                          cb.dcn_per_slice)
                            : std::string()));
   if (par.tp > 1 && cb.tensor_parallel_max > 0) {
-    est.notes.push_back(fmt::format(
+    est->notes.push_back(fmt::format(
         "tensor parallelism {} {} the largest compute-bound degree F W / C = "
         "{:.1f} on its axes",
         par.tp, par.tp <= cb.tensor_parallel_max ? "is within" : "exceeds",
         cb.tensor_parallel_max));
   }
-  {
-    const MemoryFloor& f = est.memory_floor;
-    est.notes.push_back(fmt::format(
-        "memory floor (the book's): with the whole batch in one pass the job "
-        "holds {} ({} of parameters, gradients and optimizer state, {} of "
-        "saved activations at remat {}), at least {:.0f} chips of {} however "
-        "it is sharded; gradient accumulation shrinks the activation part",
-        units::FormatBytes(Bytes(f.state_bytes + f.activation_bytes)),
-        units::FormatBytes(Bytes(f.state_bytes)),
-        units::FormatBytes(Bytes(f.activation_bytes)),
-        model::RematName(cfg.remat), f.min_chips,
-        units::FormatBytes(chip.hbm_capacity)));
-  }
+  const MemoryFloor& f = est->memory_floor;
+  est->notes.push_back(fmt::format(
+      "memory floor (the book's): with the whole batch in one pass the job "
+      "holds {} ({} of parameters, gradients and optimizer state, {} of "
+      "saved activations at remat {}), at least {:.0f} chips of {} however "
+      "it is sharded; gradient accumulation shrinks the activation part",
+      units::FormatBytes(Bytes(f.state_bytes + f.activation_bytes)),
+      units::FormatBytes(Bytes(f.state_bytes)),
+      units::FormatBytes(Bytes(f.activation_bytes)),
+      model::RematName(cfg.remat), f.min_chips,
+      units::FormatBytes(sys.chip.hbm_capacity)));
   if (cb.dcn_per_slice > 0) {
-    double per_slice = cfg.batch_tokens / dcn->size;
-    est.notes.push_back(fmt::format(
+    double per_slice = cfg.batch_tokens / sys.FindAxis("dcn")->size;
+    est->notes.push_back(fmt::format(
         "across slices: {:.0f} tokens per slice vs the DCN threshold C / W_dcn "
         "= {:.0f}",
         per_slice, cb.dcn_per_slice));
   }
+}
+
+// Notes on the layout's structure: pipeline stages and bubble, LoRA, token
+// dropping.
+void StructureNotes(const model::ModelSpec& m, const TrainingConfig& cfg,
+                    const ModelConsts& mc, TrainingEstimate* est) {
+  const Parallelism& par = cfg.par;
   if (par.pp > 1) {
     // The stage that sets the pace: the busiest (ceil(L / pp) layers), or
     // the last, which holds what the others leave plus the output layer
     // and loss (docs/model.md 5.4).
-    const int busiest = est.per_layer.layers_per_stage;
-    const int last = est.per_layer.last_stage_layers;
-    const int mtp = est.per_layer.mtp_modules;
-    const bool last_paces = est.per_layer.last_stage_paces;
-    est.notes.push_back(fmt::format(
+    const TrainingEstimate::LayerTimes& pl = est->per_layer;
+    const int mtp = pl.mtp_modules;
+    est->notes.push_back(fmt::format(
         "pipeline stages: {} layers over {} stages, {} on each but the last "
         "and {} plus the output layer and loss{} ({}) on the last; the {} "
         "the pace{}",
-        m.num_layers, par.pp, busiest, last,
+        m.num_layers, par.pp, pl.layers_per_stage, pl.last_stage_layers,
         mtp > 0 ? fmt::format(" and {} MTP module{}", mtp, mtp > 1 ? "s" : "")
                 : "",
-        FormatSeconds(est.per_layer.output_and_loss),
-        last_paces ? "last sets" : "others set",
-        last_paces && last > 1 && cfg.last_stage_layers == 0
-            ? " (--last-stage-layers, Megatron's "
+        FormatSeconds(pl.output_and_loss),
+        pl.last_stage_paces ? "last sets" : "others set",
+        pl.last_stage_paces && pl.last_stage_layers > 1 &&
+                cfg.last_stage_layers == 0
+            ? " (a lighter last stage, Megatron's "
               "--decoder-last-pipeline-num-layers, can give it fewer)"
             : ""));
   }
   if (mc.lora) {
-    est.notes.push_back(fmt::format(
+    est->notes.push_back(fmt::format(
         "LoRA rank {}: {} adapter parameters ({:.2f}% of the model) get "
         "gradients and optimizer state; the frozen base skips its "
         "weight-gradient GEMMs (MFU counts forward + input gradients)",
@@ -692,18 +751,59 @@ Result<TrainingEstimate> EstimateTraining(const model::ModelSpec& m,
         100 * mc.adapter_params / mc.total_params));
   }
   if (m.is_moe() && cfg.capacity_factor > 0) {
-    est.notes.push_back(fmt::format(
+    est->notes.push_back(fmt::format(
         "token dropping at capacity factor {}: experts padded to {}x their "
         "share, plus one-hot dispatch and combine (not in model FLOPs)",
         FormatNumber(cfg.capacity_factor), FormatNumber(cfg.capacity_factor)));
   }
   if (par.pp > 1) {
-    est.notes.push_back(fmt::format(
+    const int vpp =
+        cfg.schedule == Schedule::kInterleaved ? std::max(1, cfg.vpp) : 1;
+    est->notes.push_back(fmt::format(
         "pipeline bubble {:.1f}% ({} schedule, {} microbatches, {} stages{})",
-        100 * est.bubble / est.step_time, ScheduleName(cfg.schedule),
-        microbatches, par.pp,
+        100 * est->bubble / est->step_time, ScheduleName(cfg.schedule),
+        est->microbatches, par.pp,
         vpp > 1 ? ", " + std::to_string(vpp) + " virtual" : ""));
   }
+}
+
+}  // namespace
+
+Result<TrainingEstimate> EstimateTraining(const model::ModelSpec& m,
+                                          const hw::System& sys,
+                                          const TrainingConfig& cfg_in) {
+  // Check and place the plan.
+  TrainingConfig cfg = cfg_in;
+  auto placement = Place(cfg.par, sys, cfg);
+  if (!placement) return tl::unexpected(placement.error());
+  auto ok = CheckPlan(m, sys, cfg);
+  if (!ok) return tl::unexpected(ok.error());
+  const Parallelism& par = cfg.par;
+  const hw::Chip& chip = sys.chip;
+  const ChipEfficiency eff =
+      cfg.mode == Mode::kPeak ? PeakEfficiency() : RealisticEfficiency(chip);
+  // Evaluate: per-layer compute, layout coefficients, the core's phases.
+  const double seqs_per_replica =
+      cfg.batch_tokens / cfg.seq / (par.dp * par.fsdp * par.ep);
+  const int microbatches = static_cast<int>(seqs_per_replica / cfg.micro_batch);
+  const ModelConsts mc = PrepareModel(m, cfg);
+  const LayerCompute lc = ComputeLayer(m, mc, chip, eff, par.tp, par.ep, par.cp,
+                                       cfg.micro_batch * cfg.seq / par.cp, cfg);
+  const LayoutCoefficients lay = BuildCoefficients(sys, *placement, cfg, mc);
+  CoreResult r;
+  EvaluateCore(mc, lc, lay, par, cfg, chip, eff, microbatches, &r);
+  // Describe.
+  TrainingEstimate est;
+  est.microbatches = microbatches;
+  DescribeLayout(sys, *placement, &est);
+  DescribeCore(sys, *placement, mc, r, &est);
+  CoreNotes(sys, cfg, r, &est);
+  est.memory_floor = FloorOf(chip, cfg, mc);
+  Throughput(chip, cfg, mc, r.step, sys.num_chips(), &est);
+  est.bottleneck = Bottleneck(r);
+  est.critical = CriticalFor(m, sys, cfg, *placement);
+  ThresholdNotes(sys, cfg, &est);
+  StructureNotes(m, cfg, mc, &est);
   return est;
 }
 

@@ -324,33 +324,42 @@ Result<SearchResult> SearchTraining(const model::ModelSpec& m,
                                FormatNumber(base.seq) + "-token sequences",
                            "--batch-tokens");
   }
+  if (sys.chip.Peak(base.precision).si() <= 0) {
+    return InvalidArgument(sys.chip.id + " has no " +
+                               std::string(hw::DtypeName(base.precision)) +
+                               " matrix rate",
+                           "precision");
+  }
   const int chips = sys.num_chips();
   const estimate::ModelConsts mc = estimate::PrepareModel(m, base);
-  // Degree tuples.
+  // Degree tuples: every split of the chips that EstimateTraining would
+  // accept (the same CheckPlan rules; uneven stages are allowed: the
+  // busiest holds ceil(L/pp) layers and sets the pace), context parallelism
+  // up to 64.
   std::vector<Degrees> tuples;
+  TrainingConfig probe = base;
+  probe.micro_batch = 1;
+  probe.schedule = Schedule::k1F1B;
   for (int tp : Divisors(chips)) {
-    if (m.num_heads % tp) continue;
     for (int pp : Divisors(chips / tp)) {
-      // Uneven stages are allowed: the busiest holds ceil(L/pp) layers and
-      // sets the pace (Megatron's uneven first/last stage options).
-      if (pp > m.num_layers) continue;
-      // A fixed last-stage layer count must leave the others a layer each.
-      if (pp > 1 && base.last_stage_layers > 0 &&
-          m.num_layers - base.last_stage_layers < pp - 1) {
-        continue;
-      }
       for (int cp : Divisors(chips / tp / pp)) {
-        if (std::fmod(base.seq, cp) != 0 || cp > 64) continue;
-        if (base.cp_comm == estimate::CpComm::kAllToAll &&
-            m.num_heads % (tp * cp) != 0) {
-          continue;
-        }
+        if (cp > 64) continue;
         for (int ep : Divisors(chips / tp / pp / cp)) {
-          if (ep > 1 && (!m.is_moe() || m.moe.num_experts % ep)) continue;
           int rest = chips / tp / pp / cp / ep;
           for (int fsdp : Divisors(rest)) {
             int dp = rest / fsdp;
-            if (std::fmod(seqs, 1.0 * dp * fsdp * ep) != 0) continue;
+            probe.par = Parallelism{};
+            probe.par.tp = tp;
+            probe.par.pp = pp;
+            probe.par.cp = cp;
+            probe.par.ep = ep;
+            probe.par.fsdp = fsdp;
+            probe.par.dp = dp;
+            probe.last_stage_layers = pp > 1 ? base.last_stage_layers : 0;
+            if (estimate::FindPlanFault(m, sys, probe) !=
+                estimate::PlanFault::kNone) {
+              continue;
+            }
             tuples.push_back({tp, pp, cp, ep, fsdp, dp});
           }
         }

@@ -710,7 +710,7 @@ TEST(TrainingTest, ContextParallelCommTypes) {
   bad.par = *ParsePlan("tp=8,cp=8");
   EXPECT_EQ(EstimateTraining(m, sys, bad).error().message,
             "a2a (Ulysses) context parallelism splits the heads: tp x cp = 64 "
-            "does not divide num_heads=32; use --cp-comm p2p or allgather");
+            "does not divide num_heads=32; use p2p or allgather context-parallel communication");
   EXPECT_EQ(*ParseCpComm("ring"), CpComm::kRing);
   EXPECT_EQ(*ParseCpComm("Ulysses"), CpComm::kAllToAll);
   EXPECT_FALSE(ParseCpComm("tree").has_value());

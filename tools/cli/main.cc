@@ -1,5 +1,6 @@
 // scalemodel: how fast and how expensive it is to train or serve a
 // Transformer on a TPU or GPU cluster, and how to shard it.
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <string>
@@ -36,6 +37,25 @@ std::string ConversionMessage(const CLI::App& app, const std::string& what) {
 }
 
 }  // namespace
+
+// Library errors name the input by its name in the library API
+// ("batch_tokens"); the command line calls it by its flag
+// ("--batch-tokens"). Other locations (a file, a JSON path, a command) pass
+// through.
+static std::string FlagFor(const std::string& where) {
+  static const char* const kInputs[] = {
+      "plan",    "batch_tokens", "micro_batch", "microbatches",
+      "vpp",     "precision",    "schedule",    "last_stage_layers",
+      "cp_comm", "fp8_recipe",   "batch",       "attention_kernel"};
+  for (const char* name : kInputs) {
+    if (where == name) {
+      std::string flag = "--" + where;
+      std::replace(flag.begin(), flag.end(), '_', '-');
+      return flag;
+    }
+  }
+  return where;
+}
 
 int main(int argc, char** argv) {
   using namespace scalemodel;
@@ -138,7 +158,9 @@ int main(int argc, char** argv) {
       return 1;
     }
     if (!out) {
-      std::fprintf(stderr, "error: %s\n", out.error().ToString().c_str());
+      Error e = out.error();
+      e.where = FlagFor(e.where);
+      std::fprintf(stderr, "error: %s\n", e.ToString().c_str());
       return out.error().code == ErrorCode::kInternal ? 1 : 2;
     }
     if (globals.json) {

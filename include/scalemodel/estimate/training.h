@@ -249,6 +249,34 @@ struct TrainingEstimate {
 Result<int> MicroBatchFor(const hw::System& sys, const TrainingConfig& cfg,
                           int microbatches);
 
+// Why a plan cannot run, in the order the checks are made (the first
+// fault found is reported). Allocation-free, so the plan search can filter
+// its degree tuples with the same rules as EstimateTraining.
+enum class PlanFault {
+  kNone,
+  kChipCount,           // degrees' product is not the chip count
+  kTpHeads,             // tp does not divide the attention heads
+  kLastStageWithoutPp,  // a last-stage layer count without pp >= 2
+  kLastStageRange,      // ... that leaves another stage no layer
+  kUlyssesHeads,        // a2a context parallelism: tp x cp vs heads
+  kPpLayers,            // more stages than layers
+  kEpDense,             // expert parallelism on a dense model
+  kEpExperts,           // ep does not divide the experts
+  kNoBatch,             // sequence or batch not positive
+  kCpSeq,               // cp does not divide the sequence
+  kPartialSequence,     // batch tokens not whole sequences
+  kBatchReplicas,       // sequences do not split over dp x fsdp x ep
+  kMicroBatch,          // micro batch does not divide a replica's batch
+  kVirtualStages,       // pp x vpp more than the layers
+  kNoMatrixRate,        // the chip has no rate at this precision
+};
+PlanFault FindPlanFault(const model::ModelSpec& model, const hw::System& system,
+                        const TrainingConfig& config);
+// The same as one sentence naming the values (`where`: the input's name,
+// "plan", "batch_tokens", ...); true when the plan can run.
+Result<bool> CheckPlan(const model::ModelSpec& model, const hw::System& system,
+                       const TrainingConfig& config);
+
 // Errors (bad input): degrees whose product is not the chip count, more
 // stages than layers, TP not dividing the heads, EP not dividing the
 // experts, a batch that does not split over the replicas, unknown axes.
