@@ -113,83 +113,78 @@ double LoraAdapterParams(const model::ModelSpec& m, int rank) {
   return total;
 }
 
-LayerCompute ComputeLayer(const model::ModelSpec& m, const ModelConsts& mc,
-                          const hw::Chip& chip, const ChipEfficiency& eff,
-                          double tp, double ep, double cp, double t,
-                          const TrainingConfig& cfg) {
-  LayerCompute lc;
-  const double D = mc.d;
-  const hw::Dtype dt = cfg.precision;
-  auto gemm = [&](double mm, double n, double k) {
-    return GemmTime(chip, eff, mm, n, k, dt).si();
-  };
-  double attn_proj;
+namespace {
+
+// Forward GEMM times of one layer's parts at `t` tokens per rank.
+struct LayerGemms {
+  const hw::Chip& chip;
+  const ChipEfficiency& eff;
+  hw::Dtype dt;
+  double Time(double m, double n, double k) const {
+    return GemmTime(chip, eff, m, n, k, dt).si();
+  }
+  double Bf16(double m, double n, double k) const {
+    return GemmTime(chip, eff, m, n, k, hw::Dtype::kBf16).si();
+  }
+};
+
+// Q/K/V and output projections (MLA: its down and up projections).
+double AttentionProjections(const model::ModelSpec& m, const LayerGemms& g,
+                            double D, double tp, double t) {
   if (m.mla) {
     model::ParamCounts pc = model::CountParams(m);
     double width = (pc.attention / m.num_layers) / D;
-    attn_proj = gemm(t, width / tp, D);
-  } else {
-    double qkv = (m.num_heads + 2.0 * m.num_kv_heads) * m.head_dim;
-    attn_proj =
-        gemm(t, qkv / tp, D) + gemm(t, D, m.num_heads * m.head_dim / tp);
+    return g.Time(t, width / tp, D);
   }
-  double up = m.gated_mlp ? 2 : 1;
-  double dense_in = gemm(t, up * m.ffn / tp, D);
-  double dense_mlp = dense_in + gemm(t, D, m.ffn / tp);
-  double moe_mlp = 0, moe_in = 0;
-  double f_active = (1 - mc.moe_frac) * m.ffn;
-  if (m.is_moe()) {
-    double local = static_cast<double>(m.moe.num_experts) / ep;
-    const bool dropping = cfg.capacity_factor > 0;
-    double per_expert = t * m.moe.top_k *
-                        (dropping ? cfg.capacity_factor : cfg.load_imbalance) /
-                        local;
-    double fe = m.moe.expert_ffn;
-    moe_in = local * gemm(per_expert, up * fe / tp, D);
-    moe_mlp = moe_in + local * gemm(per_expert, D, fe / tp);
-    double fs = 0;
-    if (m.moe.num_shared_experts > 0) {
-      fs = (m.moe.shared_ffn > 0 ? m.moe.shared_ffn : fe) *
-           m.moe.num_shared_experts;
-      double shared_in = gemm(t, up * fs / tp, D);
-      moe_in += shared_in;
-      moe_mlp += shared_in + gemm(t, D, fs / tp);
-    }
-    moe_mlp +=
-        GemmTime(chip, eff, t, m.moe.num_experts, D, hw::Dtype::kBf16).si();
-    if (dropping) {
-      // One-hot dispatch and combine, per sequence (chunk) of S tokens:
-      // [E x C, S] x [S, D] each, C = capacity_factor x S x top_k / E slots
-      // per expert. Activations are not split by tp here.
-      double S = std::min(t, cfg.seq / cp);
-      double E = m.moe.num_experts;
-      double C = std::ceil(cfg.capacity_factor * S * m.moe.top_k / E);
-      moe_mlp +=
-          2 * (t / S) * GemmTime(chip, eff, E * C, D, S, hw::Dtype::kBf16).si();
-    }
-    f_active += mc.moe_frac * (fe * m.moe.top_k + fs);
+  double qkv = (m.num_heads + 2.0 * m.num_kv_heads) * m.head_dim;
+  return g.Time(t, qkv / tp, D) + g.Time(t, D, m.num_heads * m.head_dim / tp);
+}
+
+// An MoE layer's MLP: the routed experts' GEMMs (each local expert sees
+// top_k x (capacity factor or imbalance) / local of the tokens), shared
+// experts, the router, and with token dropping the one-hot dispatch and
+// combine. `in` gets the input projections alone; `shared_ffn` the shared
+// experts' width.
+double MoeMlp(const model::ModelSpec& m, const LayerGemms& g,
+              const TrainingConfig& cfg, double D, double tp, double ep,
+              double cp, double t, double* in, double* shared_ffn) {
+  const double up = m.gated_mlp ? 2 : 1;
+  double local = static_cast<double>(m.moe.num_experts) / ep;
+  const bool dropping = cfg.capacity_factor > 0;
+  double per_expert = t * m.moe.top_k *
+                      (dropping ? cfg.capacity_factor : cfg.load_imbalance) /
+                      local;
+  double fe = m.moe.expert_ffn;
+  double moe_in = local * g.Time(per_expert, up * fe / tp, D);
+  double moe_mlp = moe_in + local * g.Time(per_expert, D, fe / tp);
+  double fs = 0;
+  if (m.moe.num_shared_experts > 0) {
+    fs = (m.moe.shared_ffn > 0 ? m.moe.shared_ffn : fe) *
+         m.moe.num_shared_experts;
+    double shared_in = g.Time(t, up * fs / tp, D);
+    moe_in += shared_in;
+    moe_mlp += shared_in + g.Time(t, D, fs / tp);
   }
-  lc.gemm_fwd =
-      attn_proj + (1 - mc.moe_frac) * dense_mlp + mc.moe_frac * moe_mlp;
-  // The output projection stays in bf16 under fp8 training: Transformer
-  // Engine's fp8 autocast covers the transformer layers' linears, not
-  // Megatron's output layer, and torchtitan's float8 filters "output".
-  lc.logits_fwd =
-      GemmTime(chip, eff, t, m.vocab / tp, D, hw::Dtype::kBf16).si();
-  // Vocabulary-parallel cross-entropy per token. Fused (one kernel each
-  // way): read the bf16 logits and write the fp32 softmax (2 + 4 B per
-  // logit) forward, read it and write the bf16 logit gradient (4 + 2 B)
-  // backward: 12 B. Megatron-LM's unfused default: cast to fp32 (2 + 4),
-  // max (4), subtract (4 + 4), exp (4 + 4), sum (4), divide (4 + 4)
-  // forward; scale the saved softmax by the loss gradient (4 + 4) and cast
-  // it back to bf16 (4 + 2) backward: 52 B.
-  const double ce_bytes = cfg.unfused_cross_entropy ? 52 : 12;
-  lc.loss_total =
-      cfg.mode == Mode::kPeak
-          ? 0.0
-          : t * m.vocab / tp * ce_bytes / (chip.hbm_bandwidth.si() * eff.hbm);
-  lc.mlp_in_fwd = (1 - mc.moe_frac) * dense_in + mc.moe_frac * moe_in;
-  lc.mtp_proj_fwd = mc.mtp > 0 ? gemm(t, D, 2 * D) : 0.0;
+  moe_mlp += g.Bf16(t, m.moe.num_experts, D);
+  if (dropping) {
+    // One-hot dispatch and combine, per sequence (chunk) of S tokens:
+    // [E x C, S] x [S, D] each, C = capacity_factor x S x top_k / E slots
+    // per expert. Activations are not split by tp here.
+    double S = std::min(t, cfg.seq / cp);
+    double E = m.moe.num_experts;
+    double C = std::ceil(cfg.capacity_factor * S * m.moe.top_k / E);
+    moe_mlp += 2 * (t / S) * g.Bf16(E * C, D, S);
+  }
+  *in = moe_in;
+  *shared_ffn = fs;
+  return moe_mlp;
+}
+
+// Attention core forward: FLOPs at the kernel's efficiency for this
+// sequence chunk, or the materialised S x S path.
+double AttentionCore(const model::ModelSpec& m, const hw::Chip& chip,
+                     const ChipEfficiency& eff, const TrainingConfig& cfg,
+                     double tp, double cp, double t) {
   const double C_bf16 = chip.Peak(hw::Dtype::kBf16).si();
   double attn_flops = model::AttentionFlopsPerToken(
                           m, cfg.seq, model::AttentionFlops::kCausal) /
@@ -200,7 +195,6 @@ LayerCompute ComputeLayer(const model::ModelSpec& m, const ModelConsts& mc,
       (cfg.attention_kernel == AttentionKernel::kFlash2 ? eff.attention_fa2
                                                         : eff.attention) *
       (eff.attention_ramp ? AttentionSeqFactor(cfg.seq / cp) : 1.0);
-  lc.attn_fwd = attn_flops / (attn_eff * C_bf16);
   if (cfg.attention_kernel == AttentionKernel::kMaterialized &&
       cfg.mode == Mode::kRealistic) {
     // Materialised attention: QK^T and AV run as batched GEMMs on the full
@@ -213,10 +207,17 @@ LayerCompute ComputeLayer(const model::ModelSpec& m, const ModelConsts& mc,
                             m, cfg.seq, model::AttentionFlops::kFull) /
                         m.num_layers * t / tp;
     double scores = t * (m.num_heads / tp) * cfg.seq;
-    lc.attn_fwd = full_flops / (eff.gemm_max * C_bf16) +
-                  scores * 12 / (chip.hbm_bandwidth.si() * eff.hbm);
+    return full_flops / (eff.gemm_max * C_bf16) +
+           scores * 12 / (chip.hbm_bandwidth.si() * eff.hbm);
   }
-  // Memory-bound elementwise work per token per layer, forward (docs 5.2).
+  return attn_flops / (attn_eff * C_bf16);
+}
+
+// Memory-bound elementwise work per token per layer, forward, in bf16
+// elements (docs 5.2), with fp8's casts.
+double ElementwiseElems(const model::ModelSpec& m, const ModelConsts& mc,
+                        const TrainingConfig& cfg, double f_active) {
+  const double D = mc.d;
   double elem =
       10 * D + 3 * f_active + 2.0 * (m.num_heads + m.num_kv_heads) * m.head_dim;
   if (m.is_moe()) elem += mc.moe_frac * 4.0 * m.moe.top_k * D;
@@ -233,9 +234,51 @@ LayerCompute ComputeLayer(const model::ModelSpec& m, const ModelConsts& mc,
     elem += Fp8CastBytes(cfg.fp8_recipe) / 2 *
             (D + mlp_in + m.num_heads * m.head_dim + f_active);
   }
+  return elem;
+}
+
+}  // namespace
+
+LayerCompute ComputeLayer(const model::ModelSpec& m, const ModelConsts& mc,
+                          const hw::Chip& chip, const ChipEfficiency& eff,
+                          double tp, double ep, double cp, double t,
+                          const TrainingConfig& cfg) {
+  LayerCompute lc;
+  const double D = mc.d;
+  const LayerGemms g{chip, eff, cfg.precision};
+  const double hbm = chip.hbm_bandwidth.si() * eff.hbm;
+  double attn_proj = AttentionProjections(m, g, D, tp, t);
+  double up = m.gated_mlp ? 2 : 1;
+  double dense_in = g.Time(t, up * m.ffn / tp, D);
+  double dense_mlp = dense_in + g.Time(t, D, m.ffn / tp);
+  double moe_mlp = 0, moe_in = 0;
+  double f_active = (1 - mc.moe_frac) * m.ffn;
+  if (m.is_moe()) {
+    double fs = 0;
+    moe_mlp = MoeMlp(m, g, cfg, D, tp, ep, cp, t, &moe_in, &fs);
+    f_active += mc.moe_frac * (m.moe.expert_ffn * m.moe.top_k + fs);
+  }
+  lc.gemm_fwd =
+      attn_proj + (1 - mc.moe_frac) * dense_mlp + mc.moe_frac * moe_mlp;
+  // The output projection stays in bf16 under fp8 training: Transformer
+  // Engine's fp8 autocast covers the transformer layers' linears, not
+  // Megatron's output layer, and torchtitan's float8 filters "output".
+  lc.logits_fwd = g.Bf16(t, m.vocab / tp, D);
+  // Vocabulary-parallel cross-entropy per token. Fused (one kernel each
+  // way): read the bf16 logits and write the fp32 softmax (2 + 4 B per
+  // logit) forward, read it and write the bf16 logit gradient (4 + 2 B)
+  // backward: 12 B. Megatron-LM's unfused default: cast to fp32 (2 + 4),
+  // max (4), subtract (4 + 4), exp (4 + 4), sum (4), divide (4 + 4)
+  // forward; scale the saved softmax by the loss gradient (4 + 4) and cast
+  // it back to bf16 (4 + 2) backward: 52 B.
+  const double ce_bytes = cfg.unfused_cross_entropy ? 52 : 12;
   const bool peak = cfg.mode == Mode::kPeak;
-  lc.elem_fwd =
-      peak ? 0.0 : elem * 2 * t / tp / (chip.hbm_bandwidth.si() * eff.hbm);
+  lc.loss_total = peak ? 0.0 : t * m.vocab / tp * ce_bytes / hbm;
+  lc.mlp_in_fwd = (1 - mc.moe_frac) * dense_in + mc.moe_frac * moe_in;
+  lc.mtp_proj_fwd = mc.mtp > 0 ? g.Time(t, D, 2 * D) : 0.0;
+  lc.attn_fwd = AttentionCore(m, chip, eff, cfg, tp, cp, t);
+  const double elem = ElementwiseElems(m, mc, cfg, f_active);
+  lc.elem_fwd = peak ? 0.0 : elem * 2 * t / tp / hbm;
   return lc;
 }
 
