@@ -464,6 +464,9 @@ Result<TrainingEstimate> EstimateTraining(const model::ModelSpec& m,
       (mc.model_flops_per_token +
        mc.recompute_flops_per_token[static_cast<int>(cfg.remat)]) *
       cfg.batch_tokens;
+  if (std::string n = BorrowedEfficiencyNote(chip); !peak && !n.empty()) {
+    est.notes.push_back(n);
+  }
   if (cfg.assume_mfu > 0) {
     est.notes.push_back("step time from --assume-mfu " +
                         FormatNumber(cfg.assume_mfu) +
