@@ -331,5 +331,33 @@ TEST(CatalogChipEfficiency, ChipWithoutTableBorrowsAndTheReportSaysSo) {
   }
 }
 
+// The same through a --catalog directory (tests/cli/catalogs; the CLI's
+// errors.txt loads its bad-efficiency sibling).
+TEST(CatalogChipEfficiency, CatalogDirectoryChipWithoutTable) {
+  catalog::Catalog cat = BuiltinCatalog();
+  ASSERT_TRUE(cat.AddDirectory(std::string(SCALEMODEL_SOURCE_DIR) +
+                               "/tests/cli/catalogs/no-efficiency")
+                  .has_value());
+  TrainingEstimate e = Train(cat, "my-gpu:8x1");
+  ASSERT_FALSE(e.notes.empty());
+  EXPECT_EQ(e.notes[0].rfind("realistic efficiency constants for my-gpu: "
+                             "none in its catalog file; borrowed from h100 ",
+                             0),
+            0u)
+      << e.notes[0];
+  // Peak mode uses no efficiency constants and says nothing.
+  auto m = io::FindModel(cat, "llama3-8b");
+  TrainingConfig cfg;
+  cfg.par = *ParsePlan("tp=8");
+  cfg.batch_tokens = 8 * 8192;
+  cfg.seq = 8192;
+  cfg.mode = Mode::kPeak;
+  auto peak = EstimateTraining(m->spec, *cat.FindSystem("my-gpu:8x1"), cfg);
+  ASSERT_TRUE(peak.has_value());
+  for (const std::string& n : peak->notes) {
+    EXPECT_EQ(n.find("borrowed"), std::string::npos) << n;
+  }
+}
+
 }  // namespace
 }  // namespace scalemodel::estimate
