@@ -275,6 +275,9 @@ Result<ServeEstimate> EstimateServing(const model::ModelSpec& m,
       "decode is {} below a batch of about {:.0f} (the book's B_crit for "
       "these weights and this chip)",
       "memory-bound", est.critical_batch));
+  if (std::string n = BorrowedEfficiencyNote(chip); !peak && !n.empty()) {
+    est.notes.push_back(n);
+  }
   return est;
 }
 

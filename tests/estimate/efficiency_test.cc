@@ -9,6 +9,7 @@
 
 #include "../testing/catalog.h"
 #include "scalemodel/base/strings.h"
+#include "scalemodel/estimate/inference.h"
 #include "scalemodel/estimate/training.h"
 #include "scalemodel/io/hf_config.h"
 #include "scalemodel/roofline/roofline.h"
@@ -345,6 +346,19 @@ TEST(CatalogChipEfficiency, CatalogDirectoryChipWithoutTable) {
                              0),
             0u)
       << e.notes[0];
+  // So does the serving estimate.
+  ServeConfig serve;
+  serve.tp = 8;
+  serve.batch = 8;
+  serve.prompt = 1024;
+  serve.output = 128;
+  auto s = EstimateServing(io::FindModel(cat, "llama3-8b")->spec,
+                           *cat.FindSystem("my-gpu:8x1"), serve);
+  ASSERT_TRUE(s.has_value()) << s.error().ToString();
+  ASSERT_FALSE(s->notes.empty());
+  EXPECT_EQ(s->notes.back().rfind(
+                "realistic efficiency constants for my-gpu: none", 0),
+            0u);
   // Peak mode uses no efficiency constants and says nothing.
   auto m = io::FindModel(cat, "llama3-8b");
   TrainingConfig cfg;
