@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
+#include <type_traits>
 
 #include "scalemodel/base/strings.h"
 #include "toml_reader_internal.h"
@@ -57,10 +59,102 @@ void Cite(hw::Chip& chip, const std::string& path, const std::string& cite,
   chip.sources[path] = own.empty() ? cite : own;
 }
 
-}  // namespace
+// Reads [efficiency]: fractions of peak as plain numbers in (0, 1], tile
+// sizes and wave units as integers, durations with their unit, the ramp as a
+// boolean; each may carry its own source.
+void ReadEfficiency(TableReader& r, const std::string& cite,
+                    hw::ChipEfficiencyData* e) {
+  e->defaults_from = r.String("defaults_from", false).value_or("");
+  hw::ForEachEfficiencyField(*e, [&](const char* key, auto& field) {
+    std::string own;
+    const toml::node* n = r.Sourced(key, false, &own);
+    if (!n) return;
+    using T = typename std::decay_t<decltype(field)>::value_type;
+    if constexpr (std::is_same_v<T, double>) {
+      if (!n->is_integer() && !n->is_floating_point()) {
+        r.Fail(key,
+               "expected a fraction of peak as a plain number such as 0.8");
+        return;
+      }
+      double v = *n->value<double>();
+      if (!(v > 0 && v <= 1)) {
+        r.Fail(key,
+               "expected a fraction of peak greater than 0 and at most "
+               "1, got " +
+                   FormatNumber(v));
+        return;
+      }
+      field = v;
+    } else if constexpr (std::is_same_v<T, int>) {
+      const bool zero_ok = std::string_view(key) == "wave_units";
+      long v = n->is_integer() ? static_cast<long>(*n->value<int64_t>()) : -1;
+      if (!n->is_integer() || v < (zero_ok ? 0 : 1) || v > 1000000) {
+        r.Fail(key, zero_ok ? "expected a whole number such as 132, or 0 for "
+                              "no wave quantization"
+                            : "expected a positive whole number such as 128");
+        return;
+      }
+      field = static_cast<int>(v);
+    } else if constexpr (std::is_same_v<T, units::Seconds>) {
+      if (!n->is_string()) {
+        r.Fail(key, "expected a duration with its unit, such as \"5 us\"");
+        return;
+      }
+      auto v = units::ParseDuration(*n->value<std::string>());
+      if (!v) {
+        r.Fail(key, v.error().message);
+        return;
+      }
+      field = *v;
+    } else {
+      if (!n->is_boolean()) {
+        r.Fail(key, "expected true or false");
+        return;
+      }
+      field = *n->value<bool>();
+    }
+    e->sources[key] = own.empty() ? cite : own;
+  });
+}
 
-Result<hw::Chip> Catalog::ParseChip(std::string_view contents,
-                                    const std::string& path) {
+// The chip whose [efficiency] table fills the keys a chip file of this
+// family leaves out, unless it names another with `defaults_from`.
+std::string FamilyReferenceChip(hw::ChipFamily f) {
+  return f == hw::ChipFamily::kTpu ? "tpu-v5p" : "h100";
+}
+
+// The keys of `e` that are unset, comma-separated.
+std::string UnsetEfficiencyKeys(const hw::ChipEfficiencyData& e) {
+  std::string out;
+  hw::ForEachEfficiencyField(e, [&](const char* key, const auto& field) {
+    if (!field) out += (out.empty() ? "" : ", ") + std::string(key);
+  });
+  return out;
+}
+
+// Fills the fields of `e` that are unset from `from` (a complete table) and
+// records that they were borrowed.
+void BorrowEfficiency(hw::ChipEfficiencyData& e, const hw::Chip& from) {
+  const hw::ChipEfficiencyData& src = from.efficiency;
+  hw::ForEachEfficiencyField(e, [&](const char* key, auto& field) {
+    if (field) return;
+    hw::ForEachEfficiencyField(src, [&](const char* k, const auto& value) {
+      if constexpr (std::is_same_v<std::decay_t<decltype(field)>,
+                                   std::decay_t<decltype(value)>>) {
+        if (std::string_view(k) == key) field = value;
+      }
+    });
+    auto s = src.sources.find(key);
+    e.sources[key] = "borrowed from " + from.id +
+                     (s == src.sources.end() ? "" : ": " + s->second);
+    e.borrowed.push_back(key);
+  });
+  if (!e.borrowed.empty()) e.borrowed_from = from.id;
+}
+
+Result<hw::Chip> ParseChipFile(std::string_view contents,
+                               const std::string& path,
+                               std::string* defaults_where) {
   auto doc = ParseToml(contents, path);
   if (!doc) return tl::unexpected(doc.error());
   hw::Chip chip;
@@ -247,6 +341,12 @@ Result<hw::Chip> Catalog::ParseChip(std::string_view contents,
           chip.host_memory_bandwidth = units::BytesPerSecond(*v);
         }
       }));
+  sections.push_back(ReadSection(root, "efficiency", false, path,
+                                 [&](TableReader& r, const std::string& c) {
+                                   ReadEfficiency(r, c, &chip.efficiency);
+                                   if (defaults_where)
+                                     *defaults_where = r.Where("defaults_from");
+                                 }));
   sections.push_back(ReadSection(
       root, "power", false, path, [&](TableReader& r, const std::string& c) {
         if (auto v = quantity(r, "tdp", true, c, AsWatts))
@@ -274,7 +374,15 @@ Result<hw::Chip> Catalog::ParseChip(std::string_view contents,
   if (!chip.is_tpu() && !chip.nvlink) {
     return ParseError("a GPU chip needs an [nvlink] section", path);
   }
+  if (defaults_where && defaults_where->empty()) *defaults_where = path;
   return chip;
+}
+
+}  // namespace
+
+Result<hw::Chip> Catalog::ParseChip(std::string_view contents,
+                                    const std::string& path) {
+  return ParseChipFile(contents, path, nullptr);
 }
 
 Result<SystemEntry> Catalog::ParseSystem(std::string_view contents,
@@ -343,11 +451,19 @@ Result<bool> Catalog::AddFiles(const std::vector<DataFile>& files) {
     }
     vec.push_back(std::move(item));
   };
+  struct NewChip {
+    hw::Chip chip;
+    std::string where;  // "file:line" of efficiency.defaults_from, or file
+    int state = 0;      // efficiency: 0 unresolved, 1 resolving, 2 resolved
+  };
+  std::vector<NewChip> batch;
   for (const DataFile& f : files) {
     if (f.path.rfind("chips/", 0) == 0) {
-      auto chip = ParseChip(f.contents, f.path);
+      NewChip n;
+      auto chip = ParseChipFile(f.contents, f.path, &n.where);
       if (!chip) return tl::unexpected(chip.error());
-      replace_by_id(chips_, std::move(*chip));
+      n.chip = std::move(*chip);
+      batch.push_back(std::move(n));
     } else if (f.path.rfind("systems/", 0) == 0) {
       auto sys = ParseSystem(f.contents, f.path);
       if (!sys) return tl::unexpected(sys.error());
@@ -372,6 +488,86 @@ Result<bool> Catalog::AddFiles(const std::vector<DataFile>& files) {
           f.path);
     }
   }
+  // Efficiency constants a chip file leaves out come from its
+  // `defaults_from` chip, else its family's reference chip: one of this
+  // batch (the last file with that id), else one already in the catalog. A
+  // file that replaces its own source (a user's h100.toml) borrows from the
+  // chip it replaces.
+  auto matches = [](const hw::Chip& c, const std::string& name) {
+    if (ToLower(c.id) == name) return true;
+    for (const std::string& a : c.aliases) {
+      if (ToLower(a) == name) return true;
+    }
+    return false;
+  };
+  std::function<Result<bool>(size_t)> resolve = [&](size_t i) -> Result<bool> {
+    NewChip& n = batch[i];
+    if (n.state == 2) return true;
+    hw::ChipEfficiencyData& e = n.chip.efficiency;
+    if (n.state == 1) {
+      return ParseError(
+          "efficiency.defaults_from: chips borrow constants from "
+          "each other in a cycle through '" +
+              n.chip.id + "'",
+          n.where);
+    }
+    const std::string unset = UnsetEfficiencyKeys(e);
+    if (unset.empty() && e.defaults_from.empty()) {
+      n.state = 2;
+      return true;
+    }
+    n.state = 1;
+    const std::string name = ToLower(
+        Trim(e.defaults_from.empty() ? FamilyReferenceChip(n.chip.family)
+                                     : e.defaults_from));
+    const std::string family = n.chip.is_tpu() ? "TPU" : "GPU";
+    const hw::Chip* from = nullptr;
+    if (!matches(n.chip, name)) {
+      for (size_t j = batch.size(); j-- > 0 && !from;) {
+        if (!matches(batch[j].chip, name)) continue;
+        auto ok = resolve(j);
+        if (!ok) return ok;
+        from = &batch[j].chip;
+      }
+    }
+    for (const hw::Chip& c : chips_) {
+      if (!from && matches(c, name)) from = &c;
+    }
+    if (!from && !e.defaults_from.empty()) {
+      std::vector<std::string> ids;
+      for (const NewChip& b : batch) ids.push_back(b.chip.id);
+      for (const hw::Chip& c : chips_) ids.push_back(c.id);
+      return ParseError("efficiency.defaults_from: unknown chip '" +
+                            e.defaults_from + "'" +
+                            DidYouMean(e.defaults_from, ids) +
+                            "; name a chip of the catalog to borrow the "
+                            "constants this file leaves out from",
+                        n.where);
+    }
+    if (!from && matches(n.chip, name)) {
+      return ParseError(
+          n.chip.id + " is the reference chip other " + family +
+              " chips borrow efficiency constants from, so its [efficiency] "
+              "table must set every key; missing: " +
+              unset,
+          n.where);
+    }
+    if (!from) {
+      return ParseError("efficiency: the file sets no " + unset + ", and the " +
+                            family + " reference chip '" + name +
+                            "' to borrow them from is not in the catalog; "
+                            "add them, or name a chip with defaults_from",
+                        n.where);
+    }
+    BorrowEfficiency(e, *from);
+    n.state = 2;
+    return true;
+  };
+  for (size_t i = 0; i < batch.size(); ++i) {
+    auto ok = resolve(i);
+    if (!ok) return ok;
+  }
+  for (NewChip& n : batch) replace_by_id(chips_, std::move(n.chip));
   // Every system must name a known chip.
   for (const SystemEntry& s : systems_) {
     auto chip = FindChip(s.chip);

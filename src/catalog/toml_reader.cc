@@ -130,6 +130,25 @@ std::optional<double> TableReader::Quantity(
   return *v;
 }
 
+const toml::node* TableReader::Sourced(const std::string& key, bool required,
+                                       std::string* source) {
+  const toml::node* n = Get(key, required);
+  if (!n) return nullptr;
+  const toml::table* t = n->as_table();
+  if (!t) return n;
+  TableReader inner(*t, file_, Path(key));
+  const toml::node* v = inner.Get("value", true);
+  auto s = inner.String("source", true);
+  auto d = inner.String("date", false);
+  auto done = inner.Finish();
+  if (!done) {
+    if (!error_) error_ = done.error();
+    return nullptr;
+  }
+  if (source) *source = *s + (d ? " (" + *d + ")" : "");
+  return v;
+}
+
 const toml::table* TableReader::Table(const std::string& key, bool required) {
   const toml::node* n = Get(key, required);
   if (!n) return nullptr;

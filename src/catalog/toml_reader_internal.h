@@ -33,6 +33,11 @@ class TableReader {
       const std::string& key, bool required,
       const std::function<Result<double>(std::string_view)>& parse,
       std::string* source);
+  // A plain value, or { value = ..., source = "...", date = "..." } with its
+  // own source: returns the value's node (nullptr if absent or malformed) for
+  // the caller to check, and sets `source` when the inline form gives one.
+  const toml::node* Sourced(const std::string& key, bool required,
+                            std::string* source);
   // A sub-table; nullptr if absent (or recorded as an error if required).
   const toml::table* Table(const std::string& key, bool required);
 

@@ -2,6 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
+
+#include "scalemodel/base/strings.h"
+#include "scalemodel/roofline/roofline.h"
+#include "scalemodel/units/format.h"
 
 namespace scalemodel::estimate {
 
@@ -12,25 +17,10 @@ ChipEfficiency PeakEfficiency() {
   return e;
 }
 
-// Constants, by chip (efficiency.md):
-//   gemm_max: MAMF best-shape fractions, torch.mm: A100 0.869, H100/H200
-//     0.803 (fp8 0.709 / 0.734), B200 0.776 (fp8 0.763), GB200 0.729 (fp8
-//     0.723). TPUs: the book's "~95% of peak in normal use" is a footnote,
-//     not a measurement; we use 0.90 for TPU matmuls and say so.
-//   units: SMs (A100 108, H100/H200/H800 132, B200/GB200 148); TPUs have
-//     few large MXUs, so only tile padding (128; 256 on v6e) applies.
-//   op_overhead: small dots bottom out near 5 us on H100/B200 (XLA's table);
-//     TPUs: 2 us (assumption: XLA on TPU fuses more and launches less).
-//   attention: FA3 on H100 reaches 0.55-0.62 (hd128 causal fwd 0.62, bwd
-//     0.57), which with the sustained clock gives 0.46, as measured in
-//     training on H200 (0.45, Llama 3.1 8B at 8K); FA2 on A100 0.55-0.61
-//     (hd128 causal, 2k-8k); B200: in training FA4 ran at 0.37 of peak (same
-//     measurement; the forward alone reaches 0.71 in a microbenchmark), 0.37;
-//     TPU: no measurement, 0.5 (assumption).
-//   attention_fa2: FlashAttention-2 on H100, hd128 causal: fwd 0.34, bwd
-//     0.33 of peak (FA3 paper figures): 0.335. Elsewhere = attention.
-//   hbm: streaming kernels: A100 0.86, H100 0.87, H200 0.90, B200 0.85
-//     (assumption, no B200 stream measurement), TPU 0.85 (assumption).
+// The constants and their origins are data: each chip's [efficiency] table
+// in data/chips/*.toml (efficiency.md: MAMF best-shape GEMM fractions, XLA's
+// small-dot floor, FlashAttention tables, stream benchmarks; the TPU values
+// are labelled assumptions there).
 ChipEfficiency RealisticEfficiency(const hw::Chip& chip) {
   ChipEfficiency e = RealisticEfficiencyAtBoost(chip);
   // Sustained clock: peak rates and the short benchmarks above (MAMF,
@@ -50,45 +40,50 @@ ChipEfficiency RealisticEfficiency(const hw::Chip& chip) {
 }
 
 ChipEfficiency RealisticEfficiencyAtBoost(const hw::Chip& chip) {
-  ChipEfficiency e;
-  const std::string& id = chip.id;
-  if (chip.is_tpu()) {
-    e.gemm_max = 0.90;
-    e.gemm_max_fp8 = 0.90;
-    e.tile_m = e.tile_n = id == "tpu-v6e" ? 256 : 128;
-    e.units = 0;
-    e.op_overhead = units::Microseconds(2);
-    e.attention = e.attention_fa2 = 0.5;
-    e.hbm = 0.85;
-    return e;
-  }
-  e.op_overhead = units::Microseconds(5);
-  e.attention_ramp = true;
-  e.tile_m = 128;
-  e.tile_n = 256;
-  if (id == "a100") {
-    e.gemm_max = 0.869;
-    e.gemm_max_fp8 = 0.869;
-    e.units = 108;
-    e.tile_n = 128;
-    e.attention = e.attention_fa2 = 0.58;
-    e.hbm = 0.86;
-  } else if (id == "b200" || id == "gb200") {  // Blackwell
-    const bool gb = id == "gb200";
-    e.gemm_max = gb ? 0.729 : 0.776;
-    e.gemm_max_fp8 = gb ? 0.723 : 0.763;
-    e.units = 148;
-    e.attention = e.attention_fa2 = 0.37;
-    e.hbm = 0.85;
-  } else {  // Hopper: h100, h200, h800 and unknown GPUs
-    e.gemm_max = 0.803;
-    e.gemm_max_fp8 = id == "h200" ? 0.734 : 0.709;
-    e.units = 132;
-    e.attention = 0.58;
-    e.attention_fa2 = 0.335;
-    e.hbm = id == "h200" ? 0.90 : 0.87;
-  }
+  ChipEfficiency e = PeakEfficiency();
+  const hw::ChipEfficiencyData& d = chip.efficiency;
+  e.gemm_max = d.gemm_max.value_or(e.gemm_max);
+  e.gemm_max_fp8 = d.gemm_max_fp8.value_or(e.gemm_max_fp8);
+  e.tile_m = d.tile_m.value_or(e.tile_m);
+  e.tile_n = d.tile_n.value_or(e.tile_n);
+  e.units = d.wave_units.value_or(e.units);
+  e.op_overhead = d.op_overhead.value_or(e.op_overhead);
+  e.attention = d.attention.value_or(e.attention);
+  e.attention_fa2 = d.attention_fa2.value_or(e.attention_fa2);
+  e.attention_ramp = d.attention_ramp.value_or(e.attention_ramp);
+  e.hbm = d.hbm.value_or(e.hbm);
   return e;
+}
+
+std::string BorrowedEfficiencyNote(const hw::Chip& chip) {
+  const hw::ChipEfficiencyData& d = chip.efficiency;
+  if (d.borrowed.empty()) return "";
+  std::string values;
+  size_t keys = 0;
+  hw::ForEachEfficiencyField(d, [&](const char* key, const auto& field) {
+    ++keys;
+    if (std::find(d.borrowed.begin(), d.borrowed.end(), key) ==
+            d.borrowed.end() ||
+        !field) {
+      return;
+    }
+    std::string v;
+    using T = typename std::decay_t<decltype(field)>::value_type;
+    if constexpr (std::is_same_v<T, units::Seconds>) {
+      v = units::FormatSeconds(*field);
+    } else if constexpr (std::is_same_v<T, bool>) {
+      v = *field ? "true" : "false";
+    } else {
+      v = FormatNumber(static_cast<double>(*field));
+    }
+    values += (values.empty() ? "" : ", ") + std::string(key) + " " + v;
+  });
+  const bool all = d.borrowed.size() == keys;
+  return "realistic efficiency constants for " + chip.id + ": " +
+         (all ? "none in its catalog file" : "not all in its catalog file") +
+         "; borrowed from " + d.borrowed_from + " (" + values +
+         "); add an [efficiency] table to its file to use its own "
+         "(docs/catalog-format.md)";
 }
 
 double AttentionSeqFactor(double seq) {
@@ -108,25 +103,36 @@ double AttentionSeqFactor(double seq) {
 }
 
 units::Seconds GemmTime(const hw::Chip& chip, const ChipEfficiency& eff,
-                        double m, double n, double k, hw::Dtype dtype) {
+                        double m, double n, double k, const GemmFormat& f) {
   if (m <= 0 || n <= 0 || k <= 0) return units::Seconds(0);
-  double peak = chip.Peak(dtype).si();
+  double peak = chip.Peak(f.compute).si();
   if (peak <= 0) peak = chip.Peak(hw::Dtype::kBf16).si();
-  double e = dtype == hw::Dtype::kFp8 ? eff.gemm_max_fp8 : eff.gemm_max;
-  // Tile quantization: the output is covered by whole tiles.
-  double tm = std::ceil(m / eff.tile_m), tn = std::ceil(n / eff.tile_n);
-  double q = (m * n) / (tm * eff.tile_m * tn * eff.tile_n);
-  // Wave quantization: a partial wave of tiles costs a whole one.
-  if (eff.units > 0) {
-    double tiles = tm * tn;
-    double waves = std::ceil(tiles / eff.units);
-    q *= tiles / (waves * eff.units);
+  const bool low = f.compute == hw::Dtype::kFp8 || f.compute == hw::Dtype::kFp4;
+  double e = low ? eff.gemm_max_fp8 : eff.gemm_max;
+  double q = 1;
+  if (f.quantize) {
+    // Tile quantization: the output is covered by whole tiles.
+    double tm = std::ceil(m / eff.tile_m), tn = std::ceil(n / eff.tile_n);
+    q = (m * n) / (tm * eff.tile_m * tn * eff.tile_n);
+    // Wave quantization: a partial wave of tiles costs a whole one.
+    if (eff.units > 0) {
+      double tiles = tm * tn;
+      double waves = std::ceil(tiles / eff.units);
+      q *= tiles / (waves * eff.units);
+    }
   }
-  double flops = 2 * m * n * k;
-  double bytes = hw::BytesPerElement(dtype) * (m * k + k * n) + 2 * m * n;
-  double t_math = flops / (e * q * peak);
-  double t_mem = bytes / (eff.hbm * chip.hbm_bandwidth.si());
-  return eff.op_overhead + units::Seconds(std::max(t_math, t_mem));
+  const roofline::MatmulWork w =
+      roofline::Work(m, n, k, f.a_bytes, f.w_bytes, f.out_bytes);
+  return eff.op_overhead +
+         roofline::Time(
+             w.flops, w.bytes, units::FlopsPerSecond(e * q * peak),
+             units::BytesPerSecond(eff.hbm * chip.hbm_bandwidth.si()));
+}
+
+units::Seconds GemmTime(const hw::Chip& chip, const ChipEfficiency& eff,
+                        double m, double n, double k, hw::Dtype dtype) {
+  const double b = hw::BytesPerElement(dtype);
+  return GemmTime(chip, eff, m, n, k, GemmFormat{dtype, b, b, 2, true});
 }
 
 }  // namespace scalemodel::estimate

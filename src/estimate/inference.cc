@@ -24,26 +24,11 @@ hw::Dtype ComputeDtypeFor(const hw::Chip& chip, hw::Dtype w) {
 }
 
 // One GEMM with weights [k, n] at `wbytes` per element and activations
-// [m, k] in bf16: t0 + max(FLOPs / (e q C), bytes / (e_hbm W)).
+// [m, k] and output in bf16 (GemmTime; peak mode without quantization).
 double Gemm(const hw::Chip& chip, const ChipEfficiency& eff, double m, double n,
             double k, double wbytes, hw::Dtype compute, bool peak) {
-  if (m <= 0 || n <= 0 || k <= 0) return 0;
-  double C = chip.Peak(compute).si();
-  double e = compute == hw::Dtype::kBf16 ? eff.gemm_max : eff.gemm_max_fp8;
-  double q = 1;
-  if (!peak) {
-    double tm = std::ceil(m / eff.tile_m), tn = std::ceil(n / eff.tile_n);
-    q = (m * n) / (tm * eff.tile_m * tn * eff.tile_n);
-    if (eff.units > 0) {
-      double tiles = tm * tn, waves = std::ceil(tiles / eff.units);
-      q *= tiles / (waves * eff.units);
-    }
-  }
-  double flops = 2 * m * n * k;
-  double bytes = wbytes * k * n + 2 * m * k + 2 * m * n;
-  return eff.op_overhead.si() +
-         std::max(flops / (e * q * C),
-                  bytes / (eff.hbm * chip.hbm_bandwidth.si()));
+  return GemmTime(chip, eff, m, n, k, GemmFormat{compute, 2, wbytes, 2, !peak})
+      .si();
 }
 
 }  // namespace
@@ -290,6 +275,9 @@ Result<ServeEstimate> EstimateServing(const model::ModelSpec& m,
       "decode is {} below a batch of about {:.0f} (the book's B_crit for "
       "these weights and this chip)",
       "memory-bound", est.critical_batch));
+  if (std::string n = BorrowedEfficiencyNote(chip); !peak && !n.empty()) {
+    est.notes.push_back(n);
+  }
   return est;
 }
 

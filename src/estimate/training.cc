@@ -481,6 +481,10 @@ void DescribeCore(const hw::System& sys, const Placements& placements,
 // The notes that explain the step's own numbers: an assumed MFU, offload.
 void CoreNotes(const hw::System& sys, const TrainingConfig& cfg,
                const CoreResult& r, TrainingEstimate* est) {
+  if (std::string n = BorrowedEfficiencyNote(sys.chip);
+      cfg.mode != Mode::kPeak && !n.empty()) {
+    est->notes.push_back(n);
+  }
   if (cfg.assume_mfu > 0) {
     est->notes.push_back("step time from an assumed MFU of " +
                          FormatNumber(cfg.assume_mfu) +

@@ -93,12 +93,11 @@ Result<MatmulRoofline> AnalyzeMatmul(const hw::Chip& chip,
   double a = hw::BytesPerElement(dtypes.activations);
   double w = hw::BytesPerElement(dtypes.weights);
   double o = hw::BytesPerElement(dtypes.output.value_or(dtypes.activations));
-  const double b = shape.b, d = shape.d, f = shape.f;
-  units::Flops flops(2 * b * d * f);
-  units::Bytes bytes(a * b * d + w * d * f + o * b * f);
+  const double d = shape.d, f = shape.f;
+  const MatmulWork work = Work(shape.b, f, d, a, w, o);
 
   MatmulRoofline m;
-  m.roofline = Evaluate(flops, bytes, *peak, mem->bandwidth);
+  m.roofline = Evaluate(work.flops, work.bytes, *peak, mem->bandwidth);
   m.compute_dtype = compute;
   m.level = level;
   m.level_name = mem->name;

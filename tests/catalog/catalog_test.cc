@@ -180,5 +180,151 @@ TEST(CatalogTest, CatalogDirectoryErrors) {
   EXPECT_DOUBLE_EQ((*c.FindChip("h100"))->Peak(hw::Dtype::kBf16).si(), 100e12);
 }
 
+// ---- [efficiency]
+
+std::string WithEfficiency(const std::string& table) {
+  return std::string(kGoodChip) + "[efficiency]\nsource = \"test\"\n" +
+         "date = \"2025\"\n" + table;
+}
+
+// Lines 26-30 of the file.
+constexpr char kEfficiency[] = R"(gemm_max = 0.5
+tile_m = 64
+wave_units = { value = 0, source = "no SMs", date = "2024" }
+op_overhead = "3 us"
+attention_ramp = false
+)";
+
+TEST(CatalogEfficiency, ReadsTheTableWithSources) {
+  auto chip = Catalog::ParseChip(WithEfficiency(kEfficiency), "chips/x1.toml");
+  ASSERT_TRUE(chip.has_value()) << chip.error().ToString();
+  const hw::ChipEfficiencyData& e = chip->efficiency;
+  EXPECT_EQ(e.gemm_max, 0.5);
+  EXPECT_EQ(e.tile_m, 64);
+  EXPECT_EQ(e.wave_units, 0);
+  EXPECT_DOUBLE_EQ(e.op_overhead->si(), 3e-6);
+  EXPECT_EQ(e.attention_ramp, false);
+  EXPECT_FALSE(e.hbm.has_value());  // left for the catalog to fill
+  EXPECT_EQ(e.sources.at("gemm_max"), "test (2025)");
+  EXPECT_EQ(e.sources.at("wave_units"), "no SMs (2024)");
+  EXPECT_TRUE(e.borrowed.empty());
+  // Not in chip.sources, which `chip --json` prints.
+  EXPECT_EQ(chip->sources.count("efficiency.gemm_max"), 0u);
+}
+
+TEST(CatalogEfficiency, BadValuesNameFileLineKeyAndForm) {
+  auto error = [](const std::string& from, const std::string& to) {
+    std::string t = kEfficiency;
+    t.replace(t.find(from), from.size(), to);
+    auto c = Catalog::ParseChip(WithEfficiency(t), "chips/x1.toml");
+    return c ? std::string("parsed") : c.error().ToString();
+  };
+  EXPECT_EQ(error("0.5", "1.5"),
+            "chips/x1.toml:26: efficiency.gemm_max: expected a fraction of "
+            "peak greater than 0 and at most 1, got 1.5");
+  EXPECT_EQ(error("0.5", "0"),
+            "chips/x1.toml:26: efficiency.gemm_max: expected a fraction of "
+            "peak greater than 0 and at most 1, got 0");
+  EXPECT_EQ(error("0.5", "\"80%\""),
+            "chips/x1.toml:26: efficiency.gemm_max: expected a fraction of "
+            "peak as a plain number such as 0.8");
+  EXPECT_EQ(error("tile_m = 64", "tile_m = 0"),
+            "chips/x1.toml:27: efficiency.tile_m: expected a positive whole "
+            "number such as 128");
+  EXPECT_EQ(error("value = 0,", "value = -1,"),
+            "chips/x1.toml:28: efficiency.wave_units: expected a whole number "
+            "such as 132, or 0 for no wave quantization");
+  EXPECT_EQ(error("\"3 us\"", "3"),
+            "chips/x1.toml:29: efficiency.op_overhead: expected a duration "
+            "with its unit, such as \"5 us\"");
+  EXPECT_EQ(error("\"3 us\"", "\"3 GB\""),
+            "chips/x1.toml:29: efficiency.op_overhead: expected a duration "
+            "such as \"50 ms\", got \"3 GB\" (unknown unit \"GB\")");
+  EXPECT_EQ(error("attention_ramp = false", "attention_ramp = 1"),
+            "chips/x1.toml:30: efficiency.attention_ramp: expected true or "
+            "false");
+  EXPECT_EQ(error("gemm_max =", "gemm_maks ="),
+            "chips/x1.toml:26: efficiency.gemm_maks: unknown key (did you "
+            "mean 'gemm_max'?); expected one of: attention, attention_fa2, "
+            "attention_ramp, collective_launch, date, defaults_from, "
+            "gemm_max, gemm_max_fp8, hbm, op_overhead, source, tile_m, "
+            "tile_n, wave_units");
+  EXPECT_EQ(
+      error(", source = \"no SMs\"", ""),
+      "chips/x1.toml: missing required key: efficiency.wave_units.source");
+}
+
+// Keys a file leaves out come from its family's reference chip (h100 for
+// GPUs), or the chip named by defaults_from, and the chip records which.
+TEST(CatalogEfficiency, UnsetKeysAreBorrowed) {
+  Catalog c = BuiltinCatalog();
+  ASSERT_TRUE(
+      c.AddFiles({{"chips/x1.toml", WithEfficiency(kEfficiency)}}).has_value());
+  const hw::ChipEfficiencyData& e = (*c.FindChip("x1"))->efficiency;
+  EXPECT_EQ(e.gemm_max, 0.5);  // its own
+  EXPECT_EQ(e.hbm, 0.87);      // h100's
+  EXPECT_EQ(e.tile_n, 256);
+  EXPECT_EQ(e.borrowed_from, "h100");
+  EXPECT_EQ(e.borrowed, (std::vector<std::string>{"gemm_max_fp8", "tile_n",
+                                                  "attention", "attention_fa2",
+                                                  "hbm", "collective_launch"}));
+  EXPECT_EQ(e.sources.at("gemm_max"), "test (2025)");
+  EXPECT_EQ(e.sources.at("hbm").rfind("borrowed from h100: aigatech", 0), 0u);
+
+  std::string from_a100 =
+      WithEfficiency(std::string("defaults_from = \"a100\"\n") + kEfficiency);
+  from_a100.replace(from_a100.find("\"x1\""), 4, "\"x2\"");
+  ASSERT_TRUE(c.AddFiles({{"chips/x2.toml", from_a100}}).has_value());
+  const hw::ChipEfficiencyData& e2 = (*c.FindChip("x2"))->efficiency;
+  EXPECT_EQ(e2.borrowed_from, "a100");
+  EXPECT_EQ(e2.hbm, 0.86);
+  EXPECT_EQ(e2.tile_n, 128);
+
+  // A user's h100.toml without the table borrows from the h100 it replaces.
+  std::string h100 = kGoodChip;
+  h100.replace(h100.find("\"x1\""), 4, "\"h100\"");
+  ASSERT_TRUE(c.AddFiles({{"chips/h100.toml", h100}}).has_value());
+  EXPECT_EQ((*c.FindChip("h100"))->efficiency.borrowed_from, "h100");
+  EXPECT_EQ((*c.FindChip("h100"))->efficiency.gemm_max, 0.803);
+}
+
+TEST(CatalogEfficiency, BorrowingErrors) {
+  Catalog c = BuiltinCatalog();
+  auto error = [&c](const std::vector<DataFile>& files) {
+    Catalog copy = c;
+    auto r = copy.AddFiles(files);
+    return r ? std::string("added") : r.error().ToString();
+  };
+  EXPECT_EQ(
+      error({{"chips/x1.toml", WithEfficiency("defaults_from = \"a10\"\n")}}),
+      "chips/x1.toml:26: efficiency.defaults_from: unknown chip 'a10' "
+      "(did you mean 'a100'?); name a chip of the catalog to borrow "
+      "the constants this file leaves out from");
+  std::string x2 = WithEfficiency("defaults_from = \"x1\"\n");
+  x2.replace(x2.find("\"x1\""), 4, "\"x2\"");
+  EXPECT_EQ(
+      error({{"chips/x1.toml", WithEfficiency("defaults_from = \"x2\"\n")},
+             {"chips/x2.toml", x2}}),
+      "chips/x1.toml:26: efficiency.defaults_from: chips borrow "
+      "constants from each other in a cycle through 'x1'");
+  // Without the built-in catalog there is no reference chip to borrow from.
+  EXPECT_EQ(
+      Catalog().AddFiles({{"chips/x1.toml", kGoodChip}}).error().ToString(),
+      "chips/x1.toml: efficiency: the file sets no gemm_max, "
+      "gemm_max_fp8, tile_m, tile_n, wave_units, op_overhead, "
+      "attention, attention_fa2, attention_ramp, hbm, "
+      "collective_launch, and the GPU reference chip 'h100' to borrow "
+      "them from is not in the catalog; add them, or name a chip with "
+      "defaults_from");
+  std::string h100 = kGoodChip;
+  h100.replace(h100.find("\"x1\""), 4, "\"h100\"");
+  EXPECT_EQ(Catalog().AddFiles({{"chips/h100.toml", h100}}).error().ToString(),
+            "chips/h100.toml: h100 is the reference chip other GPU chips "
+            "borrow efficiency constants from, so its [efficiency] table "
+            "must set every key; missing: gemm_max, gemm_max_fp8, tile_m, "
+            "tile_n, wave_units, op_overhead, attention, attention_fa2, "
+            "attention_ramp, hbm, collective_launch");
+}
+
 }  // namespace
 }  // namespace scalemodel::catalog

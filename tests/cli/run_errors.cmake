@@ -1,5 +1,6 @@
 # Bad input through the real binary: each line of errors.txt is
 #   <args> => <exact stderr line>
+# ({dir} in <args> is this directory)
 # and the command must exit with code 2 and print exactly that one line.
 file(STRINGS "${DIR}/errors.txt" lines)
 set(failed 0)
@@ -12,6 +13,8 @@ foreach(line IN LISTS lines)
   string(SUBSTRING "${line}" 0 ${sep} args)
   math(EXPR start "${sep} + 4")
   string(SUBSTRING "${line}" ${start} -1 expected)
+  # {dir} is this directory (catalogs/ holds --catalog test directories).
+  string(REPLACE "{dir}" "${DIR}" args "${args}")
   separate_arguments(argv UNIX_COMMAND "${args}")
   execute_process(COMMAND "${BIN}" ${argv}
                   OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)

@@ -1,8 +1,11 @@
-// Realistic-mode efficiency constants: per chip family, physical, each with
-// its published origin (shared/reference/efficiency.md; docs/model.md 5.5).
+// Realistic-mode efficiency constants, built from the chip's catalog data
+// (its [efficiency] table: physical, each with its published origin;
+// docs/catalog-format.md, docs/model.md 5.6), and the one GEMM-time function.
 // Nothing here is fitted to a training run.
 #ifndef SCALEMODEL_ESTIMATE_EFFICIENCY_H_
 #define SCALEMODEL_ESTIMATE_EFFICIENCY_H_
+
+#include <string>
 
 #include "scalemodel/hw/chip.h"
 #include "scalemodel/units/quantity.h"
@@ -37,15 +40,41 @@ double AttentionSeqFactor(double seq);
 
 // Peak mode: all 1.0, no overheads, no quantization.
 ChipEfficiency PeakEfficiency();
-// Realistic mode, by chip: the measured constants below, with matrix-unit
-// rates scaled from boost to base clock (docs/model.md 5.6).
+// Realistic mode: the chip's catalog constants (chip.efficiency), with
+// matrix-unit rates scaled from boost to base clock (docs/model.md 5.6).
 ChipEfficiency RealisticEfficiency(const hw::Chip& chip);
 // The same constants as measured (near boost clock), before that scaling.
+// A field the chip's data leaves unset (only possible for a chip built
+// outside the catalog, which fills every field) keeps its peak-mode value.
 ChipEfficiency RealisticEfficiencyAtBoost(const hw::Chip& chip);
 
-// Time of one GEMM [m, k] x [k, n] at `dtype` on `chip`:
-//   t = overhead + max(2mnk / (gemm_max * q * peak), bytes / (hbm * BW)),
-// q = tile quantization x wave quantization (docs/model.md 5.2).
+// One sentence for a realistic-mode report when the chip's catalog file left
+// efficiency constants out and the catalog borrowed them from another chip:
+// which, from where, and their values; empty when nothing was borrowed.
+std::string BorrowedEfficiencyNote(const hw::Chip& chip);
+
+// One GEMM's formats: the matrix-unit rate and efficiency fraction come from
+// `compute` (fp8 and fp4 use gemm_max_fp8, others gemm_max; a chip without
+// that rate runs at its bf16 peak); bytes per element of the activations
+// [m, k], weights [k, n] and output [m, n].
+struct GemmFormat {
+  hw::Dtype compute = hw::Dtype::kBf16;
+  double a_bytes = 2;
+  double w_bytes = 2;
+  double out_bytes = 2;
+  // Tile and wave quantization; off, q = 1 (serving's peak mode, the book's
+  // formula).
+  bool quantize = true;
+};
+
+// Time of one GEMM [m, k] x [k, n] on `chip`: the roofline of
+// roofline::Work(m, n, k, ...) against the achievable rates,
+//   t = overhead + max(2mnk / (e * q * peak), bytes / (hbm * BW)),
+// q = tile quantization x wave quantization (docs/model.md 5.2). Zero when a
+// dimension is not positive.
+units::Seconds GemmTime(const hw::Chip& chip, const ChipEfficiency& eff,
+                        double m, double n, double k, const GemmFormat& format);
+// Activations and weights at `dtype` (also the compute format), bf16 output.
 units::Seconds GemmTime(const hw::Chip& chip, const ChipEfficiency& eff,
                         double m, double n, double k, hw::Dtype dtype);
 

@@ -63,6 +63,59 @@ struct OnChipMemory {
   units::BytesPerSecond bandwidth;  // 0 when unknown
 };
 
+// Realistic-mode efficiency constants: a chip file's [efficiency] table
+// (docs/catalog-format.md; docs/model.md 5.6). Fractions are of the datasheet
+// peak as measured (short benchmarks, near the boost clock); the estimator
+// applies the sustained-clock scaling itself. An unset field was not given by
+// the chip's file: the catalog fills it from another chip's table and says
+// which (`borrowed_from`, `borrowed`).
+struct ChipEfficiencyData {
+  std::optional<double> gemm_max;      // best-shape bf16 matmul, of peak
+  std::optional<double> gemm_max_fp8;  // the same for fp8
+  std::optional<int> tile_m;           // output tile rows (GPU CTA / TPU MXU)
+  std::optional<int> tile_n;           // output tile columns
+  // Tiles that run at once (SMs on a GPU) for wave quantization; 0 = none
+  // (a TPU's few large MXUs).
+  std::optional<int> wave_units;
+  std::optional<units::Seconds> op_overhead;  // fixed cost per GEMM / kernel
+  std::optional<double> attention;  // fused attention kernel, of bf16 peak
+  // FlashAttention-2 (the pre-FA3 kernel generation on Hopper); equal to
+  // `attention` where FA2 is the chip's best or unmeasured.
+  std::optional<double> attention_fa2;
+  // Whether attention efficiency follows the measured sequence-length ramp
+  // (GPU FlashAttention kernels).
+  std::optional<bool> attention_ramp;
+  std::optional<double> hbm;  // streaming kernels, of HBM bandwidth
+  std::optional<units::Seconds> collective_launch;  // per collective call
+
+  // The chip named by the file's `defaults_from`; empty = its family's
+  // reference chip (h100 for GPUs, tpu-v5p for TPUs).
+  std::string defaults_from;
+  // The chip whose values filled the fields the file left unset, and those
+  // fields' keys; empty when the file set every one.
+  std::string borrowed_from;
+  std::vector<std::string> borrowed;
+  // Source and date of each value by key ("gemm_max" -> "MAMF table (2025)").
+  std::map<std::string, std::string> sources;
+};
+
+// Calls f(key, field) for each constant of `d` (a ChipEfficiencyData, const
+// or not) in catalog order; `key` is the [efficiency] key.
+template <typename Data, typename F>
+void ForEachEfficiencyField(Data& d, F&& f) {
+  f("gemm_max", d.gemm_max);
+  f("gemm_max_fp8", d.gemm_max_fp8);
+  f("tile_m", d.tile_m);
+  f("tile_n", d.tile_n);
+  f("wave_units", d.wave_units);
+  f("op_overhead", d.op_overhead);
+  f("attention", d.attention);
+  f("attention_fa2", d.attention_fa2);
+  f("attention_ramp", d.attention_ramp);
+  f("hbm", d.hbm);
+  f("collective_launch", d.collective_launch);
+}
+
 struct Price {
   double usd_per_chip_hour = 0;
   std::string source;
@@ -97,6 +150,9 @@ struct Chip {
 
   double power_watts = 0;  // 0 when unknown
   std::optional<Price> price;
+
+  // Realistic-mode constants; every field set for a catalog chip.
+  ChipEfficiencyData efficiency;
 
   // Source and date of each number, keyed by its catalog path
   // ("compute.bf16" -> "NVIDIA H100 datasheet (2023-03)").

@@ -57,7 +57,8 @@ struct FabricEfficiency {
 // GB/s), NVLS 0.61 (8x H100/H200 NVLS all-reduce busbw 480 GB/s = algbw
 // 480 x 8/14 = 274 GB/s = 0.61 of 450: the NVLS time is V / (0.61 W)), NIC 0.92
 // (NDR ConnectX-7 reaches 46 of 50 GB/s), DCN 0.9 (assumption: no TPU DCN
-// measurement is published), launch 10 us for GPUs (NCCL ring base latency
+// measurement is published). The launch cost is the chip's catalog value,
+// efficiency.collective_launch: 10 us for GPUs (NCCL ring base latency
 // 6.6-14 us) and 2 us for TPUs (assumption).
 FabricEfficiency RealisticEfficiency(const hw::Chip& chip);
 

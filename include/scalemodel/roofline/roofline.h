@@ -38,6 +38,31 @@ struct Roofline {
 Roofline Evaluate(units::Flops flops, units::Bytes bytes,
                   units::FlopsPerSecond peak, units::BytesPerSecond bandwidth);
 
+// The roofline time of an operation at perfect overlap,
+// max(flops / peak, bytes / bandwidth): Evaluate's t_lower without the rest
+// of the analysis, for callers in hot loops (estimate::GemmTime, hence the
+// plan search). REQUIRES: peak > 0 and bandwidth > 0.
+inline units::Seconds Time(units::Flops flops, units::Bytes bytes,
+                           units::FlopsPerSecond peak,
+                           units::BytesPerSecond bandwidth) {
+  return units::Max(flops / peak, bytes / bandwidth);
+}
+
+// The work of one matmul X[m, k] . W[k, n] -> Y[m, n] (MatmulShape's B, D, F
+// are m, k, n) with a, w, o bytes per element of X, W and Y:
+// FLOPs = 2mnk, bytes = a mk + w kn + o mn (each operand read or written
+// once). The one place these are counted: AnalyzeMatmul, estimate::GemmTime
+// and the serving estimate use it.
+struct MatmulWork {
+  units::Flops flops;
+  units::Bytes bytes;
+};
+inline MatmulWork Work(double m, double n, double k, double a, double w,
+                       double o) {
+  return {units::Flops(2 * m * n * k),
+          units::Bytes(a * m * k + w * k * n + o * m * n)};
+}
+
 // A matmul X[B, D] . W[D, F] -> Y[B, F]: B is the token batch, W the
 // weights. FLOPs = 2BDF.
 struct MatmulShape {

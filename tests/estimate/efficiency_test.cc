@@ -1,0 +1,377 @@
+#include "scalemodel/estimate/efficiency.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "../testing/catalog.h"
+#include "scalemodel/base/strings.h"
+#include "scalemodel/estimate/inference.h"
+#include "scalemodel/estimate/training.h"
+#include "scalemodel/io/hf_config.h"
+#include "scalemodel/roofline/roofline.h"
+
+namespace scalemodel::estimate {
+namespace {
+
+using scalemodel::testing::BuiltinCatalog;
+using scalemodel::testing::Chip;
+
+// ---- GEMM time, pinned by hand from the formula (docs/model.md 5.2):
+//   t = t0 + max(2mnk / (e q C), bytes / (hbm W)),
+//   q = m n / (ceil(m/Tm) Tm ceil(n/Tn) Tn) x tiles / (waves x units),
+//   bytes = b (mk + kn) + 2 mn (b = 2 for bf16, 1 for fp8; bf16 output).
+// Constants at the boost clock, from the chips' [efficiency] tables:
+//   h100: e 0.803 (fp8 0.709), tile 128x256, 132 SMs, t0 5 us, hbm 0.87;
+//         C 989.5 (fp8 1979) TFLOP/s, W 3.35 TB/s.
+//   a100: e 0.869, tile 128x128, 108 SMs, t0 5 us, hbm 0.86; C 312, W 2.039.
+//   b200: e 0.776 (fp8 0.763), 128x256, 148 SMs, 5 us, hbm 0.85; C 2250
+//         (fp8 4500), W 8.
+//   tpu-v5p: e 0.90, tile 128x128, no waves, t0 2 us, hbm 0.85; C 459,
+//         W 2.765. tpu-v6e: the same with a 256x256 tile; C 918, W 1.638.
+struct GemmCase {
+  const char* chip;
+  double m, n, k;
+  hw::Dtype dtype;
+  double seconds;
+  const char* why;
+};
+
+const GemmCase kGemmCases[] = {
+    // 64 x 32 = 2048 tiles, ceil(2048/132) = 16 waves: q = 2048/2112 =
+    // 0.969697; 2 x 8192^3 = 1.0995e12 FLOP / (0.803 x 0.969697 x 989.5e12)
+    // = 1427.03 us; bytes 6 x 8192^2 = 4.03e8 / (0.87 x 3.35e12) = 138 us.
+    {"h100", 8192, 8192, 8192, hw::Dtype::kBf16, 1.43202783479e-3,
+     "5 us + 1427.03 us (math)"},
+    // 32 x 16 = 512 tiles, 4 waves: q = 512/528 = 0.969697 again;
+    // 1.374e11 / (0.803 x 0.969697 x 989.5e12) = 178.378 us.
+    {"h100", 4096, 4096, 4096, hw::Dtype::kBf16, 1.83378479348e-4,
+     "5 us + 178.378 us"},
+    // Skinny: 16 rows fill 1/8 of a 128-row tile, and 32 tiles 32/132 of a
+    // wave: q = 0.125 x 32/132 = 0.030303; 2.147e9 / (0.803 x 0.030303 x
+    // 989.5e12) = 89.189 us (memory: 1.347e8 B / 2.9145e12 = 46.2 us).
+    {"h100", 16, 8192, 8192, hw::Dtype::kBf16, 9.41892396741e-5,
+     "5 us + 89.189 us"},
+    // Not a tile multiple: ceil(1000/128) = 8, ceil(1000/256) = 4, q =
+    // 1e6 / (1024 x 1024) x 32/132 = 0.231194; 2e9 / (0.803 x 0.231194 x
+    // 989.5e12) = 10.887 us.
+    {"h100", 1000, 1000, 1000, hw::Dtype::kBf16, 1.58873583587e-5,
+     "5 us + 10.887 us"},
+    // fp8: 2 x 8192^3 / (0.709 x 0.969697 x 1979e12) = 808.112 us.
+    {"h100", 8192, 8192, 8192, hw::Dtype::kFp8, 8.13112377527e-4,
+     "5 us + 808.112 us"},
+    // fp8 skinny: 2.147e9 / (0.709 x 0.030303 x 1979e12) = 50.507 us.
+    {"h100", 16, 8192, 8192, hw::Dtype::kFp8, 5.55070235954e-5,
+     "5 us + 50.507 us"},
+    // 64 x 64 = 4096 tiles, ceil(4096/108) = 38 waves: q = 4096/4104 =
+    // 0.998051; 1.0995e12 / (0.869 x 0.998051 x 312e12) = 4063.24 us.
+    {"a100", 8192, 8192, 8192, hw::Dtype::kBf16, 4.06824360237e-3,
+     "5 us + 4063.24 us"},
+    // 8 x 8 tiles of 128: q = 1e6/1024^2 x 64/108 = 0.565140; 2e9 /
+    // (0.869 x 0.565140 x 312e12) = 13.053 us.
+    {"a100", 1000, 1000, 1000, hw::Dtype::kBf16, 1.80526688501e-5,
+     "5 us + 13.053 us"},
+    // 2048 tiles, ceil(2048/148) = 14 waves: q = 2048/2072 = 0.988417;
+    // 1.0995e12 / (0.776 x 0.988417 x 2.25e15) = 637.111 us.
+    {"b200", 8192, 8192, 8192, hw::Dtype::kBf16, 6.4211141447e-4,
+     "5 us + 637.111 us"},
+    // fp8: 1.0995e12 / (0.763 x 0.988417 x 4.5e15) = 323.983 us.
+    {"b200", 8192, 8192, 8192, hw::Dtype::kFp8, 3.2898326188e-4,
+     "5 us + 323.983 us"},
+    // TPU: no waves, 8192 is a tile multiple, q = 1: 1.0995e12 / (0.9 x
+    // 459e12) = 2661.611 us.
+    {"tpu-v5p", 8192, 8192, 8192, hw::Dtype::kBf16, 2.66361129939e-3,
+     "2 us + 2661.611 us"},
+    // Skinny on TPU: q = 16/128 = 0.125, math 41.59 us, but memory bound:
+    // 1.347e8 B / (0.85 x 2.765e12) = 57.331 us.
+    {"tpu-v5p", 16, 8192, 8192, hw::Dtype::kBf16, 5.93309290501e-5,
+     "2 us + 57.331 us (memory)"},
+    // v6e's 256-wide MXU: q = 1e6 / 1024^2 = 0.953674, math 2.538 us; memory
+    // 6e6 B / (0.85 x 1.638e12) = 4.309 us.
+    {"tpu-v6e", 1000, 1000, 1000, hw::Dtype::kBf16, 6.30941607412e-6,
+     "2 us + 4.309 us (memory)"},
+    // 1.0995e12 / (0.9 x 918e12) = 1330.806 us.
+    {"tpu-v6e", 8192, 8192, 8192, hw::Dtype::kBf16, 1.33280564969e-3,
+     "2 us + 1330.806 us"},
+};
+
+TEST(GemmTime, PinnedByShapeChipAndDtype) {
+  for (const GemmCase& c : kGemmCases) {
+    SCOPED_TRACE(std::string(c.chip) + " " + FormatNumber(c.m) + "x" +
+                 FormatNumber(c.n) + "x" + FormatNumber(c.k) + " " +
+                 std::string(hw::DtypeName(c.dtype)) + ": " + c.why);
+    const hw::Chip& chip = Chip(c.chip);
+    double got =
+        GemmTime(chip, RealisticEfficiencyAtBoost(chip), c.m, c.n, c.k, c.dtype)
+            .si();
+    EXPECT_NEAR(got / c.seconds, 1.0, 1e-10) << "got " << got;
+  }
+}
+
+TEST(GemmTime, ZeroWhenADimensionIsEmpty) {
+  const hw::Chip& h100 = Chip("h100");
+  ChipEfficiency eff = RealisticEfficiency(h100);
+  EXPECT_EQ(GemmTime(h100, eff, 0, 8192, 8192, hw::Dtype::kBf16).si(), 0);
+  EXPECT_EQ(GemmTime(h100, eff, 16, 8192, -1, hw::Dtype::kBf16).si(), 0);
+}
+
+// The realistic constants are the catalog's, at the sustained clock:
+// Hopper's matrix units at 1.59/1.98 GHz of 0.803 (0.709 fp8).
+TEST(GemmTime, RealisticModeRunsAtTheBaseClock) {
+  const hw::Chip& h100 = Chip("h100");
+  ChipEfficiency boost = RealisticEfficiencyAtBoost(h100);
+  ChipEfficiency base = RealisticEfficiency(h100);
+  EXPECT_EQ(boost.gemm_max, 0.803);
+  EXPECT_EQ(boost.gemm_max_fp8, 0.709);
+  EXPECT_DOUBLE_EQ(base.gemm_max, 0.803 * 1.59 / 1.98);
+  EXPECT_DOUBLE_EQ(base.gemm_max_fp8, 0.709 * 1.59 / 1.98);
+  EXPECT_DOUBLE_EQ(base.attention, 0.58 * 1.59 / 1.98);
+  EXPECT_EQ(base.hbm, 0.87);  // not a matrix-unit rate
+  // Chips without a boost clock (B200) and TPUs keep the measured values.
+  EXPECT_EQ(RealisticEfficiency(Chip("b200")).gemm_max, 0.776);
+  EXPECT_EQ(RealisticEfficiency(Chip("tpu-v5p")).gemm_max, 0.90);
+  // Compute-bound 8192^3 GEMM time scales by boost / base.
+  double t_boost =
+      GemmTime(h100, boost, 8192, 8192, 8192, hw::Dtype::kBf16).si() - 5e-6;
+  double t_base =
+      GemmTime(h100, base, 8192, 8192, 8192, hw::Dtype::kBf16).si() - 5e-6;
+  EXPECT_NEAR(t_base / t_boost, 1.98 / 1.59, 1e-9);
+}
+
+// Every constant as the catalog files give them (docs/model.md 5.6).
+TEST(RealisticEfficiency, CatalogValuesByChip) {
+  struct Row {
+    const char* chip;
+    double gemm, fp8;
+    int tile_m, tile_n, units;
+    double t0_us, attention, fa2;
+    bool ramp;
+    double hbm, launch_us;
+  };
+  const Row kRows[] = {
+      {"a100", 0.869, 0.869, 128, 128, 108, 5, 0.58, 0.58, true, 0.86, 10},
+      {"h100", 0.803, 0.709, 128, 256, 132, 5, 0.58, 0.335, true, 0.87, 10},
+      {"h200", 0.803, 0.734, 128, 256, 132, 5, 0.58, 0.335, true, 0.90, 10},
+      {"h800", 0.803, 0.709, 128, 256, 132, 5, 0.58, 0.335, true, 0.87, 10},
+      {"b200", 0.776, 0.763, 128, 256, 148, 5, 0.37, 0.37, true, 0.85, 10},
+      {"gb200", 0.729, 0.723, 128, 256, 148, 5, 0.37, 0.37, true, 0.85, 10},
+      {"tpu-v4", 0.90, 0.90, 128, 128, 0, 2, 0.5, 0.5, false, 0.85, 2},
+      {"tpu-v5e", 0.90, 0.90, 128, 128, 0, 2, 0.5, 0.5, false, 0.85, 2},
+      {"tpu-v5p", 0.90, 0.90, 128, 128, 0, 2, 0.5, 0.5, false, 0.85, 2},
+      {"tpu-v6e", 0.90, 0.90, 256, 256, 0, 2, 0.5, 0.5, false, 0.85, 2},
+      {"tpu-7x", 0.90, 0.90, 128, 128, 0, 2, 0.5, 0.5, false, 0.85, 2},
+  };
+  EXPECT_EQ(std::size(kRows), BuiltinCatalog().chips().size());
+  for (const Row& r : kRows) {
+    SCOPED_TRACE(r.chip);
+    const hw::Chip& chip = Chip(r.chip);
+    ChipEfficiency e = RealisticEfficiencyAtBoost(chip);
+    EXPECT_EQ(e.gemm_max, r.gemm);
+    EXPECT_EQ(e.gemm_max_fp8, r.fp8);
+    EXPECT_EQ(e.tile_m, r.tile_m);
+    EXPECT_EQ(e.tile_n, r.tile_n);
+    EXPECT_EQ(e.units, r.units);
+    EXPECT_EQ(e.op_overhead.si(), units::Microseconds(r.t0_us).si());
+    EXPECT_EQ(e.attention, r.attention);
+    EXPECT_EQ(e.attention_fa2, r.fa2);
+    EXPECT_EQ(e.attention_ramp, r.ramp);
+    EXPECT_EQ(e.hbm, r.hbm);
+    ASSERT_TRUE(chip.efficiency.collective_launch.has_value());
+    EXPECT_EQ(chip.efficiency.collective_launch->si(),
+              units::Microseconds(r.launch_us).si());
+    // Built-in chips carry their own table: nothing borrowed, no note.
+    EXPECT_TRUE(chip.efficiency.borrowed.empty());
+    EXPECT_EQ(BorrowedEfficiencyNote(chip), "");
+    EXPECT_EQ(chip.efficiency.sources.size(), 11u);
+  }
+}
+
+// The GEMM time's roofline part is roofline::Time over roofline::Work.
+TEST(GemmTime, IsTheRooflineAtAchievableRates) {
+  const hw::Chip& v5p = Chip("tpu-v5p");
+  ChipEfficiency eff = RealisticEfficiency(v5p);
+  roofline::MatmulWork w = roofline::Work(16, 8192, 8192, 2, 2, 2);
+  EXPECT_EQ(w.flops.si(), 2.0 * 16 * 8192 * 8192);
+  EXPECT_EQ(w.bytes.si(), 2.0 * (16 * 8192 + 8192 * 8192) + 2.0 * 16 * 8192);
+  // q = 16/128 on a 128-row MXU.
+  units::Seconds roof = roofline::Time(
+      w.flops, w.bytes, units::FlopsPerSecond(0.9 * 0.125 * 459e12),
+      units::BytesPerSecond(0.85 * 2765e9));
+  EXPECT_EQ(roof.si(),
+            roofline::Evaluate(w.flops, w.bytes,
+                               units::FlopsPerSecond(0.9 * 0.125 * 459e12),
+                               units::BytesPerSecond(0.85 * 2765e9))
+                .t_lower.si());
+  EXPECT_EQ(GemmTime(v5p, eff, 16, 8192, 8192, hw::Dtype::kBf16).si(),
+            2e-6 + roof.si());
+  // Without quantization (serving's peak mode) q = 1; int4 weights read half
+  // a byte per element.
+  GemmFormat int4{hw::Dtype::kBf16, 2, 0.5, 2, false};
+  roofline::MatmulWork w4 = roofline::Work(16, 8192, 8192, 2, 0.5, 2);
+  EXPECT_EQ(GemmTime(v5p, eff, 16, 8192, 8192, int4).si(),
+            2e-6 + roofline::Time(w4.flops, w4.bytes,
+                                  units::FlopsPerSecond(0.9 * 459e12),
+                                  units::BytesPerSecond(0.85 * 2765e9))
+                       .si());
+}
+
+// No chip is special-cased by name in the estimator: every constant comes
+// from the catalog (grep for a built-in chip id in src/estimate).
+TEST(RealisticEfficiency, NoChipIdInTheEstimator) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::path(SCALEMODEL_SOURCE_DIR) / "src" / "estimate";
+  int files = 0;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    std::ifstream in(entry.path());
+    std::stringstream ss;
+    ss << in.rdbuf();
+    const std::string text = ss.str();
+    ++files;
+    for (const hw::Chip& c : BuiltinCatalog().chips()) {
+      EXPECT_EQ(text.find("\"" + c.id + "\""), std::string::npos)
+          << entry.path() << " names " << c.id;
+    }
+  }
+  EXPECT_GE(files, 4);
+}
+
+// ---- A chip added with --catalog.
+
+std::string BuiltinFile(const std::string& path) {
+  for (const catalog::DataFile& f : catalog::BuiltinDataFiles()) {
+    if (f.path == path) return f.contents;
+  }
+  ADD_FAILURE() << "no built-in " << path;
+  return "";
+}
+
+// h100.toml as a new chip `id` (no aliases), with `edit` applied.
+std::string H100Copy(const std::string& id) {
+  std::string s = BuiltinFile("chips/h100.toml");
+  s.replace(s.find("id = \"h100\""), 11, "id = \"" + id + "\"");
+  s.replace(s.find("aliases = ["),
+            s.find('\n', s.find("aliases = [")) - s.find("aliases = ["),
+            "aliases = []");
+  return s;
+}
+
+std::string WithoutEfficiencyTable(std::string s) {
+  return s.substr(0, s.find("[efficiency]"));
+}
+
+TrainingEstimate Train(const catalog::Catalog& cat, const std::string& system) {
+  auto m = io::FindModel(cat, "llama3-8b");
+  EXPECT_TRUE(m.has_value());
+  auto sys = cat.FindSystem(system);
+  EXPECT_TRUE(sys.has_value()) << sys.error().ToString();
+  TrainingConfig cfg;
+  cfg.par = *ParsePlan("tp=8");
+  cfg.batch_tokens = 8 * 8192;
+  cfg.seq = 8192;
+  auto e = EstimateTraining(m->spec, *sys, cfg);
+  EXPECT_TRUE(e.has_value()) << e.error().ToString();
+  return e.value_or(TrainingEstimate{});
+}
+
+// A user's chip file that halves Hopper's best-shape GEMM fraction: every
+// GEMM of a matmul-bound layer takes about twice as long.
+TEST(CatalogChipEfficiency, HalvedGemmFractionDoublesMatmulTime) {
+  catalog::Catalog cat = BuiltinCatalog();
+  std::string half = H100Copy("h100-half");
+  half.replace(half.find("gemm_max = { value = 0.803"), 26,
+               "gemm_max = { value = 0.4015");
+  ASSERT_TRUE(cat.AddFiles({{"chips/h100-half.toml", half}}).has_value());
+  EXPECT_EQ((*cat.FindChip("h100-half"))->efficiency.gemm_max, 0.4015);
+  TrainingEstimate base = Train(cat, "h100:8x1");
+  TrainingEstimate slow = Train(cat, "h100-half:8x1");
+  // Llama 3 8B at 8K tokens per GEMM row block: every GEMM is compute-bound
+  // on Hopper, so only the 5 us per-GEMM floor keeps the ratio below 2.
+  double ratio = slow.per_layer.matmul.si() / base.per_layer.matmul.si();
+  EXPECT_GT(ratio, 1.95);
+  EXPECT_LT(ratio, 2.0);
+  EXPECT_GT(slow.compute.si(), 1.4 * base.compute.si());
+  // Nothing was borrowed: the copy carries a full table.
+  for (const std::string& n : slow.notes) {
+    EXPECT_EQ(n.find("borrowed"), std::string::npos) << n;
+  }
+}
+
+// A chip file without an [efficiency] table borrows its family reference
+// chip's constants, and the training report says so.
+TEST(CatalogChipEfficiency, ChipWithoutTableBorrowsAndTheReportSaysSo) {
+  catalog::Catalog cat = BuiltinCatalog();
+  ASSERT_TRUE(cat.AddFiles({{"chips/my-gpu.toml",
+                             WithoutEfficiencyTable(H100Copy("my-gpu"))}})
+                  .has_value());
+  const hw::Chip& chip = **cat.FindChip("my-gpu");
+  EXPECT_EQ(chip.efficiency.borrowed_from, "h100");
+  EXPECT_EQ(chip.efficiency.borrowed.size(), 11u);
+  EXPECT_EQ(chip.efficiency.gemm_max, 0.803);
+  EXPECT_EQ(chip.efficiency.sources.at("gemm_max")
+                .rfind("borrowed from h100: stas00/ml-engineering", 0),
+            0u);
+  // Same numbers as h100 itself.
+  TrainingEstimate h100 = Train(cat, "h100:8x1");
+  TrainingEstimate mine = Train(cat, "my-gpu:8x1");
+  EXPECT_EQ(mine.step_time.si(), h100.step_time.si());
+  const std::string note =
+      "realistic efficiency constants for my-gpu: none in its catalog file; "
+      "borrowed from h100 (gemm_max 0.803, gemm_max_fp8 0.709, tile_m 128, "
+      "tile_n 256, wave_units 132, op_overhead 5 us, attention 0.58, "
+      "attention_fa2 0.335, attention_ramp true, hbm 0.87, collective_launch "
+      "10 us); add an [efficiency] table to its file to use its own "
+      "(docs/catalog-format.md)";
+  EXPECT_EQ(BorrowedEfficiencyNote(chip), note);
+  EXPECT_NE(std::find(mine.notes.begin(), mine.notes.end(), note),
+            mine.notes.end());
+  for (const std::string& n : h100.notes) {
+    EXPECT_EQ(n.find("borrowed"), std::string::npos) << n;
+  }
+}
+
+// The same through a --catalog directory (tests/cli/catalogs; the CLI's
+// errors.txt loads its bad-efficiency sibling).
+TEST(CatalogChipEfficiency, CatalogDirectoryChipWithoutTable) {
+  catalog::Catalog cat = BuiltinCatalog();
+  ASSERT_TRUE(cat.AddDirectory(std::string(SCALEMODEL_SOURCE_DIR) +
+                               "/tests/cli/catalogs/no-efficiency")
+                  .has_value());
+  TrainingEstimate e = Train(cat, "my-gpu:8x1");
+  ASSERT_FALSE(e.notes.empty());
+  EXPECT_EQ(e.notes[0].rfind("realistic efficiency constants for my-gpu: "
+                             "none in its catalog file; borrowed from h100 ",
+                             0),
+            0u)
+      << e.notes[0];
+  // So does the serving estimate.
+  ServeConfig serve;
+  serve.tp = 8;
+  serve.batch = 8;
+  serve.prompt = 1024;
+  serve.output = 128;
+  auto s = EstimateServing(io::FindModel(cat, "llama3-8b")->spec,
+                           *cat.FindSystem("my-gpu:8x1"), serve);
+  ASSERT_TRUE(s.has_value()) << s.error().ToString();
+  ASSERT_FALSE(s->notes.empty());
+  EXPECT_EQ(s->notes.back().rfind(
+                "realistic efficiency constants for my-gpu: none", 0),
+            0u);
+  // Peak mode uses no efficiency constants and says nothing.
+  auto m = io::FindModel(cat, "llama3-8b");
+  TrainingConfig cfg;
+  cfg.par = *ParsePlan("tp=8");
+  cfg.batch_tokens = 8 * 8192;
+  cfg.seq = 8192;
+  cfg.mode = Mode::kPeak;
+  auto peak = EstimateTraining(m->spec, *cat.FindSystem("my-gpu:8x1"), cfg);
+  ASSERT_TRUE(peak.has_value());
+  for (const std::string& n : peak->notes) {
+    EXPECT_EQ(n.find("borrowed"), std::string::npos) << n;
+  }
+}
+
+}  // namespace
+}  // namespace scalemodel::estimate
