@@ -23,19 +23,42 @@ hw::Dtype ComputeDtypeFor(const hw::Chip& chip, hw::Dtype w) {
   return hw::Dtype::kBf16;
 }
 
-// One GEMM with weights [k, n] at `wbytes` per element and activations
-// [m, k] and output in bf16 (GemmTime; peak mode without quantization).
-double Gemm(const hw::Chip& chip, const ChipEfficiency& eff, double m, double n,
-            double k, double wbytes, hw::Dtype compute, bool peak) {
-  return GemmTime(chip, eff, m, n, k, GemmFormat{compute, 2, wbytes, 2, !peak})
-      .si();
-}
+// What every phase of a serving estimate reads.
+struct ServeContext {
+  const model::ModelSpec& m;
+  const hw::System& sys;
+  const ServeConfig& cfg;
+  const hw::Chip& chip;
+  ChipEfficiency eff;
+  bool peak = false;
+  hw::Dtype compute = hw::Dtype::kBf16;
+  double C = 0;   // matrix rate at the compute dtype
+  double W = 0;   // achievable HBM bandwidth
+  double n = 1;   // chips per replica (tp x ep)
+  double B = 1;   // batch
+  double wb = 2;  // bytes per weight
+  model::ParamCounts pc;
+  double L = 0, D = 0;
+  double moe_layers = 0;
+  double expert_params_layer = 0;  // one routed expert of one layer
+  double kv_shard = 1;             // the KV cache's split over tp
+  LayoutCoefficients lay;
 
-}  // namespace
+  // Expected routed experts touched per MoE layer by `tokens` tokens.
+  double Touched(double tokens) const {
+    if (!m.is_moe()) return 0.0;
+    double E = m.moe.num_experts, k = m.moe.top_k;
+    return E * (1 - std::pow(1 - k / E, tokens));
+  }
+  double Gemm(double rows, double cols, double inner) const {
+    return GemmTime(chip, eff, rows, cols, inner,
+                    GemmFormat{compute, 2, wb, 2, !peak})
+        .si();
+  }
+};
 
-Result<ServeEstimate> EstimateServing(const model::ModelSpec& m,
-                                      const hw::System& sys,
-                                      const ServeConfig& cfg) {
+Result<bool> CheckServePlan(const model::ModelSpec& m, const hw::System& sys,
+                            const ServeConfig& cfg) {
   const int chips = sys.num_chips();
   if (cfg.tp * cfg.ep * cfg.dp != chips) {
     return InvalidArgument(
@@ -62,222 +85,253 @@ Result<ServeEstimate> EstimateServing(const model::ModelSpec& m,
     return InvalidArgument("batch, prompt and output must be at least 1",
                            "batch");
   }
-  const hw::Chip& chip = sys.chip;
-  const bool peak = cfg.mode == Mode::kPeak;
-  const ChipEfficiency eff =
-      peak ? PeakEfficiency() : RealisticEfficiency(chip);
-  const hw::Dtype compute = ComputeDtypeFor(chip, cfg.weights);
-  const double C = chip.Peak(compute).si();
-  const double W = chip.hbm_bandwidth.si() * (peak ? 1.0 : eff.hbm);
-  const double n = cfg.tp * cfg.ep;  // chips per replica
-  const double B = cfg.batch;
-  const double wb = hw::BytesPerElement(cfg.weights);
-  const model::ParamCounts pc = model::CountParams(m);
-  const double L = m.num_layers, D = m.d_model;
-  ServeEstimate est;
+  return true;
+}
 
-  // Memory per chip: weights sharded over the replica, KV cache of the batch
-  // at the full context (heads shard over tp up to K; MLA's latent does not
-  // shard over heads).
-  double weight_total = pc.total * wb;
-  double weights_per_chip = weight_total / n;
-  // The book shards the KV cache over heads first, then over the batch, so
-  // every tensor-parallel rank holds 1/tp of it (attention data parallelism
-  // does the same for MLA's latent cache).
-  double kv_shard = cfg.tp;
-  double kv_per_seq = model::KvCacheBytes(m, cfg.prompt + cfg.output, cfg.kv);
-  double kv_per_chip = B * kv_per_seq / (kv_shard * cfg.ep);
-  double capacity = chip.hbm_capacity.si();
-  double reserve = peak ? 0 : 0.05 * capacity;
-  est.weights_bytes = units::Bytes(weights_per_chip);
-  est.kv_cache_bytes = units::Bytes(kv_per_chip);
-  est.total_bytes = units::Bytes(weights_per_chip + kv_per_chip + reserve);
-  est.capacity_bytes = chip.hbm_capacity;
-  est.max_batch =
+// Memory per chip: weights sharded over the replica, KV cache of the batch
+// at the full context. The book shards the KV cache over heads first, then
+// over the batch, so every tensor-parallel rank holds 1/tp of it
+// (attention data parallelism does the same for MLA's latent cache).
+void ServeMemory(const ServeContext& x, ServeEstimate* est) {
+  const ServeConfig& cfg = x.cfg;
+  double weight_total = x.pc.total * x.wb;
+  double weights_per_chip = weight_total / x.n;
+  double kv_per_seq = model::KvCacheBytes(x.m, cfg.prompt + cfg.output, cfg.kv);
+  double kv_per_chip = x.B * kv_per_seq / (x.kv_shard * cfg.ep);
+  double capacity = x.chip.hbm_capacity.si();
+  double reserve = x.peak ? 0 : 0.05 * capacity;
+  est->weights_bytes = units::Bytes(weights_per_chip);
+  est->kv_cache_bytes = units::Bytes(kv_per_chip);
+  est->total_bytes = units::Bytes(weights_per_chip + kv_per_chip + reserve);
+  est->capacity_bytes = x.chip.hbm_capacity;
+  est->max_batch =
       std::max(0.0, std::floor((capacity - reserve - weights_per_chip) *
-                               kv_shard * cfg.ep / kv_per_seq));
-  if (est.total_bytes.si() > capacity) {
-    est.feasible = false;
-    est.reason = "needs " + units::FormatBytes(est.total_bytes) +
-                 " HBM per chip, has " + units::FormatBytes(chip.hbm_capacity) +
-                 " (weights " + units::FormatBytes(est.weights_bytes) +
-                 ", KV cache " + units::FormatBytes(est.kv_cache_bytes) +
-                 "); the largest batch that fits is " +
-                 FormatNumber(est.max_batch);
+                               x.kv_shard * cfg.ep / kv_per_seq));
+  if (est->total_bytes.si() > capacity) {
+    est->feasible = false;
+    est->reason =
+        "needs " + units::FormatBytes(est->total_bytes) +
+        " HBM per chip, has " + units::FormatBytes(x.chip.hbm_capacity) +
+        " (weights " + units::FormatBytes(est->weights_bytes) + ", KV cache " +
+        units::FormatBytes(est->kv_cache_bytes) +
+        "); the largest batch that fits is " + FormatNumber(est->max_batch);
   }
+}
 
-  // Tensor-parallel all-reduce of [B, D] twice per layer; expert all-to-all.
-  TrainingConfig tcfg;
-  tcfg.mode = cfg.mode;
+// Tensor-parallel all-reduce of [tokens, D] twice per layer; the expert
+// all-to-all (dispatch and combine) per MoE layer.
+double CommPerPass(const ServeContext& x, double tokens) {
+  const ServeConfig& cfg = x.cfg;
+  double t = 0;
+  if (cfg.tp > 1) {
+    t += 2 * x.L * x.lay.coll[kTpAr].Time(tokens * x.D * 2, x.peak);
+  }
+  if (cfg.ep > 1) {
+    t += 2 * x.moe_layers *
+         x.lay.coll[kEpA2a].Time(
+             cfg.ep * tokens * x.m.moe.top_k * x.D * 2 / cfg.ep, x.peak);
+  }
+  return t;
+}
+
+// Realistic matmul time of one forward pass: the per-layer GEMMs at their
+// shapes, routed experts as the batch touches them, the output layer.
+double RealisticMatmuls(const ServeContext& x, double tokens) {
+  const model::ModelSpec& m = x.m;
+  const double tp = x.cfg.tp, D = x.D;
+  double qkv = m.mla ? (x.pc.attention / x.L) / D
+                     : (m.num_heads + 2.0 * m.num_kv_heads) * m.head_dim;
+  double up = m.gated_mlp ? 2 : 1;
+  double per_layer = x.Gemm(tokens, qkv / tp, D);
+  if (!m.mla) {
+    per_layer +=
+        x.Gemm(tokens, D, static_cast<double>(m.num_heads) * m.head_dim / tp);
+  }
+  double dense_mlp = x.Gemm(tokens, up * m.ffn / tp, D) +
+                     x.Gemm(tokens, D, static_cast<double>(m.ffn) / tp);
+  double moe = 0;
+  if (m.is_moe()) {
+    double local = x.Touched(tokens) / x.cfg.ep;
+    double per_expert = tokens * m.moe.top_k / std::max(1.0, x.Touched(tokens));
+    double fe = m.moe.expert_ffn;
+    moe = local * (x.Gemm(per_expert, up * fe / tp, D) +
+                   x.Gemm(per_expert, D, fe / tp));
+    if (m.moe.num_shared_experts > 0) {
+      double fs = (m.moe.shared_ffn > 0 ? m.moe.shared_ffn : fe) *
+                  m.moe.num_shared_experts;
+      moe += x.Gemm(tokens, up * fs / tp, D) + x.Gemm(tokens, D, fs / tp);
+    }
+  }
+  double t =
+      x.L * per_layer + (x.L - x.moe_layers) * dense_mlp + x.moe_layers * moe;
+  t += x.Gemm(tokens, static_cast<double>(m.vocab) / tp, D);
+  return t;
+}
+
+// Matmul time of one forward pass over `tokens` tokens (per chip), and the
+// weight bytes it reads.
+double MatmulTime(const ServeContext& x, double tokens,
+                  double* weight_bytes_read) {
+  double dense_w = x.pc.matmul_total - x.pc.experts;  // incl. logits
+  double w_read =
+      dense_w + x.moe_layers * x.Touched(tokens) * x.expert_params_layer;
+  *weight_bytes_read = w_read * x.wb / x.n;
+  if (x.peak) {
+    double flops = 2 * x.pc.matmul_active * tokens / x.n;
+    return std::max(flops / x.C, *weight_bytes_read / x.W);
+  }
+  return RealisticMatmuls(x, tokens);
+}
+
+// Decode: one token per sequence at the mean context of the output.
+// Returns the step; fills the decode parts of est and the attention time.
+double DecodeStep(const ServeContext& x, ServeEstimate* est,
+                  double* attn_time_out) {
+  const ServeConfig& cfg = x.cfg;
+  const model::ModelSpec& m = x.m;
+  const double B = x.B;
+  double context = cfg.prompt + cfg.output / 2;
+  double w_read = 0;
+  double mm = MatmulTime(x, B, &w_read);
+  double kv_read =
+      B * model::KvCacheBytes(m, context, cfg.kv) / (x.kv_shard * cfg.ep);
+  double kv_time = kv_read / x.W;
+  double attn_flops =
+      B *
+      model::AttentionFlopsPerToken(m, context, model::AttentionFlops::kFull) /
+      (2 * x.n);  // one query over `context` keys: half the T x S product
+  double attn_time = attn_flops / x.chip.Peak(hw::Dtype::kBf16).si();
+  double comm = CommPerPass(x, B);
+  // Per step, the token's layers run one after another: kernel launches and
+  // norms/rotary/sampling (small memory-bound ops) add a fixed cost per layer.
+  double overhead = x.peak ? 0 : x.L * 4 * x.eff.op_overhead.si();
+  double step;
+  if (x.peak) {
+    // The book's formula, communication overlapped (perfect overlap).
+    // The book counts every parameter's bytes (routed experts: those the
+    // batch touches) and 2 FLOPs per parameter per token.
+    double param_bytes = (x.pc.total - x.pc.experts +
+                          x.moe_layers * x.Touched(B) * x.expert_params_layer) *
+                         x.wb;
+    step = std::max(
+        BookDecodeStep(B, model::KvCacheBytes(m, context, cfg.kv) / cfg.ep,
+                       x.pc.active, param_bytes, x.n, x.C, x.W),
+        comm);
+  } else {
+    step = mm + std::max(kv_time, attn_time) + comm + overhead;
+  }
+  est->decode_step = units::Seconds(step);
+  est->weight_time = units::Seconds(w_read / x.W);
+  est->kv_time = units::Seconds(kv_time);
+  est->compute_time = units::Seconds(2 * x.pc.matmul_active * B / x.n / x.C);
+  est->comm_time = units::Seconds(comm);
+  est->overhead = units::Seconds(overhead);
+  *attn_time_out = attn_time;
+  return step;
+}
+
+// Prefill: the batch's prompts in one pass (compute-bound).
+double PrefillTime(const ServeContext& x) {
+  const ServeConfig& cfg = x.cfg;
+  double p_tokens = x.B * cfg.prompt;
+  double p_wread = 0;
+  double p_mm = MatmulTime(x, p_tokens, &p_wread);
+  double p_attn =
+      p_tokens *
+      model::AttentionFlopsPerToken(x.m, cfg.prompt,
+                                    model::AttentionFlops::kCausal) /
+      x.n /
+      ((x.peak ? 1.0
+               : x.eff.attention * (x.eff.attention_ramp
+                                        ? AttentionSeqFactor(cfg.prompt)
+                                        : 1.0)) *
+       x.chip.Peak(hw::Dtype::kBf16).si());
+  return p_mm + p_attn + CommPerPass(x, p_tokens) +
+         (x.peak ? 0 : x.L * 4 * x.eff.op_overhead.si());
+}
+
+// Throughput, cost, what binds, and the notes.
+void Summarize(const ServeContext& x, double step, double prefill,
+               double attn_time, ServeEstimate* est) {
+  const ServeConfig& cfg = x.cfg;
+  const int chips = x.sys.num_chips();
+  est->prefill_time = units::Seconds(prefill);
+  est->ttft = est->prefill_time;
+  est->request_latency = units::Seconds(prefill + cfg.output * step);
+  // Static batching: each replica runs prefill then `output` decode steps.
+  double per_replica = x.B * cfg.output / (prefill + cfg.output * step);
+  est->tokens_per_s = per_replica * cfg.dp;
+  est->tokens_per_s_per_chip = est->tokens_per_s / chips;
+  est->tokens_per_s_per_user = 1.0 / step;
+  // Decode turns compute-bound when 2 B N_active / C exceeds weight bytes / W.
+  est->critical_batch =
+      (x.pc.total * x.wb / x.W) * x.C / (2 * x.pc.matmul_active);
+  double price = cfg.price_per_chip_hour > 0
+                     ? cfg.price_per_chip_hour
+                     : (x.chip.price ? x.chip.price->usd_per_chip_hour : 0);
+  est->cost_per_million_tokens_usd =
+      price > 0 ? price * chips / 3600 / est->tokens_per_s * 1e6
+                : std::numeric_limits<double>::quiet_NaN();
+  const double comm = est->comm_time.si();
+  if (!est->feasible) {
+    est->bound = "memory-capacity";
+  } else {
+    double mem = est->weight_time.si() + est->kv_time.si();
+    double comp = est->compute_time.si() + attn_time;
+    est->bound = comm > std::max(mem, comp) ? "communication"
+                 : comp > mem               ? "compute"
+                                            : "memory-bandwidth";
+  }
+  const CollCoef& ar = x.lay.coll[kTpAr];
+  if (cfg.tp > 1 && ar.active && ar.per_byte * x.B * x.D * 2 < ar.latency) {
+    est->notes.push_back(
+        "tensor-parallel all-reduces are latency-bound at this batch");
+  }
+  est->notes.push_back(fmt::format(
+      "decode is {} below a batch of about {:.0f} (the book's B_crit for "
+      "these weights and this chip)",
+      "memory-bound", est->critical_batch));
+  if (std::string n = BorrowedEfficiencyNote(x.chip); !x.peak && !n.empty()) {
+    est->notes.push_back(n);
+  }
+}
+
+}  // namespace
+
+Result<ServeEstimate> EstimateServing(const model::ModelSpec& m,
+                                      const hw::System& sys,
+                                      const ServeConfig& cfg) {
+  auto ok = CheckServePlan(m, sys, cfg);
+  if (!ok) return tl::unexpected(ok.error());
+  ServeContext x{m, sys, cfg, sys.chip};
+  x.peak = cfg.mode == Mode::kPeak;
+  x.eff = x.peak ? PeakEfficiency() : RealisticEfficiency(x.chip);
+  x.compute = ComputeDtypeFor(x.chip, cfg.weights);
+  x.C = x.chip.Peak(x.compute).si();
+  x.W = x.chip.hbm_bandwidth.si() * (x.peak ? 1.0 : x.eff.hbm);
+  x.n = cfg.tp * cfg.ep;
+  x.B = cfg.batch;
+  x.wb = hw::BytesPerElement(cfg.weights);
+  x.pc = model::CountParams(m);
+  x.L = m.num_layers;
+  x.D = m.d_model;
+  x.kv_shard = cfg.tp;
+  for (int l = 0; l < m.num_layers; ++l) x.moe_layers += m.IsMoeLayer(l);
+  x.expert_params_layer =
+      x.moe_layers > 0 ? x.pc.experts / x.moe_layers / m.moe.num_experts : 0;
   Parallelism par;
   par.tp = cfg.tp;
   par.ep = cfg.ep;
   par.dp = cfg.dp;
   auto placement = PlaceParallelism(par, sys);
   if (!placement) return tl::unexpected(placement.error());
-  LayoutCoefficients lay = BuildCoefficients(sys, *placement, cfg.mode);
-  auto comm_per_token_batch = [&](double tokens) {
-    double t = 0;
-    if (cfg.tp > 1) t += 2 * L * lay.coll[kTpAr].Time(tokens * D * 2, peak);
-    if (cfg.ep > 1) {
-      double moe_layers = 0;
-      for (int l = 0; l < m.num_layers; ++l) moe_layers += m.IsMoeLayer(l);
-      t += 2 * moe_layers *
-           lay.coll[kEpA2a].Time(cfg.ep * tokens * m.moe.top_k * D * 2 / cfg.ep,
-                                 peak);
-    }
-    return t;
-  };
+  x.lay = BuildCoefficients(sys, *placement, cfg.mode);
 
-  // Expected routed experts touched per MoE layer by `tokens` tokens.
-  auto touched = [&](double tokens) {
-    if (!m.is_moe()) return 0.0;
-    double E = m.moe.num_experts, k = m.moe.top_k;
-    return E * (1 - std::pow(1 - k / E, tokens));
-  };
-  double moe_layers = 0;
-  for (int l = 0; l < m.num_layers; ++l) moe_layers += m.IsMoeLayer(l);
-  const double expert_params_layer =
-      moe_layers > 0 ? pc.experts / moe_layers / m.moe.num_experts : 0;
-
-  // Matmul time of one forward pass over `tokens` tokens (per chip).
-  auto matmul_time = [&](double tokens, double* weight_bytes_read) {
-    double dense_w = pc.matmul_total - pc.experts;  // incl. logits
-    double w_read =
-        dense_w + moe_layers * touched(tokens) * expert_params_layer;
-    *weight_bytes_read = w_read * wb / n;
-    if (peak) {
-      double flops = 2 * pc.matmul_active * tokens / n;
-      return std::max(flops / C, *weight_bytes_read / W);
-    }
-    // Realistic: the per-layer GEMMs at their shapes.
-    double t = 0;
-    double qkv = m.mla ? (pc.attention / L) / D
-                       : (m.num_heads + 2.0 * m.num_kv_heads) * m.head_dim;
-    double up = m.gated_mlp ? 2 : 1;
-    double per_layer =
-        Gemm(chip, eff, tokens, qkv / cfg.tp, D, wb, compute, peak);
-    if (!m.mla) {
-      per_layer += Gemm(chip, eff, tokens, D,
-                        static_cast<double>(m.num_heads) * m.head_dim / cfg.tp,
-                        wb, compute, peak);
-    }
-    double dense_mlp =
-        Gemm(chip, eff, tokens, up * m.ffn / cfg.tp, D, wb, compute, peak) +
-        Gemm(chip, eff, tokens, D, static_cast<double>(m.ffn) / cfg.tp, wb,
-             compute, peak);
-    double moe = 0;
-    if (m.is_moe()) {
-      double local = touched(tokens) / cfg.ep;
-      double per_expert = tokens * m.moe.top_k / std::max(1.0, touched(tokens));
-      double fe = m.moe.expert_ffn;
-      moe =
-          local *
-          (Gemm(chip, eff, per_expert, up * fe / cfg.tp, D, wb, compute, peak) +
-           Gemm(chip, eff, per_expert, D, fe / cfg.tp, wb, compute, peak));
-      if (m.moe.num_shared_experts > 0) {
-        double fs = (m.moe.shared_ffn > 0 ? m.moe.shared_ffn : fe) *
-                    m.moe.num_shared_experts;
-        moe += Gemm(chip, eff, tokens, up * fs / cfg.tp, D, wb, compute, peak) +
-               Gemm(chip, eff, tokens, D, fs / cfg.tp, wb, compute, peak);
-      }
-    }
-    t = L * per_layer + (L - moe_layers) * dense_mlp + moe_layers * moe;
-    t += Gemm(chip, eff, tokens, static_cast<double>(m.vocab) / cfg.tp, D, wb,
-              compute, peak);
-    return t;
-  };
-
-  // Decode: one token per sequence at the mean context of the output.
-  double context = cfg.prompt + cfg.output / 2;
-  double w_read = 0;
-  double mm = matmul_time(B, &w_read);
-  double kv_read =
-      B * model::KvCacheBytes(m, context, cfg.kv) / (kv_shard * cfg.ep);
-  double kv_time = kv_read / W;
-  double attn_flops =
-      B *
-      model::AttentionFlopsPerToken(m, context, model::AttentionFlops::kFull) /
-      (2 * n);  // one query over `context` keys: half the T x S product
-  double attn_time = attn_flops / chip.Peak(hw::Dtype::kBf16).si();
-  double comm = comm_per_token_batch(B);
-  // Per step, the token's layers run one after another: kernel launches and
-  // norms/rotary/sampling (small memory-bound ops) add a fixed cost per layer.
-  double overhead = peak ? 0 : L * 4 * eff.op_overhead.si();
-  double step;
-  if (peak) {
-    // The book's formula, communication overlapped (perfect overlap).
-    // The book counts every parameter's bytes (routed experts: those the
-    // batch touches) and 2 FLOPs per parameter per token.
-    double param_bytes = (pc.total - pc.experts +
-                          moe_layers * touched(B) * expert_params_layer) *
-                         wb;
-    step = std::max(
-        BookDecodeStep(B, model::KvCacheBytes(m, context, cfg.kv) / cfg.ep,
-                       pc.active, param_bytes, n, C, W),
-        comm);
-  } else {
-    step = mm + std::max(kv_time, attn_time) + comm + overhead;
-  }
-  est.decode_step = units::Seconds(step);
-  est.weight_time = units::Seconds(w_read / W);
-  est.kv_time = units::Seconds(kv_time);
-  est.compute_time = units::Seconds(2 * pc.matmul_active * B / n / C);
-  est.comm_time = units::Seconds(comm);
-  est.overhead = units::Seconds(overhead);
-
-  // Prefill: the batch's prompts in one pass (compute-bound).
-  double p_tokens = B * cfg.prompt;
-  double p_wread = 0;
-  double p_mm = matmul_time(p_tokens, &p_wread);
-  double p_attn = p_tokens *
-                  model::AttentionFlopsPerToken(
-                      m, cfg.prompt, model::AttentionFlops::kCausal) /
-                  n /
-                  ((peak ? 1.0
-                         : eff.attention * (eff.attention_ramp
-                                                ? AttentionSeqFactor(cfg.prompt)
-                                                : 1.0)) *
-                   chip.Peak(hw::Dtype::kBf16).si());
-  double prefill = p_mm + p_attn + comm_per_token_batch(p_tokens) +
-                   (peak ? 0 : L * 4 * eff.op_overhead.si());
-  est.prefill_time = units::Seconds(prefill);
-  est.ttft = est.prefill_time;
-  est.request_latency = units::Seconds(prefill + cfg.output * step);
-  // Static batching: each replica runs prefill then `output` decode steps.
-  double per_replica = B * cfg.output / (prefill + cfg.output * step);
-  est.tokens_per_s = per_replica * cfg.dp;
-  est.tokens_per_s_per_chip = est.tokens_per_s / chips;
-  est.tokens_per_s_per_user = 1.0 / step;
-  // Decode turns compute-bound when 2 B N_active / C exceeds weight bytes / W.
-  est.critical_batch = (pc.total * wb / W) * C / (2 * pc.matmul_active);
-  double price = cfg.price_per_chip_hour > 0
-                     ? cfg.price_per_chip_hour
-                     : (chip.price ? chip.price->usd_per_chip_hour : 0);
-  est.cost_per_million_tokens_usd =
-      price > 0 ? price * chips / 3600 / est.tokens_per_s * 1e6
-                : std::numeric_limits<double>::quiet_NaN();
-  if (!est.feasible) {
-    est.bound = "memory-capacity";
-  } else {
-    double mem = w_read / W + kv_time;
-    double comp = est.compute_time.si() + attn_time;
-    est.bound = comm > std::max(mem, comp) ? "communication"
-                : comp > mem               ? "compute"
-                                           : "memory-bandwidth";
-  }
-  if (cfg.tp > 1 && lay.coll[kTpAr].active &&
-      lay.coll[kTpAr].per_byte * B * D * 2 < lay.coll[kTpAr].latency) {
-    est.notes.push_back(
-        "tensor-parallel all-reduces are latency-bound at this batch");
-  }
-  est.notes.push_back(fmt::format(
-      "decode is {} below a batch of about {:.0f} (the book's B_crit for "
-      "these weights and this chip)",
-      "memory-bound", est.critical_batch));
-  if (std::string n = BorrowedEfficiencyNote(chip); !peak && !n.empty()) {
-    est.notes.push_back(n);
-  }
+  ServeEstimate est;
+  ServeMemory(x, &est);
+  double attn_time = 0;
+  const double step = DecodeStep(x, &est, &attn_time);
+  Summarize(x, step, PrefillTime(x), attn_time, &est);
   return est;
 }
 

@@ -297,103 +297,126 @@ PlanFault FindPlanFault(const model::ModelSpec& m, const hw::System& sys,
   return PlanFault::kNone;
 }
 
-Result<bool> CheckPlan(const model::ModelSpec& m, const hw::System& sys,
-                       const TrainingConfig& cfg) {
+namespace {
+
+Error Bad(std::string message, std::string where) {
+  return Error{ErrorCode::kInvalidArgument, std::move(message),
+               std::move(where)};
+}
+
+// The sentence for a fault in the degrees against the model and system.
+Error DegreeFault(PlanFault fault, const model::ModelSpec& m,
+                  const hw::System& sys, const TrainingConfig& cfg) {
   const Parallelism& par = cfg.par;
   const int chips = sys.num_chips();
-  const double seqs = cfg.batch_tokens / cfg.seq;
-  const int replicas = par.dp * par.fsdp * par.ep;
-  switch (FindPlanFault(m, sys, cfg)) {
-    case PlanFault::kNone:
-      return true;
+  switch (fault) {
     case PlanFault::kChipCount:
-      return InvalidArgument(
-          "dp*fsdp*tp*pp*ep*cp = " + std::to_string(par.product()) + " (" +
-              par.ToString() + ") but " + sys.id + " has " +
-              std::to_string(chips) + " chips",
-          "plan");
+      return Bad("dp*fsdp*tp*pp*ep*cp = " + std::to_string(par.product()) +
+                     " (" + par.ToString() + ") but " + sys.id + " has " +
+                     std::to_string(chips) + " chips",
+                 "plan");
     case PlanFault::kTpHeads:
-      return InvalidArgument(
+      return Bad(
           "tensor_parallel=" + std::to_string(par.tp) +
               " does not divide num_heads=" + std::to_string(m.num_heads),
           "plan");
     case PlanFault::kLastStageWithoutPp:
-      return InvalidArgument(
+      return Bad(
           "a last-stage layer count needs pipeline parallelism (pp >= 2)",
           "last_stage_layers");
     case PlanFault::kLastStageRange:
-      return InvalidArgument(
-          "the other " + std::to_string(par.pp - 1) +
-              " stages need at least a layer each: expected 1 to " +
-              std::to_string(m.num_layers - par.pp + 1) + " of " +
-              std::to_string(m.num_layers) + " layers, got " +
-              std::to_string(cfg.last_stage_layers),
-          "last_stage_layers");
+      return Bad("the other " + std::to_string(par.pp - 1) +
+                     " stages need at least a layer each: expected 1 to " +
+                     std::to_string(m.num_layers - par.pp + 1) + " of " +
+                     std::to_string(m.num_layers) + " layers, got " +
+                     std::to_string(cfg.last_stage_layers),
+                 "last_stage_layers");
     case PlanFault::kUlyssesHeads:
-      return InvalidArgument(
+      return Bad(
           "a2a (Ulysses) context parallelism splits the heads: tp x cp = " +
               std::to_string(par.tp * par.cp) +
               " does not divide num_heads=" + std::to_string(m.num_heads) +
               "; use p2p or allgather context-parallel communication",
           "plan");
     case PlanFault::kPpLayers:
-      return InvalidArgument("pipeline_parallel=" + std::to_string(par.pp) +
-                                 " is more than the model's " +
-                                 std::to_string(m.num_layers) + " layers",
-                             "plan");
+      return Bad("pipeline_parallel=" + std::to_string(par.pp) +
+                     " is more than the model's " +
+                     std::to_string(m.num_layers) + " layers",
+                 "plan");
     case PlanFault::kEpDense:
-      return InvalidArgument("expert_parallel=" + std::to_string(par.ep) +
-                                 " needs a mixture-of-experts model; " + m.id +
-                                 " is dense",
-                             "plan");
+      return Bad("expert_parallel=" + std::to_string(par.ep) +
+                     " needs a mixture-of-experts model; " + m.id + " is dense",
+                 "plan");
     case PlanFault::kEpExperts:
-      return InvalidArgument("expert_parallel=" + std::to_string(par.ep) +
-                                 " does not divide num_experts=" +
-                                 std::to_string(m.moe.num_experts),
-                             "plan");
+      return Bad("expert_parallel=" + std::to_string(par.ep) +
+                     " does not divide num_experts=" +
+                     std::to_string(m.moe.num_experts),
+                 "plan");
+    default:
+      break;
+  }
+  return Error{};
+}
+
+// The sentence for a fault in the batch, micro batch, stages or precision.
+Error BatchFault(PlanFault fault, const model::ModelSpec& m,
+                 const hw::System& sys, const TrainingConfig& cfg) {
+  const Parallelism& par = cfg.par;
+  const double seqs = cfg.batch_tokens / cfg.seq;
+  const int replicas = par.dp * par.fsdp * par.ep;
+  switch (fault) {
     case PlanFault::kNoBatch:
-      return InvalidArgument("expected a positive sequence length and batch",
-                             "batch_tokens");
+      return Bad("expected a positive sequence length and batch",
+                 "batch_tokens");
     case PlanFault::kCpSeq:
-      return InvalidArgument("context_parallel=" + std::to_string(par.cp) +
-                                 " does not divide the sequence of " +
-                                 FormatNumber(cfg.seq) + " tokens",
-                             "plan");
+      return Bad("context_parallel=" + std::to_string(par.cp) +
+                     " does not divide the sequence of " +
+                     FormatNumber(cfg.seq) + " tokens",
+                 "plan");
     case PlanFault::kPartialSequence: {
       double lo = std::max(1.0, std::floor(seqs));
-      return InvalidArgument(
-          "a batch of " + FormatNumber(cfg.batch_tokens) +
-              " tokens is not a whole number of " + FormatNumber(cfg.seq) +
-              "-token sequences (try " + FormatNumber(lo * cfg.seq) + " = " +
-              FormatNumber(lo) + "x" + FormatNumber(cfg.seq) +
-              "; binary suffixes such as 4Mi give powers of two)",
-          "batch_tokens");
+      return Bad("a batch of " + FormatNumber(cfg.batch_tokens) +
+                     " tokens is not a whole number of " +
+                     FormatNumber(cfg.seq) + "-token sequences (try " +
+                     FormatNumber(lo * cfg.seq) + " = " + FormatNumber(lo) +
+                     "x" + FormatNumber(cfg.seq) +
+                     "; binary suffixes such as 4Mi give powers of two)",
+                 "batch_tokens");
     }
     case PlanFault::kBatchReplicas:
-      return InvalidArgument(
-          "the batch of " + FormatNumber(seqs) +
-              " sequences does not split over dp*fsdp*ep = " +
-              std::to_string(replicas) + " replicas",
-          "batch_tokens");
+      return Bad("the batch of " + FormatNumber(seqs) +
+                     " sequences does not split over dp*fsdp*ep = " +
+                     std::to_string(replicas) + " replicas",
+                 "batch_tokens");
     case PlanFault::kMicroBatch:
-      return InvalidArgument(
-          "micro batch of " + std::to_string(cfg.micro_batch) +
-              " sequences does not divide the " +
-              FormatNumber(seqs / replicas) + " sequences per replica",
-          "micro_batch");
+      return Bad("micro batch of " + std::to_string(cfg.micro_batch) +
+                     " sequences does not divide the " +
+                     FormatNumber(seqs / replicas) + " sequences per replica",
+                 "micro_batch");
     case PlanFault::kVirtualStages:
-      return InvalidArgument(
-          "pp*vpp = " + std::to_string(par.pp * std::max(1, cfg.vpp)) +
-              " virtual stages but only " + std::to_string(m.num_layers) +
-              " layers",
-          "vpp");
+      return Bad("pp*vpp = " + std::to_string(par.pp * std::max(1, cfg.vpp)) +
+                     " virtual stages but only " +
+                     std::to_string(m.num_layers) + " layers",
+                 "vpp");
     case PlanFault::kNoMatrixRate:
-      return InvalidArgument(sys.chip.id + " has no " +
-                                 std::string(hw::DtypeName(cfg.precision)) +
-                                 " matrix rate",
-                             "precision");
+      return Bad(sys.chip.id + " has no " +
+                     std::string(hw::DtypeName(cfg.precision)) + " matrix rate",
+                 "precision");
+    default:
+      break;
   }
-  return true;
+  return Error{};
+}
+
+}  // namespace
+
+Result<bool> CheckPlan(const model::ModelSpec& m, const hw::System& sys,
+                       const TrainingConfig& cfg) {
+  const PlanFault fault = FindPlanFault(m, sys, cfg);
+  if (fault == PlanFault::kNone) return true;
+  Error e = fault < PlanFault::kNoBatch ? DegreeFault(fault, m, sys, cfg)
+                                        : BatchFault(fault, m, sys, cfg);
+  return tl::unexpected(e);
 }
 
 namespace {
