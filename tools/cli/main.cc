@@ -1,8 +1,10 @@
 // scalemodel: how fast and how expensive it is to train or serve a
 // Transformer on a TPU or GPU cluster, and how to shard it.
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "commands.h"
@@ -33,6 +35,44 @@ std::string ConversionMessage(const CLI::App& app, const std::string& what) {
     if (type == "INT" || type == "UINT") kind = "a whole number";
   }
   return name + ": expected " + kind + ", got '" + value + "'";
+}
+
+// Library errors name the input as the library API does, in snake_case
+// ("batch_tokens"); the CLI names the flag ("--batch-tokens"). A name
+// becomes a flag when `command` (or one of its subcommands) or the root has
+// that option, or through kFlagFor; other locations (file:line, a JSON path,
+// a command name such as "system", a flag already) are printed as they are.
+std::string FlagWhere(const CLI::App& root, const CLI::App* command,
+                      const std::string& where) {
+  // Library names whose flag is not "--" + the name with '-' for '_'.
+  static const std::vector<std::pair<std::string, std::string>> kFlagFor = {
+      // FindModel's errors read "--model" in every command, `model NAME`
+      // (a positional) included.
+      {"model", "--model"},
+  };
+  if (where.empty() ||
+      where.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") !=
+          std::string::npos) {
+    return where;
+  }
+  std::string flag = "--" + where;
+  std::replace(flag.begin(), flag.end(), '_', '-');
+  if ((command && FindOption(*command, flag)) ||
+      root.get_option_no_throw(flag)) {
+    return flag;
+  }
+  for (const auto& [name, f] : kFlagFor) {
+    if (name == where) return f;
+  }
+  return where;
+}
+
+// "where: message" with the library's name for the input turned into the
+// flag (FlagWhere).
+std::string ErrorText(const CLI::App& root, const CLI::App* command,
+                      scalemodel::Error e) {
+  e.where = FlagWhere(root, command, e.where);
+  return e.ToString();
 }
 
 }  // namespace
@@ -123,7 +163,8 @@ int main(int argc, char** argv) {
   if (!globals.catalog_dir.empty()) {
     auto added = catalog->AddDirectory(globals.catalog_dir);
     if (!added) {
-      std::fprintf(stderr, "error: %s\n", added.error().ToString().c_str());
+      std::fprintf(stderr, "error: %s\n",
+                   ErrorText(app, nullptr, added.error()).c_str());
       return 2;
     }
   }
@@ -138,7 +179,8 @@ int main(int argc, char** argv) {
       return 1;
     }
     if (!out) {
-      std::fprintf(stderr, "error: %s\n", out.error().ToString().c_str());
+      std::fprintf(stderr, "error: %s\n",
+                   ErrorText(app, c.app, out.error()).c_str());
       return out.error().code == ErrorCode::kInternal ? 1 : 2;
     }
     if (globals.json) {
