@@ -99,4 +99,35 @@ void ApplyEnginePreset(Engine engine, TrainingConfig& c) {
   }
 }
 
+int MaxZeroLevel(Engine engine) {
+  switch (engine) {
+    case Engine::kMaxText:
+    case Engine::kTorchtitan:
+      return 0;
+    case Engine::kMegatron:
+    case Engine::kMegatronBridge:
+    case Engine::kDeepSpeed:
+      return 2;
+  }
+  return 2;
+}
+
+std::vector<model::Remat> ExactRemats(Engine engine) {
+  using model::Remat;
+  switch (engine) {
+    case Engine::kMaxText:
+      return {Remat::kNone, Remat::kSaveMatmulOutputs,
+              Remat::kSaveDotExceptMlpIn, Remat::kFull};
+    case Engine::kMegatron:
+    case Engine::kMegatronBridge:
+      return {Remat::kNone, Remat::kSelective, Remat::kFull};
+    case Engine::kTorchtitan:
+      return {Remat::kNone, Remat::kSaveMatmulOutputs, Remat::kFull};
+    case Engine::kDeepSpeed:
+      // deepspeed.checkpointing wraps whole layers.
+      return {Remat::kNone, Remat::kFull};
+  }
+  return {model::kAllRemats.begin(), model::kAllRemats.end()};
+}
+
 }  // namespace scalemodel::estimate

@@ -711,22 +711,24 @@ Result<bool> CheckTrainEngine(TrainEngine engine, const hw::System& system) {
   return true;
 }
 
+estimate::Engine PresetOf(TrainEngine engine) {
+  switch (engine) {
+    case TrainEngine::kMaxText:
+      return estimate::Engine::kMaxText;
+    case TrainEngine::kMegatron:
+      return estimate::Engine::kMegatron;
+    case TrainEngine::kTorchtitan:
+      return estimate::Engine::kTorchtitan;
+  }
+  return estimate::Engine::kMegatron;
+}
+
 int MaxZeroLevel(TrainEngine engine) {
-  return engine == TrainEngine::kMegatron ? 2 : 0;
+  return estimate::MaxZeroLevel(PresetOf(engine));
 }
 
 std::vector<model::Remat> ExactRemats(TrainEngine engine) {
-  using model::Remat;
-  switch (engine) {
-    case TrainEngine::kMaxText:
-      return {Remat::kNone, Remat::kSaveMatmulOutputs,
-              Remat::kSaveDotExceptMlpIn, Remat::kFull};
-    case TrainEngine::kMegatron:
-      return {Remat::kNone, Remat::kSelective, Remat::kFull};
-    case TrainEngine::kTorchtitan:
-      return {Remat::kNone, Remat::kSaveMatmulOutputs, Remat::kFull};
-  }
-  return {model::kAllRemats.begin(), model::kAllRemats.end()};
+  return estimate::ExactRemats(PresetOf(engine));
 }
 
 Result<std::string> EmitTraining(TrainEngine engine,

@@ -79,6 +79,10 @@ Result<TrainingPlanResult> PlanTraining(const model::ModelSpec& model,
   sopt.threads = request.threads;
   sopt.max_zero = request.max_zero;
   sopt.remats = request.remats;
+  if (request.launchable_by) {
+    sopt.max_zero = estimate::MaxZeroLevel(*request.launchable_by);
+    sopt.remats = estimate::ExactRemats(*request.launchable_by);
+  }
   sopt.progress = request.progress;
   SearchResult& counts = out.counts;
   std::vector<Found> merged;

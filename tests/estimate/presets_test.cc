@@ -46,6 +46,21 @@ TEST(PresetsTest, SetTheDocumentedHabits) {
   }
 }
 
+// What each engine can launch: MaxText and torchtitan have no ZeRO-1/2.
+TEST(PresetsTest, LaunchLimits) {
+  EXPECT_EQ(MaxZeroLevel(Engine::kMaxText), 0);
+  EXPECT_EQ(MaxZeroLevel(Engine::kTorchtitan), 0);
+  EXPECT_EQ(MaxZeroLevel(Engine::kMegatron), 2);
+  EXPECT_EQ(MaxZeroLevel(Engine::kMegatronBridge), 2);
+  EXPECT_EQ(MaxZeroLevel(Engine::kDeepSpeed), 2);
+  using model::Remat;
+  EXPECT_EQ(
+      ExactRemats(Engine::kMegatron),
+      (std::vector<Remat>{Remat::kNone, Remat::kSelective, Remat::kFull}));
+  EXPECT_EQ(ExactRemats(Engine::kDeepSpeed),
+            (std::vector<Remat>{Remat::kNone, Remat::kFull}));
+}
+
 TEST(PresetsTest, ParseEngine) {
   for (Engine e : {Engine::kMaxText, Engine::kMegatron, Engine::kMegatronBridge,
                    Engine::kTorchtitan, Engine::kDeepSpeed}) {

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "../testing/catalog.h"
@@ -172,6 +173,23 @@ TEST(PlanTrainingTest, ExplainRanksAmongThePlansFound) {
               step / r->plans[0].candidate.step_time_s - 1, 1e-12);
   // Far behind: past the plans returned, whose rank reads "> top".
   EXPECT_EQ(r->explain->rank, static_cast<int>(r->plans.size()) + 1);
+}
+
+// Keeping to what MaxText launches: no ZeRO-1/2 replicas, only its remats.
+TEST(PlanTrainingTest, LaunchableByKeepsToTheEngine) {
+  const model::ModelSpec m = Model("megatron-gpt-1.7b");
+  PlanRequest req = SmallRequest();
+  req.top = 20;
+  req.launchable_by = estimate::Engine::kMaxText;
+  auto r = PlanTraining(m, System("h100:8x1"), req);
+  ASSERT_TRUE(r.has_value()) << r.error().ToString();
+  ASSERT_FALSE(r->plans.empty());
+  const auto ok = estimate::ExactRemats(estimate::Engine::kMaxText);
+  for (const RankedPlan& p : r->plans) {
+    EXPECT_EQ(p.config.par.zero, 0) << p.candidate.Key();
+    EXPECT_NE(std::find(ok.begin(), ok.end(), p.config.remat), ok.end())
+        << p.candidate.Key();
+  }
 }
 
 TEST(PlanTrainingTest, ErrorsNameTheInput) {

@@ -778,10 +778,7 @@ Command AddPlanCommand(CLI::App& app) {
     req.objective = *objective;
     req.threads = o->threads;
     // Only plans the engine can launch.
-    if (engine) {
-      req.max_zero = io::MaxZeroLevel(*engine);
-      req.remats = io::ExactRemats(*engine);
-    }
+    if (engine) req.launchable_by = io::PresetOf(*engine);
     for (const std::string& count :
          o->chips.empty() ? std::vector<std::string>{} : Split(o->chips, ',')) {
       auto n = units::ParseCount(count);

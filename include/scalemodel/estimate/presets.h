@@ -12,6 +12,7 @@
 #define SCALEMODEL_ESTIMATE_PRESETS_H_
 
 #include <string_view>
+#include <vector>
 
 #include "scalemodel/base/error.h"
 #include "scalemodel/estimate/training.h"
@@ -38,6 +39,17 @@ std::string_view EngineName(Engine engine);
 // batch, precision, remat, ...) is left as it is; callers apply the user's
 // explicit choices after the preset.
 void ApplyEnginePreset(Engine engine, TrainingConfig& config);
+
+// What `engine` can launch, for a plan search that keeps to it: the highest
+// ZeRO level for data-parallel replicas (MaxText and torchtitan: 0, their
+// data parallelism is FSDP or plain replicas; Megatron and DeepSpeed: 2) and
+// the remat policies it expresses exactly (MaxText none
+// (minimal_with_context), save-matmul-outputs (minimal),
+// save-dot-except-mlp-in, full; Megatron none, selective, full; torchtitan
+// none, save-matmul-outputs (op-level selective checkpointing), full;
+// DeepSpeed none, full).
+int MaxZeroLevel(Engine engine);
+std::vector<model::Remat> ExactRemats(Engine engine);
 
 }  // namespace scalemodel::estimate
 

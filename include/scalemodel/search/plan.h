@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "scalemodel/base/error.h"
+#include "scalemodel/estimate/presets.h"
 #include "scalemodel/estimate/training.h"
 #include "scalemodel/hw/system.h"
 #include "scalemodel/model/transformer.h"
@@ -47,10 +48,12 @@ struct PlanRequest {
   // empty: the whole system only.
   std::vector<int> chip_counts;
   int threads = 0;  // 0: all cores
-  // Largest ZeRO level and the remat policies tried (see SearchOptions):
-  // what a launch engine can express.
+  // Largest ZeRO level and the remat policies tried (see SearchOptions).
   int max_zero = 2;
   std::vector<model::Remat> remats;
+  // Keep to the plans this framework can launch (estimate::MaxZeroLevel and
+  // ExactRemats); replaces max_zero and remats when set.
+  std::optional<estimate::Engine> launchable_by;
   // Called about every 100 ms from the calling thread with the fraction of
   // the current size's space covered and the configurations so far.
   std::function<void(double fraction, double configs)> progress;
