@@ -37,14 +37,25 @@ std::string ConversionMessage(const CLI::App& app, const std::string& what) {
   return name + ": expected " + kind + ", got '" + value + "'";
 }
 
+// The option called `name` in `app` or the subcommand of it that ran.
+const CLI::Option* FindParsedOption(const CLI::App& app,
+                                    const std::string& name) {
+  if (const CLI::Option* o = app.get_option_no_throw(name)) return o;
+  for (const CLI::App* sub : app.get_subcommands()) {
+    if (const CLI::Option* o = FindParsedOption(*sub, name)) return o;
+  }
+  return nullptr;
+}
+
 // Library errors name the input as the library API does, in snake_case
 // ("batch_tokens"); the CLI names the flag ("--batch-tokens"). A name
-// becomes a flag when `command` (or one of its subcommands) or the root has
+// becomes a flag when `command` (or its subcommand that ran) or the root has
 // that option, or through kFlagFor; other locations (file:line, a JSON path,
 // a command name such as "system", a flag already) are printed as they are.
 std::string FlagWhere(const CLI::App& root, const CLI::App* command,
                       const std::string& where) {
-  // Library names whose flag is not "--" + the name with '-' for '_'.
+  // Library names printed as a flag even where the command has no option
+  // of that name.
   static const std::vector<std::pair<std::string, std::string>> kFlagFor = {
       // FindModel's errors read "--model" in every command, `model NAME`
       // (a positional) included.
@@ -57,7 +68,7 @@ std::string FlagWhere(const CLI::App& root, const CLI::App* command,
   }
   std::string flag = "--" + where;
   std::replace(flag.begin(), flag.end(), '_', '-');
-  if ((command && FindOption(*command, flag)) ||
+  if ((command && FindParsedOption(*command, flag)) ||
       root.get_option_no_throw(flag)) {
     return flag;
   }
