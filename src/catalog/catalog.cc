@@ -585,7 +585,7 @@ Result<bool> Catalog::AddDirectory(const std::string& dir) {
   if (!fs::is_directory(dir, ec)) {
     return IoError(
         "catalog directory '" + dir + "' does not exist or is not a directory",
-        "--catalog");
+        "catalog");
   }
   std::vector<DataFile> files;
   for (const char* sub : {"chips", "systems", "models"}) {
@@ -609,7 +609,7 @@ Result<bool> Catalog::AddDirectory(const std::string& dir) {
   if (files.empty()) {
     return IoError("catalog directory '" + dir +
                        "' has no chips/, systems/ or models/ files",
-                   "--catalog");
+                   "catalog");
   }
   return AddFiles(files);
 }

@@ -234,7 +234,7 @@ Result<System> SubSystem(const System& sys, int chips) {
     return InvalidArgument("cannot take " + std::to_string(chips) +
                                " chips out of " + sys.id + " (" +
                                std::to_string(total) + " chips)",
-                           "--chips");
+                           "chips");
   }
   std::string shape;
   if (!sys.chip.is_tpu()) {
@@ -245,7 +245,7 @@ Result<System> SubSystem(const System& sys, int chips) {
       return InvalidArgument(std::to_string(chips) +
                                  " chips do not fill whole " +
                                  std::to_string(d) + "-GPU NVLink domains",
-                             "--chips");
+                             "chips");
     }
     shape = std::to_string(per) + "x" + std::to_string(chips / per);
   } else {
@@ -286,7 +286,7 @@ Result<System> SubSystem(const System& sys, int chips) {
       return InvalidArgument("no " + sys.chip.id + " slice of " +
                                  std::to_string(per_slice) +
                                  " chips fits inside " + sys.id,
-                             "--chips");
+                             "chips");
     }
     for (int v : best) shape += (shape.empty() ? "" : "x") + std::to_string(v);
     if (slices > 1) shape += "/" + std::to_string(slices);

@@ -382,14 +382,14 @@ Result<ImportedModel> FindModel(const catalog::Catalog& catalog,
     return IoError("no such file '" + name +
                        "' (expected a HuggingFace config.json or a catalog "
                        "model)",
-                   "--model");
+                   "model");
   }
   std::vector<std::string> ids = ModelIds(catalog);
   return NotFound("unknown model '" + name + "'" + DidYouMean(name, ids) +
                       "; `scalemodel models` lists all " +
                       std::to_string(ids.size()) +
                       ", or pass a path to a config.json",
-                  "--model");
+                  "model");
 }
 
 }  // namespace scalemodel::io

@@ -258,8 +258,9 @@ std::string Torchrun(const hw::System& sys, const std::string& entry) {
 Result<bool> NeedGpu(const hw::System& sys, std::string_view engine) {
   if (sys.chip.is_tpu()) {
     return InvalidArgument(std::string(engine) + " runs on GPUs, and " +
-                               sys.id + " is a TPU system (use --emit maxtext)",
-                           "--emit");
+                               sys.id +
+                               " is a TPU system (MaxText runs on TPUs)",
+                           "engine");
   }
   return true;
 }
@@ -684,7 +685,7 @@ Result<TrainEngine> ParseTrainEngine(std::string_view text) {
   return InvalidArgument("unknown training engine '" + std::string(text) + "'" +
                              DidYouMean(text, kNames) +
                              "; expected maxtext, megatron or torchtitan",
-                         "--emit");
+                         "engine");
 }
 
 Result<ServeEngine> ParseServeEngine(std::string_view text) {
@@ -695,7 +696,7 @@ Result<ServeEngine> ParseServeEngine(std::string_view text) {
   return InvalidArgument("unknown serving engine '" + std::string(text) + "'" +
                              DidYouMean(text, kNames) +
                              "; expected vllm or sglang",
-                         "--emit");
+                         "engine");
 }
 
 Result<bool> CheckTrainEngine(TrainEngine engine, const hw::System& system) {
@@ -710,22 +711,24 @@ Result<bool> CheckTrainEngine(TrainEngine engine, const hw::System& system) {
   return true;
 }
 
+estimate::Engine PresetOf(TrainEngine engine) {
+  switch (engine) {
+    case TrainEngine::kMaxText:
+      return estimate::Engine::kMaxText;
+    case TrainEngine::kMegatron:
+      return estimate::Engine::kMegatron;
+    case TrainEngine::kTorchtitan:
+      return estimate::Engine::kTorchtitan;
+  }
+  return estimate::Engine::kMegatron;
+}
+
 int MaxZeroLevel(TrainEngine engine) {
-  return engine == TrainEngine::kMegatron ? 2 : 0;
+  return estimate::MaxZeroLevel(PresetOf(engine));
 }
 
 std::vector<model::Remat> ExactRemats(TrainEngine engine) {
-  using model::Remat;
-  switch (engine) {
-    case TrainEngine::kMaxText:
-      return {Remat::kNone, Remat::kSaveMatmulOutputs,
-              Remat::kSaveDotExceptMlpIn, Remat::kFull};
-    case TrainEngine::kMegatron:
-      return {Remat::kNone, Remat::kSelective, Remat::kFull};
-    case TrainEngine::kTorchtitan:
-      return {Remat::kNone, Remat::kSaveMatmulOutputs, Remat::kFull};
-  }
-  return {model::kAllRemats.begin(), model::kAllRemats.end()};
+  return estimate::ExactRemats(PresetOf(engine));
 }
 
 Result<std::string> EmitTraining(TrainEngine engine,
@@ -745,7 +748,7 @@ Result<std::string> EmitTraining(TrainEngine engine,
     case TrainEngine::kTorchtitan:
       return EmitTorchtitan(model, system, cfg, est, d);
   }
-  return InvalidArgument("unknown training engine", "--emit");
+  return InvalidArgument("unknown training engine", "engine");
 }
 
 Result<std::string> EmitServing(ServeEngine engine,
@@ -759,7 +762,7 @@ Result<std::string> EmitServing(ServeEngine engine,
     case ServeEngine::kSglang:
       return EmitSglang(model, system, cfg, est);
   }
-  return InvalidArgument("unknown serving engine", "--emit");
+  return InvalidArgument("unknown serving engine", "engine");
 }
 
 }  // namespace scalemodel::io

@@ -156,7 +156,7 @@ Result<CollectiveCost> EstimateCollective(const hw::System& system,
                                           const std::vector<std::string>& axes,
                                           const CollectiveOptions& options) {
   if (!(bytes.si() > 0)) {
-    return InvalidArgument("expected a positive number of bytes", "--bytes");
+    return InvalidArgument("expected a positive number of bytes", "bytes");
   }
   if (axes.empty()) {
     return InvalidArgument(
@@ -169,7 +169,7 @@ Result<CollectiveCost> EstimateCollective(const hw::System& system,
               return s;
             }() +
             ")",
-        "--axes");
+        "axes");
   }
   std::vector<int> idx, sizes;
   for (const std::string& raw : axes) {
@@ -184,10 +184,10 @@ Result<CollectiveCost> EstimateCollective(const hw::System& system,
       return InvalidArgument("unknown axis '" + name + "' for " + system.id +
                                  DidYouMean(name, system.AxisNames()) +
                                  "; its axes are " + list,
-                             "--axes");
+                             "axes");
     }
     if (std::find(idx.begin(), idx.end(), found) != idx.end()) {
-      return InvalidArgument("axis '" + name + "' is named twice", "--axes");
+      return InvalidArgument("axis '" + name + "' is named twice", "axes");
     }
     idx.push_back(found);
     sizes.push_back(system.axes[found].size);

@@ -315,14 +315,14 @@ Result<SearchResult> SearchTraining(const model::ModelSpec& m,
   const TrainingConfig& base = opt.base;
   if (!(base.seq > 0) || !(base.batch_tokens > 0)) {
     return InvalidArgument("expected a positive sequence length and batch",
-                           "--batch-tokens");
+                           "batch_tokens");
   }
   double seqs = base.batch_tokens / base.seq;
   if (std::floor(seqs) != seqs) {
     return InvalidArgument("a batch of " + FormatNumber(base.batch_tokens) +
                                " tokens is not a whole number of " +
                                FormatNumber(base.seq) + "-token sequences",
-                           "--batch-tokens");
+                           "batch_tokens");
   }
   if (sys.chip.Peak(base.precision).si() <= 0) {
     return InvalidArgument(sys.chip.id + " has no " +

@@ -1,6 +1,7 @@
 #include "scalemodel/search/serving.h"
 
 #include <algorithm>
+#include <chrono>
 
 namespace scalemodel::search {
 
@@ -21,6 +22,138 @@ std::vector<int> ParetoFrontier(std::vector<ServePoint> points) {
     if (p.tokens_per_s_per_chip > best) {
       out.push_back(p.index);
       best = p.tokens_per_s_per_chip;
+    }
+  }
+  return out;
+}
+
+Result<hw::System> SystemOfChips(const hw::Chip& chip, int chips) {
+  const int n = chips;
+  std::string shape;
+  if (!chip.is_tpu()) {
+    int d = chip.nvlink ? chip.nvlink->domain_size : 1;
+    shape = n <= d ? std::to_string(n) + "x1"
+                   : std::to_string(d) + "x" + std::to_string(n / d);
+  } else if (chip.ici && chip.ici->torus_dims == 2) {
+    int a = 1;
+    while (a * a < n) a *= 2;
+    int b = n / a;
+    if (a * b != n) {
+      return InvalidArgument("no slice of " + std::to_string(n) + " chips",
+                             "chips");
+    }
+    shape =
+        std::to_string(std::min(a, b)) + "x" + std::to_string(std::max(a, b));
+  } else {
+    int x = 1, y = 1, z = 1;
+    int left = n;
+    while (left > 1) {
+      if (x <= y && x <= z) {
+        x *= 2;
+      } else if (y <= z) {
+        y *= 2;
+      } else {
+        z *= 2;
+      }
+      left /= 2;
+    }
+    shape =
+        std::to_string(x) + "x" + std::to_string(y) + "x" + std::to_string(z);
+  }
+  return hw::BuildSystem(chip, shape);
+}
+
+std::string ServingPlan::PlanString() const {
+  std::string s = "tp=" + std::to_string(config.tp);
+  if (config.ep > 1) s += ",ep=" + std::to_string(config.ep);
+  return s;
+}
+
+ServingPlanResult PlanServing(const model::ModelSpec& spec,
+                              const hw::Chip& chip,
+                              const ServingPlanRequest& request) {
+  ServingPlanResult out;
+  out.max_chips =
+      request.max_chips > 0
+          ? request.max_chips
+          : (chip.is_tpu()
+                 ? 256
+                 : std::max(8, chip.nvlink ? chip.nvlink->domain_size : 8) * 8);
+  // Every feasible point: its slice (an index into `systems`) and config.
+  struct Point {
+    int system;
+    estimate::ServeConfig config;
+    estimate::ServeEstimate e;
+  };
+  std::vector<hw::System> systems;
+  std::vector<Point> points;
+  auto start = std::chrono::steady_clock::now();
+  for (int n = 1; n <= out.max_chips; n *= 2) {
+    auto sys = SystemOfChips(chip, n);
+    if (!sys) continue;
+    systems.push_back(*sys);
+    const int si = static_cast<int>(systems.size()) - 1;
+    for (int tp = 1; tp <= n; tp *= 2) {
+      if (spec.num_heads % tp) continue;
+      for (int ep = 1; tp * ep <= n; ep *= 2) {
+        if (ep > 1 && (!spec.is_moe() || spec.moe.num_experts % ep)) continue;
+        // One replica per serving group: every chip of the system serves it.
+        if (tp * ep != n) continue;
+        estimate::ServeConfig cfg = request.base;
+        cfg.tp = tp;
+        cfg.ep = ep;
+        cfg.dp = 1;
+        cfg.batch = 1;
+        auto probe = estimate::EstimateServing(spec, *sys, cfg);
+        if (!probe) continue;
+        double maxb = probe->max_batch;
+        std::vector<double> batches;
+        for (double b = 1; b <= maxb; b *= 2) batches.push_back(b);
+        if (maxb >= 1 && (batches.empty() || batches.back() != maxb))
+          batches.push_back(maxb);
+        for (double b : batches) {
+          cfg.batch = b;
+          auto e = estimate::EstimateServing(spec, *sys, cfg);
+          ++out.configs_evaluated;
+          if (!e || !e->feasible) continue;
+          points.push_back({si, cfg, *e});
+        }
+      }
+    }
+  }
+  out.search_time_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  std::vector<ServePoint> sp;
+  for (size_t i = 0; i < points.size(); ++i) {
+    sp.push_back({points[i].e.decode_step.si(),
+                  points[i].e.tokens_per_s_per_chip, static_cast<int>(i)});
+  }
+  for (int i : ParetoFrontier(sp)) {
+    const Point& p = points[i];
+    out.frontier.push_back({systems[p.system], p.config, p.e});
+  }
+  for (size_t i = 0; i < out.frontier.size(); ++i) {
+    const estimate::ServeEstimate& e = out.frontier[i].estimate;
+    if (request.tpot_max_s > 0 && e.decode_step.si() > request.tpot_max_s)
+      continue;
+    if (request.ttft_max_s > 0 && e.ttft.si() > request.ttft_max_s) continue;
+    if (!out.best || e.tokens_per_s_per_chip >
+                         out.frontier[*out.best].estimate.tokens_per_s_per_chip)
+      out.best = i;
+  }
+  if (out.best) {
+    // Disaggregation: prefill one request at a time on the same chips.
+    const ServingPlan& best = out.frontier[*out.best];
+    estimate::ServeConfig one = request.base;
+    one.tp = best.config.tp;
+    one.ep = best.config.ep;
+    one.batch = 1;
+    auto pre = estimate::EstimateServing(spec, best.system, one);
+    if (pre) {
+      out.prefill_to_decode_chips = estimate::PrefillToDecodeRatio(
+          pre->prefill_time.si(), best.config.batch,
+          best.estimate.decode_step.si(), request.base.output);
     }
   }
   return out;

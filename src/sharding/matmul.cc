@@ -43,12 +43,12 @@ Result<MeshLayout> LayMesh(Mesh& mesh, const hw::System& sys) {
           return InvalidArgument("mesh axis " + mesh.names[i] +
                                      ": unknown physical axis '" + p + "' of " +
                                      sys.id + DidYouMean(p, sys.AxisNames()),
-                                 "--mesh");
+                                 "mesh");
         }
         int idx = static_cast<int>(a - sys.axes.data());
         if (!used.insert(idx).second) {
           return InvalidArgument(
-              "physical axis '" + p + "' is given to two mesh axes", "--mesh");
+              "physical axis '" + p + "' is given to two mesh axes", "mesh");
         }
         out.physical[i].push_back(idx);
         out.sizes[i].push_back(a->size);
@@ -73,7 +73,7 @@ Result<MeshLayout> LayMesh(Mesh& mesh, const hw::System& sys) {
         return InvalidArgument("mesh of " + std::to_string(mesh.num_devices()) +
                                    " devices does not fit " + sys.id + " (" +
                                    std::to_string(sys.num_chips()) + " chips)",
-                               "--mesh");
+                               "mesh");
       }
       if (left % need == 0) {
         out.physical[i].push_back(static_cast<int>(cur));
@@ -90,9 +90,9 @@ Result<MeshLayout> LayMesh(Mesh& mesh, const hw::System& sys) {
             "mesh axis " + mesh.names[i] + "=" + std::to_string(mesh.sizes[i]) +
                 " cannot be laid onto " + sys.id + "'s axis " +
                 sys.axes[cur].name + " (" + std::to_string(left) +
-                " chips left on it); name the axes explicitly, e.g. --mesh " +
+                " chips left on it); name the axes explicitly, e.g. " +
                 mesh.names[i] + "=" + sys.axes[cur].name,
-            "--mesh");
+            "mesh");
       }
     }
   }
@@ -349,7 +349,7 @@ class Analyzer {
       return InvalidArgument(sys_.chip.id + " has no " +
                                  std::string(hw::DtypeName(opt_.dtype)) +
                                  " matrix rate",
-                             "--dtype");
+                             "dtype");
     }
     std::vector<State> starts;
     // Case 4: an axis on free dims of both operands.

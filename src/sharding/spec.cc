@@ -39,13 +39,12 @@ Result<Mesh> ParseMesh(std::string_view text) {
           "expected NAME=SIZE or NAME=PHYSICAL such as 'X=4,Y=2' or "
           "'X=x,Y=y.z', got '" +
               std::string(text) + "'",
-          "--mesh");
+          "mesh");
     }
     std::string name(Trim(item.substr(0, eq)));
     std::string value(Trim(item.substr(eq + 1)));
     if (mesh.index(name) >= 0) {
-      return InvalidArgument("mesh axis '" + name + "' is named twice",
-                             "--mesh");
+      return InvalidArgument("mesh axis '" + name + "' is named twice", "mesh");
     }
     if (std::isdigit(static_cast<unsigned char>(value[0]))) {
       char* end = nullptr;
@@ -54,7 +53,7 @@ Result<Mesh> ParseMesh(std::string_view text) {
         return InvalidArgument("mesh axis " + name +
                                    ": expected a positive size, got '" + value +
                                    "'",
-                               "--mesh");
+                               "mesh");
       }
       mesh.names.push_back(name);
       mesh.sizes.push_back(static_cast<int>(v));
@@ -71,7 +70,7 @@ Result<Mesh> ParseMesh(std::string_view text) {
     return InvalidArgument(
         "give every mesh axis a size ('X=4,Y=2') or every one a physical "
         "axis ('X=x,Y=y'), not a mix",
-        "--mesh");
+        "mesh");
   }
   return mesh;
 }
@@ -324,15 +323,15 @@ Result<std::map<std::string, double>> ParseDims(std::string_view text) {
       return InvalidArgument(
           "expected NAME=SIZE such as 'I=1024,J=512', got '" +
               std::string(text) + "'",
-          "--dims");
+          "dims");
     }
     std::string name(Trim(item.substr(0, eq)));
     auto v = units::ParseCount(item.substr(eq + 1));
-    if (!v) return InvalidArgument(name + ": " + v.error().message, "--dims");
+    if (!v) return InvalidArgument(name + ": " + v.error().message, "dims");
     if (std::floor(*v) != *v) {
       return InvalidArgument(
           name + ": expected a whole number, got '" + item.substr(eq + 1) + "'",
-          "--dims");
+          "dims");
     }
     dims[name] = *v;
   }
@@ -349,7 +348,7 @@ Result<LocalLayout> Layout(const ArraySpec& a, const Mesh& mesh,
     if (it == dims.end()) {
       return InvalidArgument("dimension " + d.dim + " of " + a.name +
                                  " has no size; add " + d.dim + "=N",
-                             "--dims");
+                             "dims");
     }
     int split = 1;
     std::string axes;
@@ -362,7 +361,7 @@ Result<LocalLayout> Layout(const ArraySpec& a, const Mesh& mesh,
       return InvalidArgument(d.dim + "=" + FormatNumber(global) +
                                  " is not divisible by " + axes + "=" +
                                  std::to_string(split) + " in " + a.ToString(),
-                             "--dims");
+                             "dims");
     }
     l.local_shape.push_back(global / split);
     l.elements_per_device *= global / split;

@@ -168,7 +168,7 @@ TEST(CatalogTest, ChipFileErrorsNameFileLineKeyAndForm) {
 TEST(CatalogTest, CatalogDirectoryErrors) {
   Catalog c = BuiltinCatalog();
   EXPECT_EQ(c.AddDirectory("/nonexistent/dir").error().ToString(),
-            "--catalog: catalog directory '/nonexistent/dir' does not exist "
+            "catalog: catalog directory '/nonexistent/dir' does not exist "
             "or is not a directory");
   EXPECT_EQ(c.AddFiles({{"misc/x.toml", ""}}).error().ToString(),
             "misc/x.toml: catalog files must live under chips/, systems/, "

@@ -966,7 +966,7 @@ TEST(TrainingTest, BadPlansAreErrors) {
             "dp*fsdp*tp*pp*ep*cp = 16 (dp=16) but h100:8x4 has 32 chips");
   EXPECT_EQ(err("tp=3,dp=8,pp=1"),
             "mesh axis tp=3 cannot be laid onto h100:8x4's axis node (8 chips "
-            "left on it); name the axes explicitly, e.g. --mesh tp=node");
+            "left on it); name the axes explicitly, e.g. tp=node");
   EXPECT_EQ(EstimateTraining(m, System("h100:8x12"),
                              Config("tp=96", 96 * 4096.0, 4096))
                 .error()

@@ -184,7 +184,9 @@ TEST(LaunchTest, GpuEnginesRefuseTpuSystems) {
   auto text =
       EmitTraining(TrainEngine::kMegatron, t.model, t.system, t.cfg, t.est);
   ASSERT_FALSE(text.has_value());
-  EXPECT_NE(text.error().message.find("use --emit maxtext"), std::string::npos);
+  EXPECT_NE(text.error().message.find("MaxText runs on TPUs"),
+            std::string::npos);
+  EXPECT_EQ(text.error().where, "engine");
 }
 
 TEST(LaunchTest, EngineNamesSuggest) {

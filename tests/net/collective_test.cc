@@ -36,13 +36,13 @@ TEST(CollectiveTest, AxisErrors) {
   EXPECT_EQ(EstimateCollective(s, Collective::kAllGather, Bytes(1e6), {"w"})
                 .error()
                 .ToString(),
-            "--axes: unknown axis 'w' for tpu-v5e:16x16 (did you mean 'x'?); "
+            "axes: unknown axis 'w' for tpu-v5e:16x16 (did you mean 'x'?); "
             "its axes are x, y, dcn");
   EXPECT_EQ(
       EstimateCollective(s, Collective::kAllGather, Bytes(1e6), {"x", "x"})
           .error()
           .ToString(),
-      "--axes: axis 'x' is named twice");
+      "axes: axis 'x' is named twice");
   EXPECT_EQ(EstimateCollective(System("h100:8x4"), Collective::kAllGather,
                                Bytes(1e6), {"nodes"})
                 .error()

@@ -230,7 +230,7 @@ TEST(MeshTest, LaysOntoPhysicalAxes) {
   Mesh odd = M("X=3");
   EXPECT_EQ(LayMesh(odd, sys).error().message,
             "mesh axis X=3 cannot be laid onto tpu-v5p:4x4x8's axis x (4 chips "
-            "left on it); name the axes explicitly, e.g. --mesh X=x");
+            "left on it); name the axes explicitly, e.g. X=x");
   Mesh wrong = M("X=w");
   EXPECT_EQ(LayMesh(wrong, sys).error().message,
             "mesh axis X: unknown physical axis 'w' of tpu-v5p:4x4x8 (did you "

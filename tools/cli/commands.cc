@@ -33,7 +33,7 @@ io::Json Document(const Json& inputs, const Json& results) {
 
 Result<bool> PutLaunch(const std::string& engine_name,
                        const Result<std::string>& text, Output& out) {
-  if (!text) return tl::unexpected(text.error());
+  if (!text) return tl::unexpected(EmitError(text.error()));
   out.text = *text;
   out.json["launch"] = {{"engine", ToLower(engine_name)}, {"script", *text}};
   return true;

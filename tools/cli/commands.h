@@ -97,6 +97,13 @@ void AddServeSearchOptions(CLI::App* app, ServeSearchCli& o);
 Result<Output> RunServeSearch(const catalog::Catalog& cat,
                               const ServeSearchCli& o);
 
+// An error from the launch-line writer (io/launch.h), whose input the
+// library calls "engine": the option for it here is --emit.
+inline Error EmitError(Error e) {
+  if (e.where == "engine") e.where = "--emit";
+  return e;
+}
+
 // --emit: the launch text replaces the text report; the JSON document
 // gains "launch" {engine, script}. Passes an emit error through.
 Result<bool> PutLaunch(const std::string& engine_name,

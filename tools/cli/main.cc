@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <iostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "commands.h"
@@ -36,26 +37,56 @@ std::string ConversionMessage(const CLI::App& app, const std::string& what) {
   return name + ": expected " + kind + ", got '" + value + "'";
 }
 
-}  // namespace
+// The option called `name` in `app` or the subcommand of it that ran.
+const CLI::Option* FindParsedOption(const CLI::App& app,
+                                    const std::string& name) {
+  if (const CLI::Option* o = app.get_option_no_throw(name)) return o;
+  for (const CLI::App* sub : app.get_subcommands()) {
+    if (const CLI::Option* o = FindParsedOption(*sub, name)) return o;
+  }
+  return nullptr;
+}
 
-// Library errors name the input by its name in the library API
-// ("batch_tokens"); the command line calls it by its flag
-// ("--batch-tokens"). Other locations (a file, a JSON path, a command) pass
-// through.
-static std::string FlagFor(const std::string& where) {
-  static const char* const kInputs[] = {
-      "plan",    "batch_tokens", "micro_batch", "microbatches",
-      "vpp",     "precision",    "schedule",    "last_stage_layers",
-      "cp_comm", "fp8_recipe",   "batch",       "attention_kernel"};
-  for (const char* name : kInputs) {
-    if (where == name) {
-      std::string flag = "--" + where;
-      std::replace(flag.begin(), flag.end(), '_', '-');
-      return flag;
-    }
+// Library errors name the input as the library API does, in snake_case
+// ("batch_tokens"); the CLI names the flag ("--batch-tokens"). A name
+// becomes a flag when `command` (or its subcommand that ran) or the root has
+// that option, or through kFlagFor; other locations (file:line, a JSON path,
+// a command name such as "system", a flag already) are printed as they are.
+std::string FlagWhere(const CLI::App& root, const CLI::App* command,
+                      const std::string& where) {
+  // Library names printed as a flag even where the command has no option
+  // of that name.
+  static const std::vector<std::pair<std::string, std::string>> kFlagFor = {
+      // FindModel's errors read "--model" in every command, `model NAME`
+      // (a positional) included.
+      {"model", "--model"},
+  };
+  if (where.empty() ||
+      where.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") !=
+          std::string::npos) {
+    return where;
+  }
+  std::string flag = "--" + where;
+  std::replace(flag.begin(), flag.end(), '_', '-');
+  if ((command && FindParsedOption(*command, flag)) ||
+      root.get_option_no_throw(flag)) {
+    return flag;
+  }
+  for (const auto& [name, f] : kFlagFor) {
+    if (name == where) return f;
   }
   return where;
 }
+
+// "where: message" with the library's name for the input turned into the
+// flag (FlagWhere).
+std::string ErrorText(const CLI::App& root, const CLI::App* command,
+                      scalemodel::Error e) {
+  e.where = FlagWhere(root, command, e.where);
+  return e.ToString();
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace scalemodel;
@@ -143,7 +174,8 @@ int main(int argc, char** argv) {
   if (!globals.catalog_dir.empty()) {
     auto added = catalog->AddDirectory(globals.catalog_dir);
     if (!added) {
-      std::fprintf(stderr, "error: %s\n", added.error().ToString().c_str());
+      std::fprintf(stderr, "error: %s\n",
+                   ErrorText(app, nullptr, added.error()).c_str());
       return 2;
     }
   }
@@ -158,9 +190,8 @@ int main(int argc, char** argv) {
       return 1;
     }
     if (!out) {
-      Error e = out.error();
-      e.where = FlagFor(e.where);
-      std::fprintf(stderr, "error: %s\n", e.ToString().c_str());
+      std::fprintf(stderr, "error: %s\n",
+                   ErrorText(app, c.app, out.error()).c_str());
       return out.error().code == ErrorCode::kInternal ? 1 : 2;
     }
     if (globals.json) {

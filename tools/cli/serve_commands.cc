@@ -42,7 +42,7 @@ static Result<bool> AddServeLaunch(const std::string& engine_name,
                                    Output& out) {
   if (engine_name.empty()) return true;
   auto engine = io::ParseServeEngine(engine_name);
-  if (!engine) return tl::unexpected(engine.error());
+  if (!engine) return tl::unexpected(EmitError(engine.error()));
   return PutLaunch(engine_name, io::EmitServing(*engine, m, sys, cfg, est),
                    out);
 }
@@ -113,47 +113,11 @@ static std::string ServeText(const estimate::ServeEstimate& e) {
   return s;
 }
 
-// A system of `n` chips of `chip`: GPUs fill NVLink domains; TPUs take the
-// most square slice (2D) or most cubic one (3D) with n chips.
-static Result<hw::System> SystemOfChips(const catalog::Catalog& cat,
-                                        const hw::Chip& chip, int n) {
-  std::string shape;
-  if (!chip.is_tpu()) {
-    int d = chip.nvlink ? chip.nvlink->domain_size : 1;
-    shape = n <= d ? std::to_string(n) + "x1"
-                   : std::to_string(d) + "x" + std::to_string(n / d);
-  } else if (chip.ici && chip.ici->torus_dims == 2) {
-    int a = 1;
-    while (a * a < n) a *= 2;
-    int b = n / a;
-    if (a * b != n)
-      return InvalidArgument("no slice of " + std::to_string(n) + " chips");
-    shape =
-        std::to_string(std::min(a, b)) + "x" + std::to_string(std::max(a, b));
-  } else {
-    int x = 1, y = 1, z = 1;
-    int left = n;
-    while (left > 1) {
-      if (x <= y && x <= z) {
-        x *= 2;
-      } else if (y <= z) {
-        y *= 2;
-      } else {
-        z *= 2;
-      }
-      left /= 2;
-    }
-    shape =
-        std::to_string(x) + "x" + std::to_string(y) + "x" + std::to_string(z);
-  }
-  return cat.FindSystem(chip.id + ":" + shape);
-}
-
 Result<Output> RunServeSearch(const catalog::Catalog& cat,
                               const ServeSearchCli& o) {
   if (!o.emit.empty()) {
     auto engine = io::ParseServeEngine(o.emit);
-    if (!engine) return tl::unexpected(engine.error());
+    if (!engine) return tl::unexpected(EmitError(engine.error()));
   }
   auto m = io::FindModel(cat, o.model);
   if (!m) return tl::unexpected(m.error());
@@ -180,128 +144,56 @@ Result<Output> RunServeSearch(const catalog::Catalog& cat,
     ttft_max = t->si();
   }
   const model::ModelSpec& spec = m->spec;
-  int max_chips =
-      o.max_chips > 0
-          ? o.max_chips
-          : ((*chip)->is_tpu()
-                 ? 256
-                 : std::max(
-                       8, (*chip)->nvlink ? (*chip)->nvlink->domain_size : 8) *
-                       8);
-  struct Point {
-    int chips, tp, ep, dp;
-    double batch;
-    estimate::ServeEstimate e;
-  };
-  std::vector<Point> points;
-  double evaluated = 0;
-  auto start = std::chrono::steady_clock::now();
-  for (int n = 1; n <= max_chips; n *= 2) {
-    auto sys = SystemOfChips(cat, **chip, n);
-    if (!sys) continue;
-    for (int tp = 1; tp <= n; tp *= 2) {
-      if (spec.num_heads % tp) continue;
-      for (int ep = 1; tp * ep <= n; ep *= 2) {
-        if (ep > 1 && (!spec.is_moe() || spec.moe.num_experts % ep)) continue;
-        // One replica per serving group: every chip of the system serves it.
-        if (tp * ep != n) continue;
-        estimate::ServeConfig cfg = *base;
-        cfg.tp = tp;
-        cfg.ep = ep;
-        cfg.dp = 1;
-        cfg.batch = 1;
-        auto probe = estimate::EstimateServing(spec, *sys, cfg);
-        if (!probe) continue;
-        double maxb = probe->max_batch;
-        std::vector<double> batches;
-        for (double b = 1; b <= maxb; b *= 2) batches.push_back(b);
-        if (maxb >= 1 && (batches.empty() || batches.back() != maxb))
-          batches.push_back(maxb);
-        for (double b : batches) {
-          cfg.batch = b;
-          auto e = estimate::EstimateServing(spec, *sys, cfg);
-          ++evaluated;
-          if (!e || !e->feasible) continue;
-          points.push_back({n, tp, ep, 1, b, *e});
-        }
-      }
-    }
-  }
-  double elapsed =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-          .count();
-  // Pareto frontier: lower time per token and higher throughput per chip.
-  std::vector<search::ServePoint> sp;
-  for (size_t i = 0; i < points.size(); ++i) {
-    sp.push_back({points[i].e.decode_step.si(),
-                  points[i].e.tokens_per_s_per_chip, static_cast<int>(i)});
-  }
-  std::vector<const Point*> frontier;
-  for (int i : search::ParetoFrontier(sp)) frontier.push_back(&points[i]);
-  const Point* best = nullptr;
-  for (const Point* p : frontier) {
-    if (tpot_max > 0 && p->e.decode_step.si() > tpot_max) continue;
-    if (ttft_max > 0 && p->e.ttft.si() > ttft_max) continue;
-    if (!best || p->e.tokens_per_s_per_chip > best->e.tokens_per_s_per_chip)
-      best = p;
-  }
-  auto plan_str = [](const Point& p) {
-    std::string s = "tp=" + std::to_string(p.tp);
-    if (p.ep > 1) s += ",ep=" + std::to_string(p.ep);
-    return s;
-  };
+  search::ServingPlanRequest req;
+  req.base = *base;
+  req.max_chips = o.max_chips;
+  req.tpot_max_s = tpot_max;
+  req.ttft_max_s = ttft_max;
+  const search::ServingPlanResult res = search::PlanServing(spec, **chip, req);
+  const int max_chips = res.max_chips;
+  const double evaluated = res.configs_evaluated;
+  const double elapsed = res.search_time_s;
+  const search::ServingPlan* best =
+      res.best ? &res.frontier[*res.best] : nullptr;
   Json fr = Json::array();
   std::vector<std::vector<std::string>> rows = {{"chips", "plan", "batch",
                                                  "TPOT", "TTFT", "tok/s/chip",
                                                  "$/M tok", "bound"}};
-  for (const Point* p : frontier) {
-    fr.push_back({{"plan", plan_str(*p)},
-                  {"batch", p->batch},
-                  {"chips", p->chips},
-                  {"decode_step_time_s", p->e.decode_step.si()},
-                  {"ttft_s", p->e.ttft.si()},
-                  {"tokens_per_s_per_chip", p->e.tokens_per_s_per_chip},
+  for (const search::ServingPlan& p : res.frontier) {
+    const estimate::ServeEstimate& e = p.estimate;
+    fr.push_back({{"plan", p.PlanString()},
+                  {"batch", p.config.batch},
+                  {"chips", p.chips()},
+                  {"decode_step_time_s", e.decode_step.si()},
+                  {"ttft_s", e.ttft.si()},
+                  {"tokens_per_s_per_chip", e.tokens_per_s_per_chip},
                   {"cost_per_million_tokens_usd",
-                   io::NumberOrNull(p->e.cost_per_million_tokens_usd)},
-                  {"bound", p->e.bound}});
-    rows.push_back(
-        {std::to_string(p->chips), plan_str(*p), FormatNumber(p->batch),
-         FormatSeconds(p->e.decode_step), FormatSeconds(p->e.ttft),
-         fmt::format("{:.0f}", p->e.tokens_per_s_per_chip),
-         std::isnan(p->e.cost_per_million_tokens_usd)
-             ? "-"
-             : fmt::format("{:.3f}", p->e.cost_per_million_tokens_usd),
-         p->e.bound});
+                   io::NumberOrNull(e.cost_per_million_tokens_usd)},
+                  {"bound", e.bound}});
+    rows.push_back({std::to_string(p.chips()), p.PlanString(),
+                    FormatNumber(p.config.batch), FormatSeconds(e.decode_step),
+                    FormatSeconds(e.ttft),
+                    fmt::format("{:.0f}", e.tokens_per_s_per_chip),
+                    std::isnan(e.cost_per_million_tokens_usd)
+                        ? "-"
+                        : fmt::format("{:.3f}", e.cost_per_million_tokens_usd),
+                    e.bound});
   }
   Json best_json = nullptr;
   std::string best_text = "\nNo plan on the frontier meets the constraints.\n";
   if (best) {
-    // Disaggregation: prefill one request at a time on the same chips.
-    auto sys = SystemOfChips(cat, **chip, best->chips);
-    estimate::ServeConfig one = *base;
-    one.tp = best->tp;
-    one.ep = best->ep;
-    one.batch = 1;
-    double ratio = 0;
-    if (sys) {
-      auto pre = estimate::EstimateServing(spec, *sys, one);
-      if (pre) {
-        ratio = estimate::PrefillToDecodeRatio(
-            pre->prefill_time.si(), best->batch, best->e.decode_step.si(),
-            base->output);
-      }
-    }
-    best_json = io::ToJson(best->e);
-    best_json["plan"] = plan_str(*best);
-    best_json["batch"] = best->batch;
-    best_json["chips"] = best->chips;
+    const double ratio = res.prefill_to_decode_chips;
+    best_json = io::ToJson(best->estimate);
+    best_json["plan"] = best->PlanString();
+    best_json["batch"] = best->config.batch;
+    best_json["chips"] = best->chips();
     best_json["prefill_to_decode_chips"] = ratio;
     best_text = fmt::format(
         "\nBest under the constraints: {} chips, {}, batch {}\n{}For "
         "disaggregated serving, {:.2f} prefill chips per decode chip "
         "(prefilling one request at a time on the same slice).\n",
-        best->chips, plan_str(*best), FormatNumber(best->batch),
-        ServeText(best->e), ratio);
+        best->chips(), best->PlanString(), FormatNumber(best->config.batch),
+        ServeText(best->estimate), ratio);
   }
   Output out;
   out.json = Document({{"model", spec.id},
@@ -334,14 +226,8 @@ Result<Output> RunServeSearch(const catalog::Catalog& cat,
           "nothing to emit",
           "--emit");
     }
-    auto sys = SystemOfChips(cat, **chip, best->chips);
-    if (!sys) return tl::unexpected(sys.error());
-    estimate::ServeConfig cfg = *base;
-    cfg.tp = best->tp;
-    cfg.ep = best->ep;
-    cfg.dp = best->dp;
-    cfg.batch = best->batch;
-    auto launch = AddServeLaunch(o.emit, spec, *sys, cfg, best->e, out);
+    auto launch = AddServeLaunch(o.emit, spec, best->system, best->config,
+                                 best->estimate, out);
     if (!launch) return tl::unexpected(launch.error());
   }
   return out;

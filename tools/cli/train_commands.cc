@@ -8,6 +8,7 @@
 #include "fmt/format.h"
 #include "scalemodel/base/strings.h"
 #include "scalemodel/estimate/inference.h"
+#include "scalemodel/estimate/presets.h"
 #include "scalemodel/estimate/training.h"
 #include "scalemodel/io/hf_config.h"
 #include "scalemodel/io/launch.h"
@@ -16,6 +17,7 @@
 #include "scalemodel/net/collective.h"
 #include "scalemodel/roofline/roofline.h"
 #include "scalemodel/search/parallelism.h"
+#include "scalemodel/search/plan.h"
 #include "scalemodel/sharding/matmul.h"
 #include "scalemodel/units/format.h"
 #include "scalemodel/units/parse.h"
@@ -28,7 +30,9 @@ struct TrainOptionsCli {
       plan = "dp=1", batch_tokens, seq = "4096", tokens, remat = "none",
       mode = "realistic", precision = "bf16", schedule = "1f1b",
       attention = "causal", emit, grad_reduce, attention_kernel = "fused",
-      cross_entropy = "fused", fp8_recipe, cp_comm = "p2p";
+      cross_entropy = "fused", fp8_recipe, cp_comm = "p2p", engine;
+  // Whether --cross-entropy was given (its default is also a value).
+  CLI::Option* cross_entropy_option = nullptr;
   int micro_batch = 1;
   int microbatches = 0;
   int lora = 0;
@@ -72,6 +76,18 @@ static Result<TrainInputs> ResolveTrain(const catalog::Catalog& cat,
   }
   in.system = *sys;
   estimate::TrainingConfig& c = in.config;
+  // The engine's habits (--engine, or MaxText's with --emit maxtext) first;
+  // the options given explicitly override them below.
+  std::optional<estimate::Engine> preset;
+  if (!o.engine.empty()) {
+    auto engine = estimate::ParseEngine(o.engine);
+    if (!engine) return tl::unexpected(engine.error());
+    preset = *engine;
+  } else if (auto emit = io::ParseTrainEngine(o.emit);
+             emit && *emit == io::TrainEngine::kMaxText) {
+    preset = estimate::Engine::kMaxText;
+  }
+  if (preset) estimate::ApplyEnginePreset(*preset, c);
   if (need_plan) {
     auto plan = estimate::ParsePlan(o.plan);
     if (!plan) return tl::unexpected(plan.error());
@@ -190,7 +206,7 @@ static Result<TrainInputs> ResolveTrain(const catalog::Catalog& cat,
         "--mtp-layers");
   }
   c.mtp_layers = o.mtp_layers;
-  c.tp_comm_overlap = o.tp_overlap;
+  c.tp_comm_overlap = c.tp_comm_overlap || o.tp_overlap;
   auto kernel = estimate::ParseAttentionKernel(o.attention_kernel);
   if (!kernel) return tl::unexpected(kernel.error());
   c.attention_kernel = *kernel;
@@ -201,7 +217,9 @@ static Result<TrainInputs> ResolveTrain(const catalog::Catalog& cat,
                                DidYouMean(ce, {"fused", "unfused"}),
                            "--cross-entropy");
   }
-  c.unfused_cross_entropy = ce == "unfused";
+  if (!preset || (o.cross_entropy_option && o.cross_entropy_option->count())) {
+    c.unfused_cross_entropy = ce == "unfused";
+  }
   auto cp_comm = estimate::ParseCpComm(o.cp_comm);
   if (!cp_comm) return tl::unexpected(cp_comm.error());
   c.cp_comm = *cp_comm;
@@ -234,22 +252,19 @@ static Result<TrainInputs> ResolveTrain(const catalog::Catalog& cat,
   c.lora_rank = o.lora;
   if (!o.emit.empty()) {
     auto engine = io::ParseTrainEngine(o.emit);
-    if (!engine) return tl::unexpected(engine.error());
+    if (!engine) return tl::unexpected(EmitError(engine.error()));
     in.engine = *engine;
   }
-  // MaxText's own habits (docs/model.md 5.3): fp32 weights, so fp32
-  // gradient reductions, and the data-parallel reduction after the backward
-  // pass.
-  const bool maxtext = in.engine == io::TrainEngine::kMaxText;
-  std::string gr =
-      o.grad_reduce.empty() ? (maxtext ? "fp32" : "bf16") : o.grad_reduce;
-  auto grd = hw::ParseDtype(gr);
-  if (!grd || (*grd != hw::Dtype::kBf16 && *grd != hw::Dtype::kFp32)) {
-    return InvalidArgument("expected bf16 or fp32, got '" + gr + "'",
-                           "--grad-reduce");
+  if (!o.grad_reduce.empty()) {
+    auto grd = hw::ParseDtype(o.grad_reduce);
+    if (!grd || (*grd != hw::Dtype::kBf16 && *grd != hw::Dtype::kFp32)) {
+      return InvalidArgument(
+          "expected bf16 or fp32, got '" + o.grad_reduce + "'",
+          "--grad-reduce");
+    }
+    c.grad_reduce = *grd;
   }
-  c.grad_reduce = *grd;
-  c.dp_overlap = !(o.no_dp_overlap || maxtext);
+  c.dp_overlap = c.dp_overlap && !o.no_dp_overlap;
   if (c.lora_rank > 0 && in.engine) {
     return InvalidArgument(
         "no launch line for LoRA fine-tuning: MaxText, Megatron-LM and "
@@ -302,6 +317,9 @@ static Result<TrainInputs> ResolveTrain(const catalog::Catalog& cat,
            : "model FLOPs (no recompute; multi-token-prediction modules "
              "included) / (time x chips x dense bf16 peak)"}};
   if (c.tokens > 0) in.inputs["tokens"] = c.tokens;
+  if (!o.engine.empty() && preset) {
+    in.inputs["engine"] = std::string(estimate::EngineName(*preset));
+  }
   return in;
 }
 
@@ -413,11 +431,13 @@ static void AddTrainOptions(CLI::App* app, TrainOptionsCli& o, bool plan) {
                   "With --precision fp8, how inputs are scaled: delayed (the "
                   "default), tensorwise (current scaling: one more pass per "
                   "cast), blockwise or mxfp8 (Megatron's --fp8-recipe names)");
-  app->add_option("--cross-entropy", o.cross_entropy,
-                  "Loss kernel: fused (one pass each way, 12 B per logit: "
-                  "TE, Megatron --cross-entropy-loss-fusion, XLA) or unfused "
-                  "(Megatron-LM's default, fp32 passes, 52 B per logit)")
-      ->capture_default_str();
+  o.cross_entropy_option =
+      app->add_option(
+             "--cross-entropy", o.cross_entropy,
+             "Loss kernel: fused (one pass each way, 12 B per logit: "
+             "TE, Megatron --cross-entropy-loss-fusion, XLA) or unfused "
+             "(Megatron-LM's default, fp32 passes, 52 B per logit)")
+          ->capture_default_str();
   app->add_option("--attention", o.attention,
                   "Attention FLOPs in MFU: causal (halved) or full")
       ->capture_default_str();
@@ -426,6 +446,13 @@ static void AddTrainOptions(CLI::App* app, TrainOptionsCli& o, bool plan) {
                       (plan ? "this plan" : "the best plan") +
                       " instead of the report: maxtext, megatron or "
                       "torchtitan (--json adds it as \"launch\")");
+  app->add_option("--engine", o.engine,
+                  "Estimate as this framework runs by default: maxtext, "
+                  "megatron (Megatron-LM), megatron-bridge (NeMo), "
+                  "torchtitan or deepspeed; sets the gradient-reduction "
+                  "dtype, DP overlap, loss kernel and FP8 recipe, which "
+                  "explicit options override (--emit maxtext implies "
+                  "maxtext)");
 }
 
 // --emit: the launch text replaces the report; JSON carries both.
@@ -705,8 +732,9 @@ Command AddPlanCommand(CLI::App& app) {
   tr->add_option("--top", o->top, "How many plans to show")
       ->capture_default_str();
   tr->add_option("--objective", o->objective,
-                 "time (step time) or cost (dollars for --tokens; with a fixed "
-                 "system it ranks like time)")
+                 "time (step time), cost (dollars for --tokens; with a fixed "
+                 "system it ranks like time) or chips (fewest chips of "
+                 "--chips first, then step time)")
       ->capture_default_str();
   tr->add_option("--explain", o->explain,
                  "A plan (as for train --plan) to estimate and rank among the "
@@ -734,42 +762,43 @@ Command AddPlanCommand(CLI::App& app) {
     }
     if (o->top <= 0)
       return InvalidArgument("expected a positive number", "--top");
-    if (o->objective != "time" && o->objective != "cost") {
-      return InvalidArgument(
-          "expected 'time' or 'cost', got '" + o->objective + "'",
-          "--objective");
-    }
+    auto objective = search::ParseObjective(o->objective);
+    if (!objective) return tl::unexpected(objective.error());
     TrainOptionsCli opts = o->train;
     auto in = ResolveTrain(cat, opts, false);
     if (!in) return tl::unexpected(in.error());
     const std::optional<io::TrainEngine> engine = in->engine;
     if (engine) {
       auto ok = io::CheckTrainEngine(*engine, in->system);
-      if (!ok) return tl::unexpected(ok.error());
+      if (!ok) return tl::unexpected(EmitError(ok.error()));
     }
-    // The top-ranked plan, kept from the ranking loop for the detailed
-    // report and --emit.
-    struct BestPlan {
-      const hw::System* system;
-      estimate::TrainingConfig config;
-      estimate::TrainingEstimate estimate;
-    };
-    std::optional<BestPlan> best_plan;
-    search::SearchOptions sopt;
-    sopt.base = in->config;
-    // Keep extra candidates so folding near-duplicates still leaves --top.
-    sopt.top_k = o->top * 8;
-    sopt.objective = o->objective == "cost" ? search::Objective::kCost
-                                            : search::Objective::kTime;
-    sopt.threads = o->threads;
+    search::PlanRequest req;
+    req.base = in->config;
+    req.top = o->top;
+    req.objective = *objective;
+    req.threads = o->threads;
     // Only plans the engine can launch.
-    if (engine) {
-      sopt.max_zero = io::MaxZeroLevel(*engine);
-      sopt.remats = io::ExactRemats(*engine);
+    if (engine) req.launchable_by = io::PresetOf(*engine);
+    for (const std::string& count :
+         o->chips.empty() ? std::vector<std::string>{} : Split(o->chips, ',')) {
+      auto n = units::ParseCount(count);
+      if (!n || std::floor(*n) != *n) {
+        return InvalidArgument(
+            "expected chip counts such as 256,512, got '" + o->chips + "'",
+            "--chips");
+      }
+      req.chip_counts.push_back(static_cast<int>(*n));
+    }
+    if (!o->explain.empty()) {
+      auto plan = estimate::ParsePlan(o->explain);
+      if (!plan)
+        return tl::unexpected(
+            Error{plan.error().code, plan.error().message, "--explain"});
+      req.explain = *plan;
     }
     auto start = std::chrono::steady_clock::now();
     bool printed = false;
-    sopt.progress = [&](double fraction, double configs) {
+    req.progress = [&](double fraction, double configs) {
       double el = std::chrono::duration<double>(
                       std::chrono::steady_clock::now() - start)
                       .count();
@@ -780,91 +809,10 @@ Command AddPlanCommand(CLI::App& app) {
           "\rsearching: %3.0f%% of layouts, %.3g configurations, %.1f s",
           100 * fraction, configs, el);
     };
-    // One search per system size (--chips), merged and ranked by the
-    // objective: step time, or cost per step (chips x step x price), which
-    // is what makes different sizes comparable.
-    std::vector<hw::System> systems;
-    if (o->chips.empty()) {
-      systems.push_back(in->system);
-    } else {
-      for (const std::string& count : Split(o->chips, ',')) {
-        auto n = units::ParseCount(count);
-        if (!n || std::floor(*n) != *n) {
-          return InvalidArgument(
-              "expected chip counts such as 256,512, got '" + o->chips + "'",
-              "--chips");
-        }
-        auto sub = hw::SubSystem(in->system, static_cast<int>(*n));
-        if (!sub) return tl::unexpected(sub.error());
-        systems.push_back(*sub);
-      }
-    }
-    const double price =
-        in->config.price_per_chip_hour > 0
-            ? in->config.price_per_chip_hour
-            : (in->system.chip.price ? in->system.chip.price->usd_per_chip_hour
-                                     : 0);
-    if (sopt.objective == search::Objective::kCost && price <= 0) {
-      return InvalidArgument(
-          "ranking by cost needs a price: " + in->system.chip.id +
-              " has none in the catalog; pass "
-              "--price-per-chip-hour",
-          "--objective");
-    }
-    Result<search::SearchResult> res = search::SearchResult{};
-    std::vector<std::pair<search::PlanCandidate, int>> merged;
-    for (size_t k = 0; k < systems.size(); ++k) {
-      auto r = search::SearchTraining(in->model.spec, systems[k], sopt);
-      if (!r) {
-        if (printed) std::fprintf(stderr, "\n");
-        return tl::unexpected(r.error());
-      }
-      res->configs_evaluated += r->configs_evaluated;
-      res->configs_scored += r->configs_scored;
-      res->configs_pruned += r->configs_pruned;
-      res->configs_infeasible += r->configs_infeasible;
-      res->search_time_s += r->search_time_s;
-      res->threads = r->threads;
-      for (const search::PlanCandidate& p : r->plans)
-        merged.push_back({p, static_cast<int>(k)});
-    }
+    auto res = search::PlanTraining(in->model.spec, in->system, req);
     if (printed) std::fprintf(stderr, "\n");
-    auto score = [&](const std::pair<search::PlanCandidate, int>& x) {
-      double t = x.first.step_time_s;
-      return sopt.objective == search::Objective::kCost
-                 ? t * systems[x.second].num_chips()
-                 : t;
-    };
-    std::stable_sort(merged.begin(), merged.end(),
-                     [&](const auto& a, const auto& b) {
-                       if (score(a) != score(b)) return score(a) < score(b);
-                       return a.first.Key() < b.first.Key();
-                     });
-    // Show distinct layouts: a plan with the same degrees and the same step
-    // time as one already listed (ZeRO-1 vs ZeRO-2 with memory to spare, an
-    // equivalent placement order) is folded into it, keeping the one with
-    // less memory; the search's counts still include every plan.
-    {
-      std::vector<std::pair<search::PlanCandidate, int>> distinct;
-      for (const auto& m : merged) {
-        bool dup = false;
-        for (auto& d : distinct) {
-          const estimate::Parallelism &a = m.first.config.par,
-                                      &b = d.first.config.par;
-          if (m.second == d.second && a.dp == b.dp && a.fsdp == b.fsdp &&
-              a.tp == b.tp && a.pp == b.pp && a.ep == b.ep && a.cp == b.cp &&
-              std::fabs(m.first.step_time_s / d.first.step_time_s - 1) < 1e-6) {
-            dup = true;
-            if (m.first.memory_bytes < d.first.memory_bytes) d = m;
-            break;
-          }
-        }
-        if (!dup) distinct.push_back(m);
-      }
-      merged = distinct;
-    }
-    if (static_cast<int>(merged.size()) > o->top) merged.resize(o->top);
-    for (const auto& m : merged) res->plans.push_back(m.first);
+    if (!res) return tl::unexpected(res.error());
+    const search::SearchResult& counts = res->counts;
     Output out;
     Json plans = Json::array();
     std::string text = fmt::format(
@@ -876,8 +824,8 @@ Command AddPlanCommand(CLI::App& app) {
             ? std::to_string(in->system.num_chips())
             : o->chips + " of " + std::to_string(in->system.num_chips()),
         FormatNumber(in->config.batch_tokens), FormatNumber(in->config.seq),
-        res->configs_evaluated, res->configs_scored, res->configs_pruned,
-        res->configs_infeasible, res->search_time_s, res->threads);
+        counts.configs_evaluated, counts.configs_scored, counts.configs_pruned,
+        counts.configs_infeasible, counts.search_time_s, counts.threads);
     if (res->plans.empty()) {
       text += "No plan fits: every layout needs more HBM per chip than the " +
               units::FormatBytes(in->system.chip.hbm_capacity) +
@@ -890,22 +838,14 @@ Command AddPlanCommand(CLI::App& app) {
     std::vector<std::vector<std::string>> rows = {{"#", "chips", "plan", "step",
                                                    "vs best", "MFU", "memory",
                                                    "bottleneck"}};
-    const double best = res->plans.empty() ? 0 : res->plans[0].step_time_s;
-    const double best_score = merged.empty() ? 0 : score(merged[0]);
     int rank = 0;
-    for (const auto& entry : merged) {
-      const auto& [p, sys_index] = entry;
-      const double behind = best_score > 0 ? score(entry) / best_score - 1 : 0;
-      const hw::System& psys = systems[sys_index];
+    for (const search::RankedPlan& r : res->plans) {
+      const search::PlanCandidate& p = r.candidate;
+      const estimate::TrainingConfig& cfg = r.config;
       ++rank;
-      // Re-run the decorated estimator on the plan with the search's
-      // placement order, so the detail is the plan that was ranked.
-      estimate::TrainingConfig cfg = p.config;
-      cfg.placement_order.assign(p.order.begin(), p.order.end());
-      auto est = estimate::EstimateTraining(in->model.spec, psys, cfg);
-      Json j = est ? io::ToJson(*est) : Json::object();
-      j["chips"] = psys.num_chips();
-      j["system"] = psys.id;
+      Json j = r.estimate ? io::ToJson(*r.estimate) : Json::object();
+      j["chips"] = r.system.num_chips();
+      j["system"] = r.system.id;
       j["plan"] = cfg.par.ToString();
       j["key"] = p.Key();
       j["micro_batch"] = cfg.micro_batch;
@@ -916,67 +856,61 @@ Command AddPlanCommand(CLI::App& app) {
       j["offload_optimizer"] = cfg.offload_optimizer;
       j["offload_params"] = cfg.offload_params;
       j["search_step_time_s"] = p.step_time_s;
-      j["behind_best"] = behind;
+      j["behind_best"] = r.behind_best;
       plans.push_back(j);
-      if (rank == 1 && est) best_plan = BestPlan{&psys, cfg, *est};
-      rows.push_back({std::to_string(rank), std::to_string(psys.num_chips()),
-                      p.Key(), FormatSeconds(units::Seconds(p.step_time_s)),
-                      fmt::format("{:+.1f}%", 100 * behind),
+      rows.push_back({std::to_string(rank),
+                      std::to_string(r.system.num_chips()), p.Key(),
+                      FormatSeconds(units::Seconds(p.step_time_s)),
+                      fmt::format("{:+.1f}%", 100 * r.behind_best),
                       fmt::format("{:.1f}%", 100 * p.mfu),
                       FormatBytes(units::Bytes(p.memory_bytes)),
-                      est ? est->bottleneck : "?"});
+                      r.estimate ? r.estimate->bottleneck : "?"});
     }
     text += Table(rows);
+    // The top-ranked plan in detail, and for --emit.
+    const search::RankedPlan* best_plan =
+        !res->plans.empty() && res->plans[0].estimate ? &res->plans[0]
+                                                      : nullptr;
     Json trust_json = nullptr;
     if (best_plan) {
-      auto [trust, tj] = TrustOnChip(cat, best_plan->system->chip, true,
+      auto [trust, tj] = TrustOnChip(cat, best_plan->system.chip, true,
                                      PredictsARun(in->config));
       trust_json = tj;
-      text += "\nBest plan in detail (" + best_plan->system->id + "):\n" +
-              TrainText(best_plan->estimate, *best_plan->system) + trust;
+      text += "\nBest plan in detail (" + best_plan->system.id + "):\n" +
+              TrainText(*best_plan->estimate, best_plan->system) + trust;
     }
     Json results = {{"plans", plans},
                     {"accuracy", trust_json},
-                    {"configs_evaluated", res->configs_evaluated},
-                    {"configs_scored", res->configs_scored},
-                    {"configs_pruned", res->configs_pruned},
-                    {"configs_infeasible", res->configs_infeasible},
-                    {"search_time_s", res->search_time_s},
-                    {"threads", res->threads}};
-    if (!o->explain.empty()) {
-      estimate::TrainingConfig cfg = in->config;
-      auto plan = estimate::ParsePlan(o->explain);
-      if (!plan)
-        return tl::unexpected(
-            Error{plan.error().code, plan.error().message, "--explain"});
-      cfg.par = *plan;
-      auto est = estimate::EstimateTraining(in->model.spec, in->system, cfg);
-      if (!est)
-        return tl::unexpected(
-            Error{est.error().code, est.error().message, "--explain"});
-      int r = search::RankAmong(*res, est->step_time.si());
-      std::string where =
-          r > o->top ? "> " + std::to_string(o->top) : std::to_string(r);
-      results["explain"] = {
-          {"plan", o->explain},
-          {"step_time_s", est->step_time.si()},
-          {"feasible", est->feasible},
-          {"rank", r},
-          {"behind_best", best > 0 ? est->step_time.si() / best - 1 : 0}};
+                    {"configs_evaluated", counts.configs_evaluated},
+                    {"configs_scored", counts.configs_scored},
+                    {"configs_pruned", counts.configs_pruned},
+                    {"configs_infeasible", counts.configs_infeasible},
+                    {"search_time_s", counts.search_time_s},
+                    {"threads", counts.threads}};
+    if (res->explain) {
+      const search::ExplainedPlan& e = *res->explain;
+      const estimate::TrainingEstimate& est = e.estimate;
+      std::string where = e.rank > o->top ? "> " + std::to_string(o->top)
+                                          : std::to_string(e.rank);
+      results["explain"] = {{"plan", o->explain},
+                            {"step_time_s", est.step_time.si()},
+                            {"feasible", est.feasible},
+                            {"rank", e.rank},
+                            {"behind_best", e.behind_best}};
       text += fmt::format(
           "\n--explain {}: step {} ({}), rank {} among the plans found, "
           "{:+.1f}% vs "
           "the best\n",
-          o->explain, FormatSeconds(est->step_time),
-          est->feasible ? "fits" : "does not fit: " + est->reason, where,
-          best > 0 ? 100 * (est->step_time.si() / best - 1) : 0.0);
+          o->explain, FormatSeconds(est.step_time),
+          est.feasible ? "fits" : "does not fit: " + est.reason, where,
+          100 * e.behind_best);
     }
     out.json = Document(in->inputs, results);
     out.text = text;
     if (best_plan) {
       auto launch =
-          AddLaunch(o->train.emit, engine, in->model.spec, *best_plan->system,
-                    best_plan->config, best_plan->estimate, out);
+          AddLaunch(o->train.emit, engine, in->model.spec, best_plan->system,
+                    best_plan->config, *best_plan->estimate, out);
       if (!launch) return tl::unexpected(launch.error());
     } else if (engine) {
       return InvalidArgument(

@@ -357,6 +357,8 @@ def convert(r):
     if "tp-comm-overlap" in other or "async tp" in other.lower():
         out["tp_comm_overlap"] = True
     if "maxtext" in r["source"].lower():
+        # The habits estimate::ApplyEnginePreset(Engine::kMaxText) sets
+        # (src/estimate/presets.cc); rows carry them explicitly.
         # MaxText keeps weights in fp32 (base.yml weight_dtype: float32), so
         # its gradients and their reductions are fp32.
         out["grad_reduce"] = "fp32"

@@ -12,8 +12,18 @@ namespace scalemodel {
 enum class ErrorCode { kInvalidArgument, kNotFound, kParse, kIo, kInternal };
 
 // One user-facing error. `where` is a file:line ("data/chips/h100.toml:12"), a
-// JSON path ("/model/num_layers") or an option name ("--system"); it may be
-// empty. `message` is one sentence without the location.
+// JSON path ("/model/num_layers") or the name of the input; it may be empty.
+// `message` is one sentence without the location.
+//
+// Library code names an input as the library API does, in snake_case: the
+// parameter or field ("plan", "batch_tokens", "mesh", "axes", "chips"), never
+// a front end's spelling of it, and its message names other inputs the same
+// way ("give a price per chip-hour", not "pass --price-per-chip-hour"). Each
+// front end converts the name where it prints errors: the CLI
+// (tools/cli/main.cc) writes "--" + the name with '-' for '_' when the
+// command has that flag ("batch_tokens" -> "--batch-tokens"), with a small
+// table for the exceptions; the CLI's own option checks use the flag
+// directly. (src/estimate still writes flags; it is being converted.)
 struct Error {
   ErrorCode code = ErrorCode::kInvalidArgument;
   std::string message;

@@ -24,6 +24,7 @@
 
 #include "scalemodel/base/error.h"
 #include "scalemodel/estimate/inference.h"
+#include "scalemodel/estimate/presets.h"
 #include "scalemodel/estimate/training.h"
 #include "scalemodel/hw/system.h"
 #include "scalemodel/model/transformer.h"
@@ -44,11 +45,10 @@ Result<ServeEngine> ParseServeEngine(std::string_view text);
 Result<bool> CheckTrainEngine(TrainEngine engine, const hw::System& system);
 int MaxZeroLevel(TrainEngine engine);
 // The remat policies the engine expresses exactly (the others map to its
-// nearest, with a comment): MaxText none (minimal_with_context),
-// save-matmul-outputs (minimal), save-dot-except-mlp-in, full; Megatron-LM
-// none, selective, full; torchtitan none, save-matmul-outputs (op-level
-// selective checkpointing), full.
+// nearest, with a comment); estimate::ExactRemats lists them.
 std::vector<model::Remat> ExactRemats(TrainEngine engine);
+// The preset (estimate/presets.h) of the framework a launch line is for.
+estimate::Engine PresetOf(TrainEngine engine);
 
 // `est` is EstimateTraining's result for (model, system, cfg): it carries the
 // degrees placed on the fast (ICI / NVLink) and slow (DCN / network) domains

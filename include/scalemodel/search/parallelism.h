@@ -27,14 +27,16 @@
 
 namespace scalemodel::search {
 
-enum class Objective { kTime, kCost };
+// How PlanTraining (search/plan.h) ranks plans: by step time, by cost (step
+// time x chips), or by chips (fewest first, then step time). One system size
+// ranks alike under all three, so SearchTraining always keeps the fastest.
+enum class Objective { kTime, kCost, kChips };
 
 struct SearchOptions {
   // Batch, sequence, precision, mode, tokens, price; the layout fields are
   // what the search varies.
   estimate::TrainingConfig base;
   int top_k = 10;
-  Objective objective = Objective::kTime;
   int threads = 0;  // 0: all cores
   bool search_offload = true;
   bool search_remat = true;

@@ -1,0 +1,178 @@
+#include "scalemodel/search/plan.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <utility>
+
+#include "scalemodel/base/strings.h"
+
+namespace scalemodel::search {
+
+Result<Objective> ParseObjective(std::string_view text) {
+  const std::string t = ToLower(Trim(text));
+  if (t == "time") return Objective::kTime;
+  if (t == "cost") return Objective::kCost;
+  if (t == "chips") return Objective::kChips;
+  return InvalidArgument("expected 'time', 'cost' or 'chips', got '" +
+                             std::string(text) + "'" +
+                             DidYouMean(t, {"time", "cost", "chips"}),
+                         "objective");
+}
+
+std::string_view ObjectiveName(Objective objective) {
+  switch (objective) {
+    case Objective::kTime:
+      return "time";
+    case Objective::kCost:
+      return "cost";
+    case Objective::kChips:
+      return "chips";
+  }
+  return "time";
+}
+
+namespace {
+
+// A search result with the index of the size it was found on.
+struct Found {
+  PlanCandidate plan;
+  int size = 0;
+};
+
+}  // namespace
+
+Result<TrainingPlanResult> PlanTraining(const model::ModelSpec& model,
+                                        const hw::System& system,
+                                        const PlanRequest& request) {
+  if (request.top <= 0) {
+    return InvalidArgument("expected a positive number", "top");
+  }
+  // One search per system size, merged and ranked by the objective: step
+  // time, cost per step (chips x step x price, the price being one number),
+  // or chips; the last two are what make different sizes comparable.
+  std::vector<hw::System> systems;
+  if (request.chip_counts.empty()) {
+    systems.push_back(system);
+  } else {
+    for (int n : request.chip_counts) {
+      auto sub = hw::SubSystem(system, n);
+      if (!sub) return tl::unexpected(sub.error());
+      systems.push_back(*sub);
+    }
+  }
+  TrainingPlanResult out;
+  out.price_per_chip_hour =
+      request.base.price_per_chip_hour > 0
+          ? request.base.price_per_chip_hour
+          : (system.chip.price ? system.chip.price->usd_per_chip_hour : 0);
+  if (request.objective == Objective::kCost && out.price_per_chip_hour <= 0) {
+    return InvalidArgument("ranking by cost needs a price: " + system.chip.id +
+                               " has none in the catalog; give a price per "
+                               "chip-hour",
+                           "objective");
+  }
+  SearchOptions sopt;
+  sopt.base = request.base;
+  // Keep extra candidates so folding near-duplicates still leaves `top`.
+  sopt.top_k = request.top * 8;
+  sopt.threads = request.threads;
+  sopt.max_zero = request.max_zero;
+  sopt.remats = request.remats;
+  if (request.launchable_by) {
+    sopt.max_zero = estimate::MaxZeroLevel(*request.launchable_by);
+    sopt.remats = estimate::ExactRemats(*request.launchable_by);
+  }
+  sopt.progress = request.progress;
+  SearchResult& counts = out.counts;
+  std::vector<Found> merged;
+  for (size_t k = 0; k < systems.size(); ++k) {
+    auto r = SearchTraining(model, systems[k], sopt);
+    if (!r) return tl::unexpected(r.error());
+    counts.configs_evaluated += r->configs_evaluated;
+    counts.configs_scored += r->configs_scored;
+    counts.configs_pruned += r->configs_pruned;
+    counts.configs_infeasible += r->configs_infeasible;
+    counts.search_time_s += r->search_time_s;
+    counts.threads = r->threads;
+    for (PlanCandidate& p : r->plans) {
+      merged.push_back({std::move(p), static_cast<int>(k)});
+    }
+  }
+  auto score = [&](const Found& f) {
+    switch (request.objective) {
+      case Objective::kTime:
+        break;
+      case Objective::kCost:
+        return f.plan.step_time_s * systems[f.size].num_chips();
+      case Objective::kChips:
+        return static_cast<double>(systems[f.size].num_chips());
+    }
+    return f.plan.step_time_s;
+  };
+  std::stable_sort(merged.begin(), merged.end(),
+                   [&](const Found& a, const Found& b) {
+                     const double sa = score(a), sb = score(b);
+                     if (sa != sb) return sa < sb;
+                     // Equal chip counts go to the faster step.
+                     if (request.objective == Objective::kChips &&
+                         a.plan.step_time_s != b.plan.step_time_s) {
+                       return a.plan.step_time_s < b.plan.step_time_s;
+                     }
+                     return a.plan.Key() < b.plan.Key();
+                   });
+  // Distinct layouts: a plan with the same degrees and the same step time as
+  // one already kept is folded into it, keeping the one with less memory;
+  // the counts still include every plan.
+  std::vector<Found> distinct;
+  for (Found& m : merged) {
+    bool dup = false;
+    for (Found& d : distinct) {
+      const estimate::Parallelism &a = m.plan.config.par,
+                                  &b = d.plan.config.par;
+      if (m.size == d.size && a.dp == b.dp && a.fsdp == b.fsdp &&
+          a.tp == b.tp && a.pp == b.pp && a.ep == b.ep && a.cp == b.cp &&
+          std::fabs(m.plan.step_time_s / d.plan.step_time_s - 1) < 1e-6) {
+        dup = true;
+        if (m.plan.memory_bytes < d.plan.memory_bytes) d = m;
+        break;
+      }
+    }
+    if (!dup) distinct.push_back(std::move(m));
+  }
+  if (static_cast<int>(distinct.size()) > request.top) {
+    distinct.resize(request.top);
+  }
+  const double best_score = distinct.empty() ? 0 : score(distinct[0]);
+  for (const Found& f : distinct) {
+    counts.plans.push_back(f.plan);
+    RankedPlan& r = out.plans.emplace_back();
+    r.system = systems[f.size];
+    r.candidate = f.plan;
+    r.score = score(f);
+    r.behind_best = best_score > 0 ? r.score / best_score - 1 : 0;
+    // Re-run the decorated estimator on the plan with the search's placement
+    // order, so the report is the plan that was ranked.
+    r.config = f.plan.config;
+    r.config.placement_order.assign(f.plan.order.begin(), f.plan.order.end());
+    auto est = estimate::EstimateTraining(model, r.system, r.config);
+    if (est) r.estimate = std::move(*est);
+  }
+  if (request.explain) {
+    estimate::TrainingConfig cfg = request.base;
+    cfg.par = *request.explain;
+    auto est = estimate::EstimateTraining(model, system, cfg);
+    if (!est) {
+      return tl::unexpected(
+          Error{est.error().code, est.error().message, "explain"});
+    }
+    const double best = counts.plans.empty() ? 0 : counts.plans[0].step_time_s;
+    ExplainedPlan& e = out.explain.emplace();
+    e.rank = RankAmong(counts, est->step_time.si());
+    e.behind_best = best > 0 ? est->step_time.si() / best - 1 : 0;
+    e.estimate = std::move(*est);
+  }
+  return out;
+}
+
+}  // namespace scalemodel::search

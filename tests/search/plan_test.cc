@@ -1,0 +1,279 @@
+#include "scalemodel/search/plan.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "../testing/catalog.h"
+#include "scalemodel/io/hf_config.h"
+#include "scalemodel/search/serving.h"
+
+namespace scalemodel::search {
+namespace {
+
+using scalemodel::testing::BuiltinCatalog;
+using scalemodel::testing::System;
+
+model::ModelSpec Model(const std::string& id) {
+  return io::FindModel(BuiltinCatalog(), id)->spec;
+}
+
+// A small space (1.7B model, 16 sequences of 2048) searched on one or two
+// H100 NVLink domains: a few thousand plans, well under a second.
+PlanRequest SmallRequest() {
+  PlanRequest req;
+  req.base.batch_tokens = 16 * 2048.0;
+  req.base.seq = 2048;
+  req.base.price_per_chip_hour = 2;
+  req.top = 5;
+  req.threads = 2;
+  return req;
+}
+
+bool SameLayout(const RankedPlan& a, const RankedPlan& b) {
+  const estimate::Parallelism &x = a.config.par, &y = b.config.par;
+  return a.system.num_chips() == b.system.num_chips() && x.dp == y.dp &&
+         x.fsdp == y.fsdp && x.tp == y.tp && x.pp == y.pp && x.ep == y.ep &&
+         x.cp == y.cp &&
+         std::fabs(a.candidate.step_time_s / b.candidate.step_time_s - 1) <
+             1e-6;
+}
+
+// With two sizes, time picks the faster (larger) one and cost the one with
+// fewer chip-seconds per step: the small model scales sub-linearly from 8
+// to 16 chips, so 8 chips are cheaper per step.
+TEST(PlanTrainingTest, CostAndTimePickDifferentSizes) {
+  const model::ModelSpec m = Model("megatron-gpt-1.7b");
+  const hw::System sys = System("h100:8x2");
+  PlanRequest req = SmallRequest();
+  req.chip_counts = {8, 16};
+  req.objective = Objective::kTime;
+  auto by_time = PlanTraining(m, sys, req);
+  ASSERT_TRUE(by_time.has_value()) << by_time.error().ToString();
+  req.objective = Objective::kCost;
+  auto by_cost = PlanTraining(m, sys, req);
+  ASSERT_TRUE(by_cost.has_value()) << by_cost.error().ToString();
+  ASSERT_FALSE(by_time->plans.empty());
+  ASSERT_FALSE(by_cost->plans.empty());
+  EXPECT_EQ(by_time->plans[0].system.num_chips(), 16);
+  EXPECT_EQ(by_cost->plans[0].system.num_chips(), 8);
+  // Each list is in its objective's order, and the scores say so.
+  for (size_t i = 1; i < by_time->plans.size(); ++i) {
+    EXPECT_LE(by_time->plans[i - 1].candidate.step_time_s,
+              by_time->plans[i].candidate.step_time_s);
+  }
+  for (const RankedPlan& p : by_cost->plans) {
+    EXPECT_DOUBLE_EQ(p.score, p.candidate.step_time_s * p.system.num_chips());
+    EXPECT_GE(p.behind_best, 0);
+  }
+  for (size_t i = 1; i < by_cost->plans.size(); ++i) {
+    EXPECT_LE(by_cost->plans[i - 1].score, by_cost->plans[i].score);
+  }
+  // Both searched the same space.
+  EXPECT_EQ(by_time->counts.configs_evaluated,
+            by_cost->counts.configs_evaluated);
+  EXPECT_DOUBLE_EQ(by_cost->price_per_chip_hour, 2);
+}
+
+// kChips: the fewest chips first, and among them the fastest step.
+TEST(PlanTrainingTest, ChipsObjectiveRanksFewestChipsThenTime) {
+  const model::ModelSpec m = Model("megatron-gpt-1.7b");
+  const hw::System sys = System("h100:8x2");
+  PlanRequest req = SmallRequest();
+  req.chip_counts = {16, 8};
+  req.objective = Objective::kChips;
+  req.top = 8;
+  auto r = PlanTraining(m, sys, req);
+  ASSERT_TRUE(r.has_value()) << r.error().ToString();
+  ASSERT_FALSE(r->plans.empty());
+  EXPECT_EQ(r->plans[0].system.num_chips(), 8);
+  for (size_t i = 1; i < r->plans.size(); ++i) {
+    const RankedPlan &a = r->plans[i - 1], &b = r->plans[i];
+    EXPECT_LE(a.system.num_chips(), b.system.num_chips());
+    if (a.system.num_chips() == b.system.num_chips()) {
+      EXPECT_LE(a.candidate.step_time_s, b.candidate.step_time_s);
+    }
+  }
+}
+
+// The raw search keeps ZeRO-1 and ZeRO-2 twins (same degrees, same step);
+// the plans returned keep one of each, the one with less memory.
+TEST(PlanTrainingTest, FoldsNearDuplicates) {
+  const model::ModelSpec m = Model("megatron-gpt-1.7b");
+  const hw::System sys = System("h100:8x1");
+  PlanRequest req = SmallRequest();
+  req.top = 20;
+  SearchOptions sopt;
+  sopt.base = req.base;
+  sopt.top_k = req.top * 8;
+  sopt.threads = 2;
+  auto raw = SearchTraining(m, sys, sopt);
+  ASSERT_TRUE(raw.has_value());
+  int twins = 0;
+  for (size_t i = 0; i < raw->plans.size(); ++i) {
+    for (size_t j = i + 1; j < raw->plans.size(); ++j) {
+      const auto &a = raw->plans[i].config.par, &b = raw->plans[j].config.par;
+      if (a.dp == b.dp && a.fsdp == b.fsdp && a.tp == b.tp && a.pp == b.pp &&
+          a.ep == b.ep && a.cp == b.cp &&
+          std::fabs(raw->plans[i].step_time_s / raw->plans[j].step_time_s - 1) <
+              1e-6) {
+        ++twins;
+      }
+    }
+  }
+  ASSERT_GT(twins, 0) << "the case no longer has duplicates to fold";
+  auto r = PlanTraining(m, sys, req);
+  ASSERT_TRUE(r.has_value()) << r.error().ToString();
+  ASSERT_FALSE(r->plans.empty());
+  for (size_t i = 0; i < r->plans.size(); ++i) {
+    for (size_t j = i + 1; j < r->plans.size(); ++j) {
+      EXPECT_FALSE(SameLayout(r->plans[i], r->plans[j]))
+          << r->plans[i].candidate.Key() << " and "
+          << r->plans[j].candidate.Key();
+    }
+    // Each kept plan has the least memory among its raw twins.
+    for (const PlanCandidate& c : raw->plans) {
+      const auto &a = c.config.par, &b = r->plans[i].config.par;
+      if (a.dp == b.dp && a.fsdp == b.fsdp && a.tp == b.tp && a.pp == b.pp &&
+          a.ep == b.ep && a.cp == b.cp &&
+          std::fabs(c.step_time_s / r->plans[i].candidate.step_time_s - 1) <
+              1e-6) {
+        EXPECT_LE(r->plans[i].candidate.memory_bytes, c.memory_bytes);
+      }
+    }
+    // The report is the ranked plan, in the search's placement order.
+    ASSERT_TRUE(r->plans[i].estimate.has_value());
+    EXPECT_NEAR(r->plans[i].estimate->step_time.si() /
+                    r->plans[i].candidate.step_time_s,
+                1, 1e-9);  // one arithmetic core: equal to rounding
+  }
+  EXPECT_EQ(r->counts.plans.size(), r->plans.size());
+}
+
+// --explain: a pipeline of 8 one-GPU stages for a 1.7B model is slow; its
+// rank is one more than the returned plans strictly faster.
+TEST(PlanTrainingTest, ExplainRanksAmongThePlansFound) {
+  const model::ModelSpec m = Model("megatron-gpt-1.7b");
+  const hw::System sys = System("h100:8x1");
+  PlanRequest req = SmallRequest();
+  estimate::Parallelism slow;
+  slow.pp = 8;
+  req.explain = slow;
+  auto r = PlanTraining(m, sys, req);
+  ASSERT_TRUE(r.has_value()) << r.error().ToString();
+  ASSERT_TRUE(r->explain.has_value());
+  ASSERT_FALSE(r->plans.empty());
+  const double step = r->explain->estimate.step_time.si();
+  int faster = 0;
+  for (const RankedPlan& p : r->plans) faster += p.candidate.step_time_s < step;
+  EXPECT_EQ(r->explain->rank, 1 + faster);
+  EXPECT_GT(r->explain->rank, 1);
+  EXPECT_NEAR(r->explain->behind_best,
+              step / r->plans[0].candidate.step_time_s - 1, 1e-12);
+  // Far behind: past the plans returned, whose rank reads "> top".
+  EXPECT_EQ(r->explain->rank, static_cast<int>(r->plans.size()) + 1);
+}
+
+// Keeping to what MaxText launches: no ZeRO-1/2 replicas, only its remats.
+TEST(PlanTrainingTest, LaunchableByKeepsToTheEngine) {
+  const model::ModelSpec m = Model("megatron-gpt-1.7b");
+  PlanRequest req = SmallRequest();
+  req.top = 20;
+  req.launchable_by = estimate::Engine::kMaxText;
+  auto r = PlanTraining(m, System("h100:8x1"), req);
+  ASSERT_TRUE(r.has_value()) << r.error().ToString();
+  ASSERT_FALSE(r->plans.empty());
+  const auto ok = estimate::ExactRemats(estimate::Engine::kMaxText);
+  for (const RankedPlan& p : r->plans) {
+    EXPECT_EQ(p.config.par.zero, 0) << p.candidate.Key();
+    EXPECT_NE(std::find(ok.begin(), ok.end(), p.config.remat), ok.end())
+        << p.candidate.Key();
+  }
+}
+
+TEST(PlanTrainingTest, ErrorsNameTheInput) {
+  const model::ModelSpec m = Model("megatron-gpt-1.7b");
+  PlanRequest req = SmallRequest();
+  req.top = 0;
+  auto r = PlanTraining(m, System("h100:8x1"), req);
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().where, "top");
+  req = SmallRequest();
+  req.chip_counts = {12};
+  r = PlanTraining(m, System("h100:8x2"), req);
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().where, "chips");
+  req = SmallRequest();
+  req.base.price_per_chip_hour = 0;
+  req.objective = Objective::kCost;
+  r = PlanTraining(m, System("a100:8x1"), req);
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().where, "objective");
+  EXPECT_EQ(r.error().message,
+            "ranking by cost needs a price: a100 has none in the catalog; "
+            "give a price per chip-hour");
+}
+
+TEST(PlanTrainingTest, ParseObjective) {
+  EXPECT_EQ(*ParseObjective("time"), Objective::kTime);
+  EXPECT_EQ(*ParseObjective("Cost"), Objective::kCost);
+  EXPECT_EQ(*ParseObjective("chips"), Objective::kChips);
+  auto bad = ParseObjective("chip");
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_EQ(bad.error().where, "objective");
+  EXPECT_EQ(bad.error().message,
+            "expected 'time', 'cost' or 'chips', got 'chip' (did you mean "
+            "'chips'?)");
+  for (Objective o : {Objective::kTime, Objective::kCost, Objective::kChips}) {
+    EXPECT_EQ(*ParseObjective(ObjectiveName(o)), o);
+  }
+}
+
+// plan serve: the frontier is fastest first with rising throughput, and the
+// best plan meets the target.
+TEST(PlanServingTest, FrontierAndBestUnderTarget) {
+  const model::ModelSpec m = Model("llama3-8b");
+  ServingPlanRequest req;
+  req.base.prompt = 2048;
+  req.base.output = 256;
+  req.max_chips = 8;
+  req.tpot_max_s = 0.02;
+  ServingPlanResult r = PlanServing(m, scalemodel::testing::Chip("h100"), req);
+  ASSERT_FALSE(r.frontier.empty());
+  EXPECT_EQ(r.max_chips, 8);
+  EXPECT_GT(r.configs_evaluated, r.frontier.size());
+  for (size_t i = 1; i < r.frontier.size(); ++i) {
+    EXPECT_LE(r.frontier[i - 1].estimate.decode_step.si(),
+              r.frontier[i].estimate.decode_step.si());
+    EXPECT_LT(r.frontier[i - 1].estimate.tokens_per_s_per_chip,
+              r.frontier[i].estimate.tokens_per_s_per_chip);
+  }
+  ASSERT_TRUE(r.best.has_value());
+  const ServingPlan& best = r.frontier[*r.best];
+  EXPECT_LE(best.estimate.decode_step.si(), 0.02);
+  for (const ServingPlan& p : r.frontier) {
+    if (p.estimate.decode_step.si() <= 0.02) {
+      EXPECT_LE(p.estimate.tokens_per_s_per_chip,
+                best.estimate.tokens_per_s_per_chip);
+    }
+  }
+  EXPECT_GT(r.prefill_to_decode_chips, 0);
+  EXPECT_EQ(best.config.tp * best.config.ep, best.chips());
+}
+
+TEST(PlanServingTest, SystemOfChips) {
+  // TPU v5e (2D): the most square slice; v5p (3D): the most cubic; GPUs
+  // fill NVLink domains.
+  EXPECT_EQ(SystemOfChips(scalemodel::testing::Chip("tpu-v5e"), 8)->id,
+            "tpu-v5e:2x4");
+  EXPECT_EQ(SystemOfChips(scalemodel::testing::Chip("tpu-v5p"), 8)->id,
+            "tpu-v5p:2x2x2");
+  EXPECT_EQ(SystemOfChips(scalemodel::testing::Chip("h100"), 32)->id,
+            "h100:8x4");
+  EXPECT_EQ(SystemOfChips(scalemodel::testing::Chip("h100"), 4)->id,
+            "h100:4x1");
+}
+
+}  // namespace
+}  // namespace scalemodel::search
