@@ -6,7 +6,7 @@
 
 #include "../testing/catalog.h"
 #include "scalemodel/estimate/core.h"
-#include "scalemodel/io/hf_config.h"
+#include "scalemodel/ingest/hf_config.h"
 #include "scalemodel/model/transformer.h"
 
 namespace scalemodel::estimate {
@@ -16,7 +16,7 @@ using scalemodel::testing::BuiltinCatalog;
 using scalemodel::testing::System;
 
 model::ModelSpec Model(const std::string& id) {
-  auto m = io::FindModel(BuiltinCatalog(), id);
+  auto m = ingest::FindModel(BuiltinCatalog(), id);
   EXPECT_TRUE(m.has_value());
   return m->spec;
 }

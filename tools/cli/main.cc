@@ -142,7 +142,7 @@ int main(int argc, char** argv) {
       return out.error().code == ErrorCode::kInternal ? 1 : 2;
     }
     if (globals.json) {
-      std::cout << io::Dump(out->json);
+      std::cout << report::Dump(out->json);
     } else {
       std::cout << out->text;
     }

@@ -8,9 +8,8 @@
 #include "scalemodel/base/strings.h"
 #include "scalemodel/estimate/inference.h"
 #include "scalemodel/estimate/training.h"
-#include "scalemodel/io/hf_config.h"
-#include "scalemodel/io/launch.h"
-#include "scalemodel/io/validate.h"
+#include "scalemodel/ingest/hf_config.h"
+#include "scalemodel/launch/launch.h"
 #include "scalemodel/model/transformer.h"
 #include "scalemodel/net/collective.h"
 #include "scalemodel/roofline/roofline.h"
@@ -19,6 +18,7 @@
 #include "scalemodel/sharding/matmul.h"
 #include "scalemodel/units/format.h"
 #include "scalemodel/units/parse.h"
+#include "scalemodel/validate/validate.h"
 
 namespace scalemodel::cli {
 
@@ -41,9 +41,9 @@ static Result<bool> AddServeLaunch(const std::string& engine_name,
                                    const estimate::ServeEstimate& est,
                                    Output& out) {
   if (engine_name.empty()) return true;
-  auto engine = io::ParseServeEngine(engine_name);
+  auto engine = launch::ParseServeEngine(engine_name);
   if (!engine) return tl::unexpected(engine.error());
-  return PutLaunch(engine_name, io::EmitServing(*engine, m, sys, cfg, est),
+  return PutLaunch(engine_name, launch::EmitServing(*engine, m, sys, cfg, est),
                    out);
 }
 
@@ -152,10 +152,10 @@ static Result<hw::System> SystemOfChips(const catalog::Catalog& cat,
 Result<Output> RunServeSearch(const catalog::Catalog& cat,
                               const ServeSearchCli& o) {
   if (!o.emit.empty()) {
-    auto engine = io::ParseServeEngine(o.emit);
+    auto engine = launch::ParseServeEngine(o.emit);
     if (!engine) return tl::unexpected(engine.error());
   }
-  auto m = io::FindModel(cat, o.model);
+  auto m = ingest::FindModel(cat, o.model);
   if (!m) return tl::unexpected(m.error());
   auto chip = cat.FindChip(o.chip);
   if (!chip)
@@ -262,7 +262,7 @@ Result<Output> RunServeSearch(const catalog::Catalog& cat,
                   {"ttft_s", p->e.ttft.si()},
                   {"tokens_per_s_per_chip", p->e.tokens_per_s_per_chip},
                   {"cost_per_million_tokens_usd",
-                   io::NumberOrNull(p->e.cost_per_million_tokens_usd)},
+                   report::NumberOrNull(p->e.cost_per_million_tokens_usd)},
                   {"bound", p->e.bound}});
     rows.push_back(
         {std::to_string(p->chips), plan_str(*p), FormatNumber(p->batch),
@@ -291,7 +291,7 @@ Result<Output> RunServeSearch(const catalog::Catalog& cat,
             base->output);
       }
     }
-    best_json = io::ToJson(best->e);
+    best_json = report::ToJson(best->e);
     best_json["plan"] = plan_str(*best);
     best_json["batch"] = best->batch;
     best_json["chips"] = best->chips;
@@ -311,8 +311,8 @@ Result<Output> RunServeSearch(const catalog::Catalog& cat,
                        {"weights", std::string(hw::DtypeName(base->weights))},
                        {"kv", std::string(hw::DtypeName(base->kv))},
                        {"max_chips", max_chips},
-                       {"tpot_max_s", io::NumberOrNull(tpot_max)},
-                       {"ttft_max_s", io::NumberOrNull(ttft_max)},
+                       {"tpot_max_s", report::NumberOrNull(tpot_max)},
+                       {"ttft_max_s", report::NumberOrNull(ttft_max)},
                        {"mode", o.mode}},
                       {{"frontier", fr},
                        {"best", best_json},
@@ -410,7 +410,7 @@ Command AddServeCommand(CLI::App& app) {
   c.app->add_option("--price-per-chip-hour", o->price, "USD per chip-hour");
   c.app->add_option("--emit", o->emit, fmt::format(kEmitHelp, "this plan"));
   c.action = [o](const catalog::Catalog& cat) -> Result<Output> {
-    auto m = io::FindModel(cat, o->model);
+    auto m = ingest::FindModel(cat, o->model);
     if (!m) return tl::unexpected(m.error());
     auto sys = cat.FindSystem(o->system);
     if (!sys)
@@ -444,7 +444,7 @@ Command AddServeCommand(CLI::App& app) {
                          {"weights", std::string(hw::DtypeName(cfg->weights))},
                          {"kv", std::string(hw::DtypeName(cfg->kv))},
                          {"mode", o->mode}},
-                        io::ToJson(*e));
+                        report::ToJson(*e));
     auto [trust, trust_json] = TrustOnChip(
         cat, sys->chip, false, cfg->mode == estimate::Mode::kRealistic);
     out.json["accuracy"] = trust_json;

@@ -9,9 +9,8 @@
 #include "scalemodel/base/strings.h"
 #include "scalemodel/estimate/inference.h"
 #include "scalemodel/estimate/training.h"
-#include "scalemodel/io/hf_config.h"
-#include "scalemodel/io/launch.h"
-#include "scalemodel/io/validate.h"
+#include "scalemodel/ingest/hf_config.h"
+#include "scalemodel/launch/launch.h"
 #include "scalemodel/model/transformer.h"
 #include "scalemodel/net/collective.h"
 #include "scalemodel/roofline/roofline.h"
@@ -19,6 +18,7 @@
 #include "scalemodel/sharding/matmul.h"
 #include "scalemodel/units/format.h"
 #include "scalemodel/units/parse.h"
+#include "scalemodel/validate/validate.h"
 
 namespace scalemodel::cli {
 namespace {
@@ -51,18 +51,18 @@ struct TrainOptionsCli {
 
 // Shared by train and plan train: resolves model, system and config.
 struct TrainInputs {
-  io::ImportedModel model;
+  ingest::ImportedModel model;
   hw::System system;
   estimate::TrainingConfig config;
   Json inputs;
-  std::optional<io::TrainEngine> engine;  // --emit
+  std::optional<launch::TrainEngine> engine;  // --emit
 };
 
 static Result<TrainInputs> ResolveTrain(const catalog::Catalog& cat,
                                         const TrainOptionsCli& o,
                                         bool need_plan) {
   TrainInputs in;
-  auto m = io::FindModel(cat, o.model);
+  auto m = ingest::FindModel(cat, o.model);
   if (!m) return tl::unexpected(m.error());
   in.model = *m;
   auto sys = cat.FindSystem(o.system);
@@ -233,14 +233,14 @@ static Result<TrainInputs> ResolveTrain(const catalog::Catalog& cat,
   }
   c.lora_rank = o.lora;
   if (!o.emit.empty()) {
-    auto engine = io::ParseTrainEngine(o.emit);
+    auto engine = launch::ParseTrainEngine(o.emit);
     if (!engine) return tl::unexpected(engine.error());
     in.engine = *engine;
   }
   // MaxText's own habits (docs/model.md 5.3): fp32 weights, so fp32
   // gradient reductions, and the data-parallel reduction after the backward
   // pass.
-  const bool maxtext = in.engine == io::TrainEngine::kMaxText;
+  const bool maxtext = in.engine == launch::TrainEngine::kMaxText;
   std::string gr =
       o.grad_reduce.empty() ? (maxtext ? "fp32" : "bf16") : o.grad_reduce;
   auto grd = hw::ParseDtype(gr);
@@ -430,13 +430,13 @@ static void AddTrainOptions(CLI::App* app, TrainOptionsCli& o, bool plan) {
 
 // --emit: the launch text replaces the report; JSON carries both.
 static Result<bool> AddLaunch(const std::string& engine_name,
-                              std::optional<io::TrainEngine> engine,
+                              std::optional<launch::TrainEngine> engine,
                               const model::ModelSpec& m, const hw::System& sys,
                               const estimate::TrainingConfig& cfg,
                               const estimate::TrainingEstimate& est,
                               Output& out) {
   if (!engine) return true;
-  return PutLaunch(engine_name, io::EmitTraining(*engine, m, sys, cfg, est),
+  return PutLaunch(engine_name, launch::EmitTraining(*engine, m, sys, cfg, est),
                    out);
 }
 
@@ -551,7 +551,7 @@ Command AddTrainCommand(CLI::App& app) {
     if (!est) return tl::unexpected(est.error());
     Output out;
     in->inputs["plan"] = in->config.par.ToString();
-    Json result = io::ToJson(*est);
+    Json result = report::ToJson(*est);
     auto [trust, trust_json] =
         TrustOnChip(cat, in->system.chip, true, PredictsARun(in->config));
     result["accuracy"] = trust_json;
@@ -588,14 +588,14 @@ Command AddValidateCommand(CLI::App& app) {
                     "(b200, qwen3, maxtext, nemo, fsdp...), with their own "
                     "summary");
   c.action = [markdown, filter](const catalog::Catalog& cat) -> Result<Output> {
-    auto rep = io::RunValidation(cat);
+    auto rep = validate::RunValidation(cat);
     if (!rep) return tl::unexpected(rep.error());
     if (!filter->empty()) {
       const std::string want = ToLower(*filter);
       auto has = [&](const std::string& text) {
         return ToLower(text).find(want) != std::string::npos;
       };
-      std::erase_if(rep->cases, [&](const io::ValidationCase& v) {
+      std::erase_if(rep->cases, [&](const validate::ValidationCase& v) {
         return !(has(v.id) || has(v.detail) || ToLower(v.chip) == want);
       });
       if (rep->cases.empty()) {
@@ -605,11 +605,11 @@ Command AddValidateCommand(CLI::App& app) {
                 "source such as maxtext)",
             "--filter");
       }
-      io::Summarize(*rep);
+      validate::Summarize(*rep);
     }
     Output out;
     Json cases = Json::array();
-    for (const io::ValidationCase& v : rep->cases) {
+    for (const validate::ValidationCase& v : rep->cases) {
       cases.push_back({{"id", v.id},
                        {"group", v.group},
                        {"metric", v.metric},
@@ -621,7 +621,7 @@ Command AddValidateCommand(CLI::App& app) {
     Json summary = Json::array();
     std::vector<std::vector<std::string>> rows = {
         {"group", "cases", "median |err|", "p90 |err|", "max |err|"}};
-    for (const io::GroupSummary& s : rep->summary) {
+    for (const validate::GroupSummary& s : rep->summary) {
       summary.push_back({{"group", s.group},
                          {"count", s.count},
                          {"median_abs_rel_error", s.median_abs_rel_error},
@@ -635,7 +635,7 @@ Command AddValidateCommand(CLI::App& app) {
     Json by_chip = Json::array();
     std::vector<std::vector<std::string>> chip_rows = {
         {"chip", "training runs", "median |err|", "p90 |err|"}};
-    for (const io::GroupSummary& s : rep->by_chip) {
+    for (const validate::GroupSummary& s : rep->by_chip) {
       by_chip.push_back({{"chip", s.group},
                          {"count", s.count},
                          {"median_abs_rel_error", s.median_abs_rel_error},
@@ -649,11 +649,11 @@ Command AddValidateCommand(CLI::App& app) {
                                          {"by_chip", by_chip},
                                          {"skipped", rep->skipped}});
     if (*markdown) {
-      out.text = io::AccuracyMarkdown(*rep);
+      out.text = validate::AccuracyMarkdown(*rep);
     } else {
       std::vector<std::vector<std::string>> crow = {
           {"id", "metric", "predicted", "measured", "error"}};
-      for (const io::ValidationCase& v : rep->cases) {
+      for (const validate::ValidationCase& v : rep->cases) {
         crow.push_back({v.id, v.metric, fmt::format("{:.4g}", v.predicted),
                         fmt::format("{:.4g}", v.expected),
                         fmt::format("{:+.1f}%", 100 * v.rel_error)});
@@ -742,9 +742,9 @@ Command AddPlanCommand(CLI::App& app) {
     TrainOptionsCli opts = o->train;
     auto in = ResolveTrain(cat, opts, false);
     if (!in) return tl::unexpected(in.error());
-    const std::optional<io::TrainEngine> engine = in->engine;
+    const std::optional<launch::TrainEngine> engine = in->engine;
     if (engine) {
-      auto ok = io::CheckTrainEngine(*engine, in->system);
+      auto ok = launch::CheckTrainEngine(*engine, in->system);
       if (!ok) return tl::unexpected(ok.error());
     }
     // The top-ranked plan, kept from the ranking loop for the detailed
@@ -764,8 +764,8 @@ Command AddPlanCommand(CLI::App& app) {
     sopt.threads = o->threads;
     // Only plans the engine can launch.
     if (engine) {
-      sopt.max_zero = io::MaxZeroLevel(*engine);
-      sopt.remats = io::ExactRemats(*engine);
+      sopt.max_zero = launch::MaxZeroLevel(*engine);
+      sopt.remats = launch::ExactRemats(*engine);
     }
     auto start = std::chrono::steady_clock::now();
     bool printed = false;
@@ -903,7 +903,7 @@ Command AddPlanCommand(CLI::App& app) {
       estimate::TrainingConfig cfg = p.config;
       cfg.placement_order.assign(p.order.begin(), p.order.end());
       auto est = estimate::EstimateTraining(in->model.spec, psys, cfg);
-      Json j = est ? io::ToJson(*est) : Json::object();
+      Json j = est ? report::ToJson(*est) : Json::object();
       j["chips"] = psys.num_chips();
       j["system"] = psys.id;
       j["plan"] = cfg.par.ToString();

@@ -1,4 +1,4 @@
-#include "scalemodel/io/hf_config.h"
+#include "scalemodel/ingest/hf_config.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -9,7 +9,7 @@
 #include "nlohmann/json.hpp"
 #include "scalemodel/base/strings.h"
 
-namespace scalemodel::io {
+namespace scalemodel::ingest {
 namespace {
 
 using nlohmann::json;
@@ -392,4 +392,4 @@ Result<ImportedModel> FindModel(const catalog::Catalog& catalog,
                   "--model");
 }
 
-}  // namespace scalemodel::io
+}  // namespace scalemodel::ingest

@@ -13,10 +13,10 @@
 // parallelism and the engine that can.
 //
 // Example:
-//   auto text = io::EmitTraining(io::TrainEngine::kMegatron, model, system,
-//                                cfg, estimate);
-#ifndef SCALEMODEL_IO_LAUNCH_H_
-#define SCALEMODEL_IO_LAUNCH_H_
+//   auto text = launch::EmitTraining(launch::TrainEngine::kMegatron, model,
+//                                    system, cfg, estimate);
+#ifndef SCALEMODEL_LAUNCH_LAUNCH_H_
+#define SCALEMODEL_LAUNCH_LAUNCH_H_
 
 #include <string>
 #include <string_view>
@@ -28,7 +28,7 @@
 #include "scalemodel/hw/system.h"
 #include "scalemodel/model/transformer.h"
 
-namespace scalemodel::io {
+namespace scalemodel::launch {
 
 enum class TrainEngine { kMaxText, kMegatron, kTorchtitan };
 enum class ServeEngine { kVllm, kSglang };
@@ -67,6 +67,6 @@ Result<std::string> EmitServing(ServeEngine engine,
                                 const estimate::ServeConfig& cfg,
                                 const estimate::ServeEstimate& est);
 
-}  // namespace scalemodel::io
+}  // namespace scalemodel::launch
 
-#endif  // SCALEMODEL_IO_LAUNCH_H_
+#endif  // SCALEMODEL_LAUNCH_LAUNCH_H_

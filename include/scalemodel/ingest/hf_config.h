@@ -3,8 +3,8 @@
 // dense-layer placement, FP8 quantization_config) and the catalog's model
 // files, which are config.json files with a "_scalemodel" block naming the
 // id, display name and source.
-#ifndef SCALEMODEL_IO_HF_CONFIG_H_
-#define SCALEMODEL_IO_HF_CONFIG_H_
+#ifndef SCALEMODEL_INGEST_HF_CONFIG_H_
+#define SCALEMODEL_INGEST_HF_CONFIG_H_
 
 #include <string>
 #include <string_view>
@@ -14,7 +14,7 @@
 #include "scalemodel/catalog/catalog.h"
 #include "scalemodel/model/transformer.h"
 
-namespace scalemodel::io {
+namespace scalemodel::ingest {
 
 struct ImportedModel {
   model::ModelSpec spec;
@@ -35,6 +35,6 @@ Result<ImportedModel> FindModel(const catalog::Catalog& catalog,
 // Ids of the catalog's models, sorted.
 std::vector<std::string> ModelIds(const catalog::Catalog& catalog);
 
-}  // namespace scalemodel::io
+}  // namespace scalemodel::ingest
 
-#endif  // SCALEMODEL_IO_HF_CONFIG_H_
+#endif  // SCALEMODEL_INGEST_HF_CONFIG_H_

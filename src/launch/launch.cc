@@ -1,4 +1,4 @@
-#include "scalemodel/io/launch.h"
+#include "scalemodel/launch/launch.h"
 
 #include <algorithm>
 #include <array>
@@ -9,7 +9,7 @@
 #include "scalemodel/base/strings.h"
 #include "scalemodel/units/format.h"
 
-namespace scalemodel::io {
+namespace scalemodel::launch {
 namespace {
 
 constexpr const char* kVersion = "scalemodel 0.1.0";
@@ -762,4 +762,4 @@ Result<std::string> EmitServing(ServeEngine engine,
   return InvalidArgument("unknown serving engine", "--emit");
 }
 
-}  // namespace scalemodel::io
+}  // namespace scalemodel::launch

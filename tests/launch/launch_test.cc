@@ -1,7 +1,7 @@
 // Runnable plan export: the emitted launch lines must satisfy the checks
 // each engine makes at launch (degrees multiply to the chips, the batch
 // splits), and map ICI/NVLink vs DCN/network degrees correctly.
-#include "scalemodel/io/launch.h"
+#include "scalemodel/launch/launch.h"
 
 #include <gtest/gtest.h>
 
@@ -11,16 +11,16 @@
 #include <string>
 
 #include "../testing/catalog.h"
-#include "scalemodel/io/hf_config.h"
+#include "scalemodel/ingest/hf_config.h"
 
-namespace scalemodel::io {
+namespace scalemodel::launch {
 namespace {
 
 using scalemodel::testing::BuiltinCatalog;
 using scalemodel::testing::System;
 
 model::ModelSpec Model(const std::string& id) {
-  auto m = FindModel(BuiltinCatalog(), id);
+  auto m = ingest::FindModel(BuiltinCatalog(), id);
   EXPECT_TRUE(m.has_value()) << m.error().ToString();
   return m.has_value() ? m->spec : model::ModelSpec{};
 }
@@ -224,15 +224,15 @@ TEST(LaunchTest, VllmServingFlags) {
 
 // A config.json given by path: the engine loads its directory.
 TEST(LaunchTest, LocalConfigLoadsItsDirectory) {
-  auto m = ParseHfConfig(R"({"model_type": "llama", "hidden_size": 4096,
+  auto m = ingest::ParseHfConfig(R"({"model_type": "llama", "hidden_size": 4096,
       "intermediate_size": 14336, "num_hidden_layers": 32,
       "num_attention_heads": 32, "num_key_value_heads": 8,
       "vocab_size": 128256, "max_position_embeddings": 131072})",
-                         "/ckpt/my-llama/config.json");
+                                 "/ckpt/my-llama/config.json");
   ASSERT_TRUE(m.has_value()) << m.error().ToString();
   EXPECT_EQ(m->spec.hf_repo, "/ckpt/my-llama");
   EXPECT_TRUE(m->spec.maxtext_model.empty());
 }
 
 }  // namespace
-}  // namespace scalemodel::io
+}  // namespace scalemodel::launch
