@@ -327,10 +327,10 @@ Result<ImportedModel> ParseHfConfig(std::string_view json_text,
     m.id = s.value("id", m.id);
     m.name = s.value("name", m.id);
     m.source = s.value("source", "");
-    m.hf_repo = s.value("hf_repo", "");
-    m.maxtext_model = s.value("maxtext_model", "");
-    m.torchtitan_model = s.value("torchtitan_model", "");
-    m.torchtitan_flavor = s.value("torchtitan_flavor", "");
+    out.engine_names.hf_repo = s.value("hf_repo", "");
+    out.engine_names.maxtext_model = s.value("maxtext_model", "");
+    out.engine_names.torchtitan_model = s.value("torchtitan_model", "");
+    out.engine_names.torchtitan_flavor = s.value("torchtitan_flavor", "");
   } else {
     m.name = top_type.empty() ? path : top_type + " (" + path + ")";
     // ".../Llama-3.1-8B/config.json" is named by its directory.
@@ -340,7 +340,7 @@ Result<ImportedModel> ParseHfConfig(std::string_view json_text,
                : fp.stem().string();
     m.source = path;
     std::filesystem::path dir = std::filesystem::path(path).parent_path();
-    m.hf_repo = dir.empty() ? "." : dir.string();
+    out.engine_names.hf_repo = dir.empty() ? "." : dir.string();
   }
   auto ok = model::Validate(m);
   if (!ok) {

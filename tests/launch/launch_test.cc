@@ -19,10 +19,10 @@ namespace {
 using scalemodel::testing::BuiltinCatalog;
 using scalemodel::testing::System;
 
-model::ModelSpec Model(const std::string& id) {
+ingest::ImportedModel Model(const std::string& id) {
   auto m = ingest::FindModel(BuiltinCatalog(), id);
   EXPECT_TRUE(m.has_value()) << m.error().ToString();
-  return m.has_value() ? m->spec : model::ModelSpec{};
+  return m.has_value() ? *m : ingest::ImportedModel{};
 }
 
 // "key=value" (MaxText) or "--flag value" (the others) -> value as a number.
@@ -42,7 +42,7 @@ std::map<std::string, double> Numbers(const std::string& text) {
 }
 
 struct Trained {
-  model::ModelSpec model;
+  ingest::ImportedModel model;
   hw::System system;
   estimate::TrainingConfig cfg;
   estimate::TrainingEstimate est;
@@ -58,7 +58,7 @@ Trained Train(const std::string& model, const std::string& system,
   t.cfg.batch_tokens = batch_tokens;
   t.cfg.seq = seq;
   t.cfg.micro_batch = micro_batch;
-  auto e = estimate::EstimateTraining(t.model, t.system, t.cfg);
+  auto e = estimate::EstimateTraining(t.model.spec, t.system, t.cfg);
   EXPECT_TRUE(e.has_value()) << e.error().ToString();
   if (e) t.est = *e;
   return t;
@@ -197,7 +197,7 @@ TEST(LaunchTest, EngineNamesSuggest) {
 }
 
 TEST(LaunchTest, VllmServingFlags) {
-  model::ModelSpec m = Model("llama3-70b");
+  ingest::ImportedModel m = Model("llama3-70b");
   hw::System sys = System("h100:8x2");
   estimate::ServeConfig cfg;
   cfg.tp = 8;
@@ -207,7 +207,7 @@ TEST(LaunchTest, VllmServingFlags) {
   cfg.output = 512;
   cfg.weights = hw::Dtype::kFp8;
   cfg.kv = hw::Dtype::kFp8;
-  auto est = estimate::EstimateServing(m, sys, cfg);
+  auto est = estimate::EstimateServing(m.spec, sys, cfg);
   ASSERT_TRUE(est.has_value());
   auto text = EmitServing(ServeEngine::kVllm, m, sys, cfg, *est);
   ASSERT_TRUE(text.has_value());
@@ -230,8 +230,17 @@ TEST(LaunchTest, LocalConfigLoadsItsDirectory) {
       "vocab_size": 128256, "max_position_embeddings": 131072})",
                                  "/ckpt/my-llama/config.json");
   ASSERT_TRUE(m.has_value()) << m.error().ToString();
-  EXPECT_EQ(m->spec.hf_repo, "/ckpt/my-llama");
-  EXPECT_TRUE(m->spec.maxtext_model.empty());
+  EXPECT_EQ(m->engine_names.hf_repo, "/ckpt/my-llama");
+  EXPECT_TRUE(m->engine_names.maxtext_model.empty());
+  hw::System sys = System("h100:8x1");
+  estimate::ServeConfig cfg;
+  cfg.tp = 8;
+  cfg.batch = 8;
+  auto est = estimate::EstimateServing(m->spec, sys, cfg);
+  ASSERT_TRUE(est.has_value());
+  auto text = EmitServing(ServeEngine::kVllm, *m, sys, cfg, *est);
+  ASSERT_TRUE(text.has_value());
+  EXPECT_NE(text->find("vllm serve /ckpt/my-llama "), std::string::npos);
 }
 
 }  // namespace

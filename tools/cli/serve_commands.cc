@@ -35,7 +35,7 @@ static constexpr const char* kEmitHelp =
 
 // --emit: the launch text replaces the report; JSON carries both.
 static Result<bool> AddServeLaunch(const std::string& engine_name,
-                                   const model::ModelSpec& m,
+                                   const ingest::ImportedModel& m,
                                    const hw::System& sys,
                                    const estimate::ServeConfig& cfg,
                                    const estimate::ServeEstimate& est,
@@ -341,7 +341,7 @@ Result<Output> RunServeSearch(const catalog::Catalog& cat,
     cfg.ep = best->ep;
     cfg.dp = best->dp;
     cfg.batch = best->batch;
-    auto launch = AddServeLaunch(o.emit, spec, *sys, cfg, best->e, out);
+    auto launch = AddServeLaunch(o.emit, *m, *sys, cfg, best->e, out);
     if (!launch) return tl::unexpected(launch.error());
   }
   return out;
@@ -453,7 +453,7 @@ Command AddServeCommand(CLI::App& app) {
                     m->spec.name, sys->id, o->plan, FormatNumber(cfg->batch),
                     FormatNumber(cfg->prompt), FormatNumber(cfg->output)) +
         ServeText(*e) + trust;
-    auto launch = AddServeLaunch(o->emit, m->spec, *sys, *cfg, *e, out);
+    auto launch = AddServeLaunch(o->emit, *m, *sys, *cfg, *e, out);
     if (!launch) return tl::unexpected(launch.error());
     return out;
   };

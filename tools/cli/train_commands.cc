@@ -431,7 +431,8 @@ static void AddTrainOptions(CLI::App* app, TrainOptionsCli& o, bool plan) {
 // --emit: the launch text replaces the report; JSON carries both.
 static Result<bool> AddLaunch(const std::string& engine_name,
                               std::optional<launch::TrainEngine> engine,
-                              const model::ModelSpec& m, const hw::System& sys,
+                              const ingest::ImportedModel& m,
+                              const hw::System& sys,
                               const estimate::TrainingConfig& cfg,
                               const estimate::TrainingEstimate& est,
                               Output& out) {
@@ -560,7 +561,7 @@ Command AddTrainCommand(CLI::App& app) {
                            in->model.spec.name, in->system.id,
                            in->system.num_chips(), in->config.par.ToString()) +
                TrainText(*est, in->system) + trust;
-    auto launch = AddLaunch(opts.emit, in->engine, in->model.spec, in->system,
+    auto launch = AddLaunch(opts.emit, in->engine, in->model, in->system,
                             in->config, *est, out);
     if (!launch) return tl::unexpected(launch.error());
     return out;
@@ -975,7 +976,7 @@ Command AddPlanCommand(CLI::App& app) {
     out.text = text;
     if (best_plan) {
       auto launch =
-          AddLaunch(o->train.emit, engine, in->model.spec, *best_plan->system,
+          AddLaunch(o->train.emit, engine, in->model, *best_plan->system,
                     best_plan->config, best_plan->estimate, out);
       if (!launch) return tl::unexpected(launch.error());
     } else if (engine) {

@@ -16,8 +16,23 @@
 
 namespace scalemodel::ingest {
 
+// The names engines know the model by, for the launch lines (the math never
+// needs them): from the catalog file's "_scalemodel" block, or for a
+// config.json given by path, its directory as hf_repo.
+struct EngineNames {
+  // What a serving engine loads: a HuggingFace repo ("meta-llama/...") or
+  // the directory of a local config.json; empty when unknown.
+  std::string hf_repo;
+  // MaxText's name for the model (src/maxtext/configs/models/<name>.yml);
+  // empty when MaxText has none.
+  std::string maxtext_model;
+  // torchtitan's model name and flavor ("llama3", "8B"); empty when unknown.
+  std::string torchtitan_model, torchtitan_flavor;
+};
+
 struct ImportedModel {
   model::ModelSpec spec;
+  EngineNames engine_names;
   // Keys that were present but not used ("ignored keys: a, b"), and other
   // remarks on how fields were read. Never errors.
   std::vector<std::string> notes;

@@ -26,6 +26,7 @@
 #include "scalemodel/estimate/inference.h"
 #include "scalemodel/estimate/training.h"
 #include "scalemodel/hw/system.h"
+#include "scalemodel/ingest/hf_config.h"
 #include "scalemodel/model/transformer.h"
 
 namespace scalemodel::launch {
@@ -50,19 +51,22 @@ int MaxZeroLevel(TrainEngine engine);
 // selective checkpointing), full.
 std::vector<model::Remat> ExactRemats(TrainEngine engine);
 
-// `est` is EstimateTraining's result for (model, system, cfg): it carries the
-// degrees placed on the fast (ICI / NVLink) and slow (DCN / network) domains
-// and the number of microbatches.
+// `est` is EstimateTraining's result for (model.spec, system, cfg): it
+// carries the degrees placed on the fast (ICI / NVLink) and slow (DCN /
+// network) domains and the number of microbatches. The engine's name for the
+// model (MaxText model_name, torchtitan --model.name and --model.flavor)
+// comes from model.engine_names.
 Result<std::string> EmitTraining(TrainEngine engine,
-                                 const model::ModelSpec& model,
+                                 const ingest::ImportedModel& model,
                                  const hw::System& system,
                                  const estimate::TrainingConfig& cfg,
                                  const estimate::TrainingEstimate& est);
 
 // `cfg.batch` becomes the engine's cap on concurrent sequences; the context
-// length is prompt + output.
+// length is prompt + output. The checkpoint to load is
+// model.engine_names.hf_repo (a placeholder with a comment when empty).
 Result<std::string> EmitServing(ServeEngine engine,
-                                const model::ModelSpec& model,
+                                const ingest::ImportedModel& model,
                                 const hw::System& system,
                                 const estimate::ServeConfig& cfg,
                                 const estimate::ServeEstimate& est);
