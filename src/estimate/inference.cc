@@ -283,7 +283,7 @@ Result<ServeEstimate> EstimateServing(const model::ModelSpec& m,
   }
   if (cfg.tp > 1 && lay.coll[kTpAr].active &&
       lay.coll[kTpAr].per_byte * B * D * 2 < lay.coll[kTpAr].latency) {
-    est.notes.push_back(
+    est.notes.emplace_back(
         "tensor-parallel all-reduces are latency-bound at this batch");
   }
   est.notes.push_back(fmt::format(

@@ -122,7 +122,7 @@ Result<ImportedModel> ParseHfConfig(std::string_view json_text,
   if (root.contains("text_config") && root["text_config"].is_object()) {
     lm = &root["text_config"];
     prefix = "text_config.";
-    out.notes.push_back("read the language model from text_config");
+    out.notes.emplace_back("read the language model from text_config");
   }
   std::set<std::string> used;
   Fields f(*lm, &used);
@@ -225,7 +225,7 @@ Result<ImportedModel> ParseHfConfig(std::string_view json_text,
     m.moe.layer_freq = freq > 0 ? static_cast<int>(freq) : 1;
     if (const json* dense = f.Get({"mlp_only_layers"});
         dense && dense->is_array() && !dense->empty()) {
-      out.notes.push_back(
+      out.notes.emplace_back(
           "mlp_only_layers is approximated by its count as "
           "leading dense layers");
       m.moe.first_dense_layers = static_cast<int>(dense->size());

@@ -502,6 +502,7 @@ void Summarize(ValidationReport& report) {
       }
     }
     std::vector<GroupSummary> out;
+    out.reserve(chips.size());
     for (const std::string& chip : chips) {
       out.push_back(summarize(chip, [&](const ValidationCase& c) {
         return c.chip == chip && kind(c);

@@ -10,7 +10,9 @@
 
 namespace {
 
-// The option called `name` in `app` or any of its subcommands.
+// The option called `name` in `app` or any of its subcommands (recursive
+// over the command tree, which is two levels deep).
+// NOLINTNEXTLINE(misc-no-recursion)
 const CLI::Option* FindOption(const CLI::App& app, const std::string& name) {
   if (const CLI::Option* o = app.get_option_no_throw(name)) return o;
   for (const CLI::App* sub : app.get_subcommands({})) {

@@ -506,7 +506,7 @@ static std::string TrainText(const estimate::TrainingEstimate& e,
       FormatBytes(m.total), FormatBytes(m.capacity), FormatBytes(m.params),
       FormatBytes(m.grads), FormatBytes(m.optimizer),
       FormatBytes(m.activations), FormatBytes(m.other));
-  if (e.comms.size() > 0) out += Table(comm_rows) + "\n";
+  if (!e.comms.empty()) out += Table(comm_rows) + "\n";
   for (const std::string& n : e.notes) out += "- " + n + "\n";
   if (e.time_to_train_s > 0) {
     out += fmt::format("\ntime to train {}, {:.3g} chip-hours, cost {}\n",
@@ -827,7 +827,7 @@ Command AddPlanCommand(CLI::App& app) {
       res->search_time_s += r->search_time_s;
       res->threads = r->threads;
       for (const search::PlanCandidate& p : r->plans)
-        merged.push_back({p, static_cast<int>(k)});
+        merged.emplace_back(p, static_cast<int>(k));
     }
     if (printed) std::fprintf(stderr, "\n");
     auto score = [&](const std::pair<search::PlanCandidate, int>& x) {
