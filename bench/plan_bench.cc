@@ -5,7 +5,7 @@
 #include <cstdio>
 
 #include "scalemodel/catalog/catalog.h"
-#include "scalemodel/io/hf_config.h"
+#include "scalemodel/ingest/hf_config.h"
 #include "scalemodel/search/parallelism.h"
 
 int main() {
@@ -24,7 +24,7 @@ int main() {
   std::printf("%-12s %-18s %12s %12s %10s %12s %8s\n", "model", "system",
               "configs", "scored", "wall_s", "configs/s", "threads");
   for (const Case& c : cases) {
-    auto m = io::FindModel(*cat, c.model);
+    auto m = ingest::FindModel(*cat, c.model);
     auto s = cat->FindSystem(c.system);
     if (!m || !s) return 1;
     search::SearchOptions opt;

@@ -360,7 +360,7 @@ class Analyzer {
         if (Contains(contracting, db.dim)) continue;
         if (da.dim == db.dim) continue;  // batch dim: must match below
         for (const std::string& ax : da.axes) {
-          if (Contains(db.axes, ax)) conflicts.push_back({ax, da.dim});
+          if (Contains(db.axes, ax)) conflicts.emplace_back(ax, da.dim);
         }
       }
     }

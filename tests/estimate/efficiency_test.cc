@@ -11,7 +11,7 @@
 #include "scalemodel/base/strings.h"
 #include "scalemodel/estimate/inference.h"
 #include "scalemodel/estimate/training.h"
-#include "scalemodel/io/hf_config.h"
+#include "scalemodel/ingest/hf_config.h"
 #include "scalemodel/roofline/roofline.h"
 
 namespace scalemodel::estimate {
@@ -263,7 +263,7 @@ std::string WithoutEfficiencyTable(std::string s) {
 }
 
 TrainingEstimate Train(const catalog::Catalog& cat, const std::string& system) {
-  auto m = io::FindModel(cat, "llama3-8b");
+  auto m = ingest::FindModel(cat, "llama3-8b");
   EXPECT_TRUE(m.has_value());
   auto sys = cat.FindSystem(system);
   EXPECT_TRUE(sys.has_value()) << sys.error().ToString();
@@ -352,7 +352,7 @@ TEST(CatalogChipEfficiency, CatalogDirectoryChipWithoutTable) {
   serve.batch = 8;
   serve.prompt = 1024;
   serve.output = 128;
-  auto s = EstimateServing(io::FindModel(cat, "llama3-8b")->spec,
+  auto s = EstimateServing(ingest::FindModel(cat, "llama3-8b")->spec,
                            *cat.FindSystem("my-gpu:8x1"), serve);
   ASSERT_TRUE(s.has_value()) << s.error().ToString();
   ASSERT_FALSE(s->notes.empty());
@@ -360,7 +360,7 @@ TEST(CatalogChipEfficiency, CatalogDirectoryChipWithoutTable) {
                 "realistic efficiency constants for my-gpu: none", 0),
             0u);
   // Peak mode uses no efficiency constants and says nothing.
-  auto m = io::FindModel(cat, "llama3-8b");
+  auto m = ingest::FindModel(cat, "llama3-8b");
   TrainingConfig cfg;
   cfg.par = *ParsePlan("tp=8");
   cfg.batch_tokens = 8 * 8192;

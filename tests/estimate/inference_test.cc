@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "../testing/catalog.h"
-#include "scalemodel/io/hf_config.h"
+#include "scalemodel/ingest/hf_config.h"
 
 namespace scalemodel::estimate {
 namespace {
@@ -15,7 +15,7 @@ using scalemodel::testing::Chip;
 using scalemodel::testing::System;
 
 model::ModelSpec Model(const std::string& id) {
-  return io::FindModel(BuiltinCatalog(), id)->spec;
+  return ingest::FindModel(BuiltinCatalog(), id)->spec;
 }
 
 void ExpectRel(double got, double want, double tol, const std::string& what) {

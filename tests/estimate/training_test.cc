@@ -6,7 +6,7 @@
 
 #include "../testing/catalog.h"
 #include "scalemodel/estimate/core.h"
-#include "scalemodel/io/hf_config.h"
+#include "scalemodel/ingest/hf_config.h"
 #include "scalemodel/model/transformer.h"
 
 namespace scalemodel::estimate {
@@ -16,7 +16,7 @@ using scalemodel::testing::BuiltinCatalog;
 using scalemodel::testing::System;
 
 model::ModelSpec Model(const std::string& id) {
-  auto m = io::FindModel(BuiltinCatalog(), id);
+  auto m = ingest::FindModel(BuiltinCatalog(), id);
   EXPECT_TRUE(m.has_value());
   return m->spec;
 }
@@ -710,7 +710,8 @@ TEST(TrainingTest, ContextParallelCommTypes) {
   bad.par = *ParsePlan("tp=8,cp=8");
   EXPECT_EQ(EstimateTraining(m, sys, bad).error().message,
             "a2a (Ulysses) context parallelism splits the heads: tp x cp = 64 "
-            "does not divide num_heads=32; use p2p or allgather context-parallel communication");
+            "does not divide num_heads=32; use p2p or allgather "
+            "context-parallel communication");
   EXPECT_EQ(*ParseCpComm("ring"), CpComm::kRing);
   EXPECT_EQ(*ParseCpComm("Ulysses"), CpComm::kAllToAll);
   EXPECT_FALSE(ParseCpComm("tree").has_value());

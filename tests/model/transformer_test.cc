@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "../testing/catalog.h"
-#include "scalemodel/io/hf_config.h"
+#include "scalemodel/ingest/hf_config.h"
 #include "scalemodel/roofline/roofline.h"
 
 namespace scalemodel::model {
@@ -15,7 +15,7 @@ using scalemodel::testing::BuiltinCatalog;
 using scalemodel::testing::Chip;
 
 ModelSpec Catalog(const std::string& id) {
-  auto m = io::FindModel(BuiltinCatalog(), id);
+  auto m = ingest::FindModel(BuiltinCatalog(), id);
   EXPECT_TRUE(m.has_value()) << m.error().ToString();
   return m.has_value() ? m->spec : ModelSpec{};
 }

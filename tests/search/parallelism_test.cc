@@ -7,8 +7,8 @@
 #include <tuple>
 
 #include "../testing/catalog.h"
-#include "scalemodel/io/hf_config.h"
-#include "scalemodel/io/validate.h"
+#include "scalemodel/ingest/hf_config.h"
+#include "scalemodel/validate/validate.h"
 
 namespace scalemodel::search {
 namespace {
@@ -17,7 +17,7 @@ using scalemodel::testing::BuiltinCatalog;
 using scalemodel::testing::System;
 
 model::ModelSpec Model(const std::string& id) {
-  return io::FindModel(BuiltinCatalog(), id)->spec;
+  return ingest::FindModel(BuiltinCatalog(), id)->spec;
 }
 
 std::vector<int> Divs(int n) {
@@ -216,12 +216,12 @@ TEST(SearchTest, RematsCanBeRestricted) {
 // search's best plan is at least as fast as the published layout.
 TEST(SearchTest, BestBeatsEveryPublishedLayout) {
   std::vector<std::string> skipped;
-  std::vector<io::TrainingRun> runs =
-      io::TrainingRuns(BuiltinCatalog(), &skipped);
+  std::vector<validate::TrainingRun> runs =
+      validate::TrainingRuns(BuiltinCatalog(), &skipped);
   EXPECT_TRUE(skipped.empty());
   ASSERT_GT(runs.size(), 100u);
   int checked = 0;
-  for (const io::TrainingRun& run : runs) {
+  for (const validate::TrainingRun& run : runs) {
     auto published =
         estimate::EstimateTraining(run.model, run.system, run.config);
     if (!published || !published->feasible) continue;

@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "../testing/catalog.h"
-#include "scalemodel/io/hf_config.h"
+#include "scalemodel/ingest/hf_config.h"
 #include "scalemodel/search/serving.h"
 
 namespace scalemodel::search {
@@ -16,7 +16,7 @@ using scalemodel::testing::BuiltinCatalog;
 using scalemodel::testing::System;
 
 model::ModelSpec Model(const std::string& id) {
-  return io::FindModel(BuiltinCatalog(), id)->spec;
+  return ingest::FindModel(BuiltinCatalog(), id)->spec;
 }
 
 // A small space (1.7B model, 16 sequences of 2048) searched on one or two

@@ -6,7 +6,7 @@
 
 #include "../testing/catalog.h"
 #include "scalemodel/estimate/inference.h"
-#include "scalemodel/io/hf_config.h"
+#include "scalemodel/ingest/hf_config.h"
 
 namespace scalemodel::search {
 namespace {
@@ -54,7 +54,8 @@ TEST(ServingTest, FrontierOfRandomPoints) {
 // The frontier of real plans: Llama 3 70B on v5e slices, every tp and batch.
 TEST(ServingTest, FrontierOfRealPlans) {
   auto m =
-      io::FindModel(scalemodel::testing::BuiltinCatalog(), "llama3-70b")->spec;
+      ingest::FindModel(scalemodel::testing::BuiltinCatalog(), "llama3-70b")
+          ->spec;
   std::vector<ServePoint> pts;
   for (auto [shape, n] :
        {std::pair<const char*, int>{"2x4", 8}, {"4x4", 16}, {"4x8", 32}}) {

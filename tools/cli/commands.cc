@@ -9,8 +9,7 @@
 #include "scalemodel/base/strings.h"
 #include "scalemodel/estimate/inference.h"
 #include "scalemodel/estimate/training.h"
-#include "scalemodel/io/hf_config.h"
-#include "scalemodel/io/validate.h"
+#include "scalemodel/ingest/hf_config.h"
 #include "scalemodel/model/transformer.h"
 #include "scalemodel/net/collective.h"
 #include "scalemodel/roofline/roofline.h"
@@ -18,12 +17,13 @@
 #include "scalemodel/sharding/matmul.h"
 #include "scalemodel/units/format.h"
 #include "scalemodel/units/parse.h"
+#include "scalemodel/validate/validate.h"
 
 namespace scalemodel::cli {
 
-io::Json Document(const Json& inputs, const Json& results) {
+report::Json Document(const Json& inputs, const Json& results) {
   Json j;
-  j["schema_version"] = io::kSchemaVersion;
+  j["schema_version"] = report::kSchemaVersion;
   j["inputs"] = inputs;
   for (auto it = results.begin(); it != results.end(); ++it) {
     j[it.key()] = it.value();
@@ -46,10 +46,10 @@ std::pair<std::string, Json> TrustOnChip(const catalog::Catalog& cat,
                                          const hw::Chip& chip, bool training,
                                          bool applies) {
   if (!applies) return {"", nullptr};
-  auto rep = io::RunValidation(cat);
+  auto rep = validate::RunValidation(cat);
   if (!rep) return {"", nullptr};
-  const io::GroupSummary* s = nullptr;
-  for (const io::GroupSummary& g :
+  const validate::GroupSummary* s = nullptr;
+  for (const validate::GroupSummary& g :
        training ? rep->by_chip : rep->serving_by_chip) {
     if (g.group == chip.id) s = &g;
   }

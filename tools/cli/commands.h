@@ -12,8 +12,8 @@
 #include "CLI/CLI.hpp"
 #include "scalemodel/base/error.h"
 #include "scalemodel/catalog/catalog.h"
-#include "scalemodel/io/json.h"
 #include "scalemodel/net/collective.h"
+#include "scalemodel/report/json.h"
 #include "scalemodel/units/format.h"
 
 namespace scalemodel::cli {
@@ -27,7 +27,7 @@ struct Globals {
 // What a command produced: the JSON document (always built, so text and
 // JSON come from the same numbers) and the text rendering.
 struct Output {
-  io::Json json;
+  report::Json json;
   std::string text;
 };
 
@@ -56,7 +56,7 @@ Command AddMatmulCommand(CLI::App& app);
 Command AddModelCommand(CLI::App& app);
 
 // Builds the {"schema_version", "inputs", ...results} document.
-io::Json Document(const io::Json& inputs, const io::Json& results);
+report::Json Document(const report::Json& inputs, const report::Json& results);
 
 // Parses an option value with a units parser, prefixing the option name to
 // the error: "--bytes: expected a size such as ...".
@@ -74,9 +74,9 @@ Result<T> ParseOption(const std::string& option, const std::string& text,
 // serving points) on `chip`: a sentence for the report and a JSON object
 // {chip, published_runs, median_abs_rel_error, p90_abs_rel_error}; nothing
 // when !applies (peak mode, --assume-mfu).
-std::pair<std::string, io::Json> TrustOnChip(const catalog::Catalog& cat,
-                                             const hw::Chip& chip,
-                                             bool training, bool applies);
+std::pair<std::string, report::Json> TrustOnChip(const catalog::Catalog& cat,
+                                                 const hw::Chip& chip,
+                                                 bool training, bool applies);
 
 // Left-aligned text table: first row is the header.
 std::string Table(const std::vector<std::vector<std::string>>& rows);
@@ -110,7 +110,7 @@ Result<bool> PutLaunch(const std::string& engine_name,
                        const Result<std::string>& text, Output& out);
 
 // Shorthands the command files share.
-using io::Json;
+using report::Json;
 using units::FormatBandwidth;
 using units::FormatBytes;
 using units::FormatFlopRate;

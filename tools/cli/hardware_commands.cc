@@ -8,8 +8,7 @@
 #include "scalemodel/base/strings.h"
 #include "scalemodel/estimate/inference.h"
 #include "scalemodel/estimate/training.h"
-#include "scalemodel/io/hf_config.h"
-#include "scalemodel/io/validate.h"
+#include "scalemodel/ingest/hf_config.h"
 #include "scalemodel/model/transformer.h"
 #include "scalemodel/net/collective.h"
 #include "scalemodel/roofline/roofline.h"
@@ -17,6 +16,7 @@
 #include "scalemodel/sharding/matmul.h"
 #include "scalemodel/units/format.h"
 #include "scalemodel/units/parse.h"
+#include "scalemodel/validate/validate.h"
 
 namespace scalemodel::cli {
 namespace {
@@ -57,7 +57,7 @@ Command AddChipsCommand(CLI::App& app) {
     std::sort(chips.begin(), chips.end(),
               [](auto* a, auto* b) { return a->id < b->id; });
     for (const hw::Chip* chip : chips) {
-      list.push_back(io::ToJson(*chip));
+      list.push_back(report::ToJson(*chip));
       rows.push_back(
           {chip->id, chip->name, RateOrDash(chip->Peak(hw::Dtype::kBf16)),
            RateOrDash(chip->Peak(hw::Dtype::kFp8)),
@@ -91,7 +91,7 @@ Command AddChipCommand(CLI::App& app) {
     if (!chip) return tl::unexpected(chip.error());
     const hw::Chip& ch = **chip;
     Output out;
-    out.json = Document(Json{{"name", *name}}, io::ToJson(ch));
+    out.json = Document(Json{{"name", *name}}, report::ToJson(ch));
     std::vector<std::vector<std::string>> rows = {
         {"quantity", "value", "source"}};
     auto src = [&](const std::string& key) {
@@ -189,7 +189,7 @@ Command AddSystemsCommand(CLI::App& app) {
     for (const catalog::SystemEntry& e : cat.systems()) {
       auto sys = cat.FindSystem(e.id);
       if (!sys) return tl::unexpected(sys.error());
-      Json j = io::ToJson(*sys);
+      Json j = report::ToJson(*sys);
       j["shape"] = e.shape;
       list.push_back(j);
       rows.push_back(
@@ -225,7 +225,7 @@ Command AddSystemCommand(CLI::App& app) {
       return tl::unexpected(
           Error{sys.error().code, sys.error().message, "system"});
     Output out;
-    out.json = Document(Json{{"system", *name}}, io::ToJson(*sys));
+    out.json = Document(Json{{"system", *name}}, report::ToJson(*sys));
     std::vector<std::vector<std::string>> rows = {
         {"axis", "kind", "size", "bandwidth/chip/dir", "hop latency", "notes"}};
     for (const hw::PhysicalAxis& a : sys->axes) {
@@ -387,7 +387,7 @@ Command AddRooflineCommand(CLI::App& app) {
       mm = *res;
       r = &mm.roofline;
       inputs["matmul"] = {{"b", shape->b}, {"d", shape->d}, {"f", shape->f}};
-      out.json = Document(inputs, io::ToJson(mm));
+      out.json = Document(inputs, report::ToJson(mm));
       extra = fmt::format(
           "Compute-bound above about {:.0f} tokens per matmul (the book's "
           "B >> crit rule: {:.0f}; compute in {}).\n",
@@ -410,7 +410,7 @@ Command AddRooflineCommand(CLI::App& app) {
       r = &op;
       inputs["flops"] = f->si();
       inputs["bytes"] = b->si();
-      out.json = Document(inputs, io::ToJson(op));
+      out.json = Document(inputs, report::ToJson(op));
     }
     std::vector<std::vector<std::string>> rows = {
         {"FLOPs", units::FormatFlops(r->flops)},
@@ -509,7 +509,7 @@ Command AddCollectiveCommand(CLI::App& app) {
                    {"axes", axes},
                    {"bytes", bytes->si()},
                    {"mode", *mode == net::Mode::kPeak ? "peak" : "realistic"}};
-    out.json = Document(inputs, io::ToJson(*cost));
+    out.json = Document(inputs, report::ToJson(*cost));
     std::vector<std::vector<std::string>> rows = {
         {"axis", "size", "bytes", "bandwidth", "latency", "time", "algorithm"}};
     for (const net::AxisCost& a : cost->per_axis) {

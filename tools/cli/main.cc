@@ -12,7 +12,9 @@
 
 namespace {
 
-// The option called `name` in `app` or any of its subcommands.
+// The option called `name` in `app` or any of its subcommands (recursive
+// over the command tree, which is two levels deep).
+// NOLINTNEXTLINE(misc-no-recursion)
 const CLI::Option* FindOption(const CLI::App& app, const std::string& name) {
   if (const CLI::Option* o = app.get_option_no_throw(name)) return o;
   for (const CLI::App* sub : app.get_subcommands({})) {
@@ -195,7 +197,7 @@ int main(int argc, char** argv) {
       return out.error().code == ErrorCode::kInternal ? 1 : 2;
     }
     if (globals.json) {
-      std::cout << io::Dump(out->json);
+      std::cout << report::Dump(out->json);
     } else {
       std::cout << out->text;
     }

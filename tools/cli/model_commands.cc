@@ -8,8 +8,7 @@
 #include "scalemodel/base/strings.h"
 #include "scalemodel/estimate/inference.h"
 #include "scalemodel/estimate/training.h"
-#include "scalemodel/io/hf_config.h"
-#include "scalemodel/io/validate.h"
+#include "scalemodel/ingest/hf_config.h"
 #include "scalemodel/model/transformer.h"
 #include "scalemodel/net/collective.h"
 #include "scalemodel/roofline/roofline.h"
@@ -17,6 +16,7 @@
 #include "scalemodel/sharding/matmul.h"
 #include "scalemodel/units/format.h"
 #include "scalemodel/units/parse.h"
+#include "scalemodel/validate/validate.h"
 
 namespace scalemodel::cli {
 namespace {
@@ -43,13 +43,13 @@ Command AddModelsCommand(CLI::App& app) {
     std::vector<std::vector<std::string>> rows = {
         {"model", "params", "active", "layers", "d_model", "heads/kv",
          "KV/token bf16", "name"}};
-    for (const std::string& id : io::ModelIds(cat)) {
-      auto m = io::FindModel(cat, id);
+    for (const std::string& id : ingest::ModelIds(cat)) {
+      auto m = ingest::FindModel(cat, id);
       if (!m) return tl::unexpected(m.error());
       const model::ModelSpec& s = m->spec;
       model::ParamCounts p = model::CountParams(s);
-      list.push_back(io::ToJson(s, 4096, hw::Dtype::kBf16,
-                                model::AttentionFlops::kCausal));
+      list.push_back(report::ToJson(s, 4096, hw::Dtype::kBf16,
+                                    model::AttentionFlops::kCausal));
       rows.push_back(
           {s.id, units::FormatCount(p.total), units::FormatCount(p.active),
            std::to_string(s.num_layers), std::to_string(s.d_model),
@@ -91,7 +91,7 @@ Command AddModelCommand(CLI::App& app) {
                    "12BT^2NH)")
       ->capture_default_str();
   c.action = [o](const catalog::Catalog& cat) -> Result<Output> {
-    auto imported = io::FindModel(cat, o->name);
+    auto imported = ingest::FindModel(cat, o->name);
     if (!imported) return tl::unexpected(imported.error());
     auto seq = ParseOption<double>(
         "--seq", o->seq, [](auto& t) { return units::ParseCount(t); });
@@ -112,7 +112,7 @@ Command AddModelCommand(CLI::App& app) {
     }
     const model::ModelSpec& m = imported->spec;
     Output out;
-    Json results = io::ToJson(m, *seq, *kv, conv);
+    Json results = report::ToJson(m, *seq, *kv, conv);
     results["notes"] = imported->notes;
     out.json = Document({{"model", o->name},
                          {"seq", *seq},

@@ -8,9 +8,8 @@
 #include "scalemodel/base/strings.h"
 #include "scalemodel/estimate/inference.h"
 #include "scalemodel/estimate/training.h"
-#include "scalemodel/io/hf_config.h"
-#include "scalemodel/io/launch.h"
-#include "scalemodel/io/validate.h"
+#include "scalemodel/ingest/hf_config.h"
+#include "scalemodel/launch/launch.h"
 #include "scalemodel/model/transformer.h"
 #include "scalemodel/net/collective.h"
 #include "scalemodel/roofline/roofline.h"
@@ -19,6 +18,7 @@
 #include "scalemodel/sharding/matmul.h"
 #include "scalemodel/units/format.h"
 #include "scalemodel/units/parse.h"
+#include "scalemodel/validate/validate.h"
 
 namespace scalemodel::cli {
 
@@ -35,15 +35,15 @@ static constexpr const char* kEmitHelp =
 
 // --emit: the launch text replaces the report; JSON carries both.
 static Result<bool> AddServeLaunch(const std::string& engine_name,
-                                   const model::ModelSpec& m,
+                                   const ingest::ImportedModel& m,
                                    const hw::System& sys,
                                    const estimate::ServeConfig& cfg,
                                    const estimate::ServeEstimate& est,
                                    Output& out) {
   if (engine_name.empty()) return true;
-  auto engine = io::ParseServeEngine(engine_name);
+  auto engine = launch::ParseServeEngine(engine_name);
   if (!engine) return tl::unexpected(EmitError(engine.error()));
-  return PutLaunch(engine_name, io::EmitServing(*engine, m, sys, cfg, est),
+  return PutLaunch(engine_name, launch::EmitServing(*engine, m, sys, cfg, est),
                    out);
 }
 
@@ -116,10 +116,10 @@ static std::string ServeText(const estimate::ServeEstimate& e) {
 Result<Output> RunServeSearch(const catalog::Catalog& cat,
                               const ServeSearchCli& o) {
   if (!o.emit.empty()) {
-    auto engine = io::ParseServeEngine(o.emit);
+    auto engine = launch::ParseServeEngine(o.emit);
     if (!engine) return tl::unexpected(EmitError(engine.error()));
   }
-  auto m = io::FindModel(cat, o.model);
+  auto m = ingest::FindModel(cat, o.model);
   if (!m) return tl::unexpected(m.error());
   auto chip = cat.FindChip(o.chip);
   if (!chip)
@@ -168,7 +168,7 @@ Result<Output> RunServeSearch(const catalog::Catalog& cat,
                   {"ttft_s", e.ttft.si()},
                   {"tokens_per_s_per_chip", e.tokens_per_s_per_chip},
                   {"cost_per_million_tokens_usd",
-                   io::NumberOrNull(e.cost_per_million_tokens_usd)},
+                   report::NumberOrNull(e.cost_per_million_tokens_usd)},
                   {"bound", e.bound}});
     rows.push_back({std::to_string(p.chips()), p.PlanString(),
                     FormatNumber(p.config.batch), FormatSeconds(e.decode_step),
@@ -183,7 +183,7 @@ Result<Output> RunServeSearch(const catalog::Catalog& cat,
   std::string best_text = "\nNo plan on the frontier meets the constraints.\n";
   if (best) {
     const double ratio = res.prefill_to_decode_chips;
-    best_json = io::ToJson(best->estimate);
+    best_json = report::ToJson(best->estimate);
     best_json["plan"] = best->PlanString();
     best_json["batch"] = best->config.batch;
     best_json["chips"] = best->chips();
@@ -203,8 +203,8 @@ Result<Output> RunServeSearch(const catalog::Catalog& cat,
                        {"weights", std::string(hw::DtypeName(base->weights))},
                        {"kv", std::string(hw::DtypeName(base->kv))},
                        {"max_chips", max_chips},
-                       {"tpot_max_s", io::NumberOrNull(tpot_max)},
-                       {"ttft_max_s", io::NumberOrNull(ttft_max)},
+                       {"tpot_max_s", report::NumberOrNull(tpot_max)},
+                       {"ttft_max_s", report::NumberOrNull(ttft_max)},
                        {"mode", o.mode}},
                       {{"frontier", fr},
                        {"best", best_json},
@@ -226,7 +226,7 @@ Result<Output> RunServeSearch(const catalog::Catalog& cat,
           "nothing to emit",
           "--emit");
     }
-    auto launch = AddServeLaunch(o.emit, spec, best->system, best->config,
+    auto launch = AddServeLaunch(o.emit, *m, best->system, best->config,
                                  best->estimate, out);
     if (!launch) return tl::unexpected(launch.error());
   }
@@ -296,7 +296,7 @@ Command AddServeCommand(CLI::App& app) {
   c.app->add_option("--price-per-chip-hour", o->price, "USD per chip-hour");
   c.app->add_option("--emit", o->emit, fmt::format(kEmitHelp, "this plan"));
   c.action = [o](const catalog::Catalog& cat) -> Result<Output> {
-    auto m = io::FindModel(cat, o->model);
+    auto m = ingest::FindModel(cat, o->model);
     if (!m) return tl::unexpected(m.error());
     auto sys = cat.FindSystem(o->system);
     if (!sys)
@@ -330,7 +330,7 @@ Command AddServeCommand(CLI::App& app) {
                          {"weights", std::string(hw::DtypeName(cfg->weights))},
                          {"kv", std::string(hw::DtypeName(cfg->kv))},
                          {"mode", o->mode}},
-                        io::ToJson(*e));
+                        report::ToJson(*e));
     auto [trust, trust_json] = TrustOnChip(
         cat, sys->chip, false, cfg->mode == estimate::Mode::kRealistic);
     out.json["accuracy"] = trust_json;
@@ -339,7 +339,7 @@ Command AddServeCommand(CLI::App& app) {
                     m->spec.name, sys->id, o->plan, FormatNumber(cfg->batch),
                     FormatNumber(cfg->prompt), FormatNumber(cfg->output)) +
         ServeText(*e) + trust;
-    auto launch = AddServeLaunch(o->emit, m->spec, *sys, *cfg, *e, out);
+    auto launch = AddServeLaunch(o->emit, *m, *sys, *cfg, *e, out);
     if (!launch) return tl::unexpected(launch.error());
     return out;
   };

@@ -10,9 +10,8 @@
 #include "scalemodel/estimate/inference.h"
 #include "scalemodel/estimate/presets.h"
 #include "scalemodel/estimate/training.h"
-#include "scalemodel/io/hf_config.h"
-#include "scalemodel/io/launch.h"
-#include "scalemodel/io/validate.h"
+#include "scalemodel/ingest/hf_config.h"
+#include "scalemodel/launch/launch.h"
 #include "scalemodel/model/transformer.h"
 #include "scalemodel/net/collective.h"
 #include "scalemodel/roofline/roofline.h"
@@ -21,6 +20,7 @@
 #include "scalemodel/sharding/matmul.h"
 #include "scalemodel/units/format.h"
 #include "scalemodel/units/parse.h"
+#include "scalemodel/validate/validate.h"
 
 namespace scalemodel::cli {
 namespace {
@@ -55,18 +55,18 @@ struct TrainOptionsCli {
 
 // Shared by train and plan train: resolves model, system and config.
 struct TrainInputs {
-  io::ImportedModel model;
+  ingest::ImportedModel model;
   hw::System system;
   estimate::TrainingConfig config;
   Json inputs;
-  std::optional<io::TrainEngine> engine;  // --emit
+  std::optional<launch::TrainEngine> engine;  // --emit
 };
 
 static Result<TrainInputs> ResolveTrain(const catalog::Catalog& cat,
                                         const TrainOptionsCli& o,
                                         bool need_plan) {
   TrainInputs in;
-  auto m = io::FindModel(cat, o.model);
+  auto m = ingest::FindModel(cat, o.model);
   if (!m) return tl::unexpected(m.error());
   in.model = *m;
   auto sys = cat.FindSystem(o.system);
@@ -83,8 +83,8 @@ static Result<TrainInputs> ResolveTrain(const catalog::Catalog& cat,
     auto engine = estimate::ParseEngine(o.engine);
     if (!engine) return tl::unexpected(engine.error());
     preset = *engine;
-  } else if (auto emit = io::ParseTrainEngine(o.emit);
-             emit && *emit == io::TrainEngine::kMaxText) {
+  } else if (auto emit = launch::ParseTrainEngine(o.emit);
+             emit && *emit == launch::TrainEngine::kMaxText) {
     preset = estimate::Engine::kMaxText;
   }
   if (preset) estimate::ApplyEnginePreset(*preset, c);
@@ -251,7 +251,7 @@ static Result<TrainInputs> ResolveTrain(const catalog::Catalog& cat,
   }
   c.lora_rank = o.lora;
   if (!o.emit.empty()) {
-    auto engine = io::ParseTrainEngine(o.emit);
+    auto engine = launch::ParseTrainEngine(o.emit);
     if (!engine) return tl::unexpected(EmitError(engine.error()));
     in.engine = *engine;
   }
@@ -457,13 +457,14 @@ static void AddTrainOptions(CLI::App* app, TrainOptionsCli& o, bool plan) {
 
 // --emit: the launch text replaces the report; JSON carries both.
 static Result<bool> AddLaunch(const std::string& engine_name,
-                              std::optional<io::TrainEngine> engine,
-                              const model::ModelSpec& m, const hw::System& sys,
+                              std::optional<launch::TrainEngine> engine,
+                              const ingest::ImportedModel& m,
+                              const hw::System& sys,
                               const estimate::TrainingConfig& cfg,
                               const estimate::TrainingEstimate& est,
                               Output& out) {
   if (!engine) return true;
-  return PutLaunch(engine_name, io::EmitTraining(*engine, m, sys, cfg, est),
+  return PutLaunch(engine_name, launch::EmitTraining(*engine, m, sys, cfg, est),
                    out);
 }
 
@@ -578,7 +579,7 @@ Command AddTrainCommand(CLI::App& app) {
     if (!est) return tl::unexpected(est.error());
     Output out;
     in->inputs["plan"] = in->config.par.ToString();
-    Json result = io::ToJson(*est);
+    Json result = report::ToJson(*est);
     auto [trust, trust_json] =
         TrustOnChip(cat, in->system.chip, true, PredictsARun(in->config));
     result["accuracy"] = trust_json;
@@ -587,7 +588,7 @@ Command AddTrainCommand(CLI::App& app) {
                            in->model.spec.name, in->system.id,
                            in->system.num_chips(), in->config.par.ToString()) +
                TrainText(*est, in->system) + trust;
-    auto launch = AddLaunch(opts.emit, in->engine, in->model.spec, in->system,
+    auto launch = AddLaunch(opts.emit, in->engine, in->model, in->system,
                             in->config, *est, out);
     if (!launch) return tl::unexpected(launch.error());
     return out;
@@ -615,14 +616,14 @@ Command AddValidateCommand(CLI::App& app) {
                     "(b200, qwen3, maxtext, nemo, fsdp...), with their own "
                     "summary");
   c.action = [markdown, filter](const catalog::Catalog& cat) -> Result<Output> {
-    auto rep = io::RunValidation(cat);
+    auto rep = validate::RunValidation(cat);
     if (!rep) return tl::unexpected(rep.error());
     if (!filter->empty()) {
       const std::string want = ToLower(*filter);
       auto has = [&](const std::string& text) {
         return ToLower(text).find(want) != std::string::npos;
       };
-      std::erase_if(rep->cases, [&](const io::ValidationCase& v) {
+      std::erase_if(rep->cases, [&](const validate::ValidationCase& v) {
         return !(has(v.id) || has(v.detail) || ToLower(v.chip) == want);
       });
       if (rep->cases.empty()) {
@@ -632,11 +633,11 @@ Command AddValidateCommand(CLI::App& app) {
                 "source such as maxtext)",
             "--filter");
       }
-      io::Summarize(*rep);
+      validate::Summarize(*rep);
     }
     Output out;
     Json cases = Json::array();
-    for (const io::ValidationCase& v : rep->cases) {
+    for (const validate::ValidationCase& v : rep->cases) {
       cases.push_back({{"id", v.id},
                        {"group", v.group},
                        {"metric", v.metric},
@@ -648,7 +649,7 @@ Command AddValidateCommand(CLI::App& app) {
     Json summary = Json::array();
     std::vector<std::vector<std::string>> rows = {
         {"group", "cases", "median |err|", "p90 |err|", "max |err|"}};
-    for (const io::GroupSummary& s : rep->summary) {
+    for (const validate::GroupSummary& s : rep->summary) {
       summary.push_back({{"group", s.group},
                          {"count", s.count},
                          {"median_abs_rel_error", s.median_abs_rel_error},
@@ -662,7 +663,7 @@ Command AddValidateCommand(CLI::App& app) {
     Json by_chip = Json::array();
     std::vector<std::vector<std::string>> chip_rows = {
         {"chip", "training runs", "median |err|", "p90 |err|"}};
-    for (const io::GroupSummary& s : rep->by_chip) {
+    for (const validate::GroupSummary& s : rep->by_chip) {
       by_chip.push_back({{"chip", s.group},
                          {"count", s.count},
                          {"median_abs_rel_error", s.median_abs_rel_error},
@@ -676,11 +677,11 @@ Command AddValidateCommand(CLI::App& app) {
                                          {"by_chip", by_chip},
                                          {"skipped", rep->skipped}});
     if (*markdown) {
-      out.text = io::AccuracyMarkdown(*rep);
+      out.text = validate::AccuracyMarkdown(*rep);
     } else {
       std::vector<std::vector<std::string>> crow = {
           {"id", "metric", "predicted", "measured", "error"}};
-      for (const io::ValidationCase& v : rep->cases) {
+      for (const validate::ValidationCase& v : rep->cases) {
         crow.push_back({v.id, v.metric, fmt::format("{:.4g}", v.predicted),
                         fmt::format("{:.4g}", v.expected),
                         fmt::format("{:+.1f}%", 100 * v.rel_error)});
@@ -767,9 +768,9 @@ Command AddPlanCommand(CLI::App& app) {
     TrainOptionsCli opts = o->train;
     auto in = ResolveTrain(cat, opts, false);
     if (!in) return tl::unexpected(in.error());
-    const std::optional<io::TrainEngine> engine = in->engine;
+    const std::optional<launch::TrainEngine> engine = in->engine;
     if (engine) {
-      auto ok = io::CheckTrainEngine(*engine, in->system);
+      auto ok = launch::CheckTrainEngine(*engine, in->system);
       if (!ok) return tl::unexpected(EmitError(ok.error()));
     }
     search::PlanRequest req;
@@ -778,7 +779,7 @@ Command AddPlanCommand(CLI::App& app) {
     req.objective = *objective;
     req.threads = o->threads;
     // Only plans the engine can launch.
-    if (engine) req.launchable_by = io::PresetOf(*engine);
+    if (engine) req.launchable_by = launch::PresetOf(*engine);
     for (const std::string& count :
          o->chips.empty() ? std::vector<std::string>{} : Split(o->chips, ',')) {
       auto n = units::ParseCount(count);
@@ -843,7 +844,7 @@ Command AddPlanCommand(CLI::App& app) {
       const search::PlanCandidate& p = r.candidate;
       const estimate::TrainingConfig& cfg = r.config;
       ++rank;
-      Json j = r.estimate ? io::ToJson(*r.estimate) : Json::object();
+      Json j = r.estimate ? report::ToJson(*r.estimate) : Json::object();
       j["chips"] = r.system.num_chips();
       j["system"] = r.system.id;
       j["plan"] = cfg.par.ToString();
@@ -909,7 +910,7 @@ Command AddPlanCommand(CLI::App& app) {
     out.text = text;
     if (best_plan) {
       auto launch =
-          AddLaunch(o->train.emit, engine, in->model.spec, best_plan->system,
+          AddLaunch(o->train.emit, engine, in->model, best_plan->system,
                     best_plan->config, *best_plan->estimate, out);
       if (!launch) return tl::unexpected(launch.error());
     } else if (engine) {

@@ -48,17 +48,9 @@ struct MoeSpec {
 };
 
 struct ModelSpec {
-  std::string id;      // "llama3-70b"
-  std::string name;    // "Llama 3.1 70B"
-  std::string source;  // where the numbers come from
-  // What a serving engine loads: a HuggingFace repo ("meta-llama/...") or
-  // the directory of a local config.json; empty when unknown.
-  std::string hf_repo;
-  // MaxText's name for the model (src/maxtext/configs/models/<name>.yml);
-  // empty when MaxText has none.
-  std::string maxtext_model;
-  // torchtitan's model name and flavor ("llama3", "8B"); empty when unknown.
-  std::string torchtitan_model, torchtitan_flavor;
+  std::string id;        // "llama3-70b"
+  std::string name;      // "Llama 3.1 70B"
+  std::string source;    // where the numbers come from
   int num_layers = 0;    // L
   long d_model = 0;      // D
   long ffn = 0;          // F of dense layers

@@ -48,6 +48,9 @@ class Quantity {
     si_ -= o.si_;
     return *this;
   }
+  // clang-tidy 14 takes the literal 0 inside a defaulted <=> for a null
+  // pointer.
+  // NOLINTNEXTLINE(modernize-use-nullptr)
   friend constexpr auto operator<=>(const Quantity&, const Quantity&) = default;
 
  private:

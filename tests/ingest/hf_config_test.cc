@@ -1,6 +1,6 @@
 // Import of HuggingFace config.json files. The inline configs carry the
 // official field values of each model's published config.json.
-#include "scalemodel/io/hf_config.h"
+#include "scalemodel/ingest/hf_config.h"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 
 #include "../testing/catalog.h"
 
-namespace scalemodel::io {
+namespace scalemodel::ingest {
 namespace {
 
 using scalemodel::testing::BuiltinCatalog;
@@ -168,4 +168,4 @@ TEST(HfConfigTest, EveryCatalogModelLoads) {
 }
 
 }  // namespace
-}  // namespace scalemodel::io
+}  // namespace scalemodel::ingest

@@ -1,8 +1,8 @@
-#include "scalemodel/io/json.h"
+#include "scalemodel/report/json.h"
 
 #include <cmath>
 
-namespace scalemodel::io {
+namespace scalemodel::report {
 
 Json NumberOrNull(double v) {
   if (v == 0 || !std::isfinite(v)) return nullptr;
@@ -345,4 +345,4 @@ Json ToJson(const estimate::ServeEstimate& e) {
           {"notes", e.notes}};
 }
 
-}  // namespace scalemodel::io
+}  // namespace scalemodel::report

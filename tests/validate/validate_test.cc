@@ -1,4 +1,4 @@
-#include "scalemodel/io/validate.h"
+#include "scalemodel/validate/validate.h"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 
 #include "../testing/catalog.h"
 
-namespace scalemodel::io {
+namespace scalemodel::validate {
 namespace {
 
 using scalemodel::testing::BuiltinCatalog;
@@ -82,4 +82,4 @@ TEST(ValidateTest, AccuracyDocIsCurrent) {
 }
 
 }  // namespace
-}  // namespace scalemodel::io
+}  // namespace scalemodel::validate

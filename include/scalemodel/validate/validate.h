@@ -1,8 +1,8 @@
 // Validation: predictions against the book's worked training examples (peak
 // mode) and the published training runs shipped in data/validation (realistic
 // mode). Each case compares the quantity the source measured.
-#ifndef SCALEMODEL_IO_VALIDATE_H_
-#define SCALEMODEL_IO_VALIDATE_H_
+#ifndef SCALEMODEL_VALIDATE_VALIDATE_H_
+#define SCALEMODEL_VALIDATE_VALIDATE_H_
 
 #include <string>
 #include <vector>
@@ -12,7 +12,7 @@
 #include "scalemodel/estimate/training.h"
 #include "scalemodel/model/transformer.h"
 
-namespace scalemodel::io {
+namespace scalemodel::validate {
 
 struct ValidationCase {
   std::string id;
@@ -71,6 +71,6 @@ std::vector<TrainingRun> TrainingRuns(const catalog::Catalog& catalog,
 // docs/accuracy.md: every row, the failures too, and the summary.
 std::string AccuracyMarkdown(const ValidationReport& report);
 
-}  // namespace scalemodel::io
+}  // namespace scalemodel::validate
 
-#endif  // SCALEMODEL_IO_VALIDATE_H_
+#endif  // SCALEMODEL_VALIDATE_VALIDATE_H_

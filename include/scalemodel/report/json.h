@@ -1,8 +1,8 @@
 // One serializer for everything that leaves the library as JSON: the CLI's
 // --json output and the golden tests. Numbers are SI base units with the unit
 // in the key (`_s`, `_bytes`, `_flops_per_s`, `_bytes_per_s`, `_usd`).
-#ifndef SCALEMODEL_IO_JSON_H_
-#define SCALEMODEL_IO_JSON_H_
+#ifndef SCALEMODEL_REPORT_JSON_H_
+#define SCALEMODEL_REPORT_JSON_H_
 
 #include <string>
 
@@ -16,7 +16,7 @@
 #include "scalemodel/net/collective.h"
 #include "scalemodel/roofline/roofline.h"
 
-namespace scalemodel::io {
+namespace scalemodel::report {
 
 using Json = nlohmann::ordered_json;
 
@@ -43,6 +43,6 @@ Json ToJson(const model::ModelSpec& m, double seq, hw::Dtype kv,
 // Pretty-prints with 2-space indentation and a trailing newline.
 std::string Dump(const Json& j);
 
-}  // namespace scalemodel::io
+}  // namespace scalemodel::report
 
-#endif  // SCALEMODEL_IO_JSON_H_
+#endif  // SCALEMODEL_REPORT_JSON_H_

@@ -3,8 +3,8 @@
 // dense-layer placement, FP8 quantization_config) and the catalog's model
 // files, which are config.json files with a "_scalemodel" block naming the
 // id, display name and source.
-#ifndef SCALEMODEL_IO_HF_CONFIG_H_
-#define SCALEMODEL_IO_HF_CONFIG_H_
+#ifndef SCALEMODEL_INGEST_HF_CONFIG_H_
+#define SCALEMODEL_INGEST_HF_CONFIG_H_
 
 #include <string>
 #include <string_view>
@@ -14,10 +14,25 @@
 #include "scalemodel/catalog/catalog.h"
 #include "scalemodel/model/transformer.h"
 
-namespace scalemodel::io {
+namespace scalemodel::ingest {
+
+// The names engines know the model by, for the launch lines (the math never
+// needs them): from the catalog file's "_scalemodel" block, or for a
+// config.json given by path, its directory as hf_repo.
+struct EngineNames {
+  // What a serving engine loads: a HuggingFace repo ("meta-llama/...") or
+  // the directory of a local config.json; empty when unknown.
+  std::string hf_repo;
+  // MaxText's name for the model (src/maxtext/configs/models/<name>.yml);
+  // empty when MaxText has none.
+  std::string maxtext_model;
+  // torchtitan's model name and flavor ("llama3", "8B"); empty when unknown.
+  std::string torchtitan_model, torchtitan_flavor;
+};
 
 struct ImportedModel {
   model::ModelSpec spec;
+  EngineNames engine_names;
   // Keys that were present but not used ("ignored keys: a, b"), and other
   // remarks on how fields were read. Never errors.
   std::vector<std::string> notes;
@@ -35,6 +50,6 @@ Result<ImportedModel> FindModel(const catalog::Catalog& catalog,
 // Ids of the catalog's models, sorted.
 std::vector<std::string> ModelIds(const catalog::Catalog& catalog);
 
-}  // namespace scalemodel::io
+}  // namespace scalemodel::ingest
 
-#endif  // SCALEMODEL_IO_HF_CONFIG_H_
+#endif  // SCALEMODEL_INGEST_HF_CONFIG_H_

@@ -1,4 +1,4 @@
-#include "scalemodel/io/launch.h"
+#include "scalemodel/launch/launch.h"
 
 #include <algorithm>
 #include <array>
@@ -9,7 +9,7 @@
 #include "scalemodel/base/strings.h"
 #include "scalemodel/units/format.h"
 
-namespace scalemodel::io {
+namespace scalemodel::launch {
 namespace {
 
 constexpr const char* kVersion = "scalemodel 0.1.0";
@@ -118,6 +118,7 @@ std::string_view MaxTextRemat(model::Remat r) {
 }
 
 Result<std::string> EmitMaxText(const model::ModelSpec& m,
+                                const ingest::EngineNames& names,
                                 const hw::System& sys,
                                 const estimate::TrainingConfig& cfg,
                                 const estimate::TrainingEstimate& est,
@@ -138,8 +139,8 @@ Result<std::string> EmitMaxText(const model::ModelSpec& m,
       "python3 src/maxtext/trainers/pre_train/train.py "
       "src/maxtext/configs/base.yml");
   out.Key("run_name", "scalemodel-" + m.id);
-  if (!m.maxtext_model.empty()) {
-    out.Key("model_name", m.maxtext_model);
+  if (!names.maxtext_model.empty()) {
+    out.Key("model_name", names.maxtext_model);
   } else {
     out.Comment(fmt::format(
         "MaxText has no config named for {}: the base_* keys below give its "
@@ -469,6 +470,7 @@ Result<std::string> EmitMegatron(const model::ModelSpec& m,
 }
 
 Result<std::string> EmitTorchtitan(const model::ModelSpec& m,
+                                   const ingest::EngineNames& names,
                                    const hw::System& sys,
                                    const estimate::TrainingConfig& cfg,
                                    const estimate::TrainingEstimate& est,
@@ -491,9 +493,9 @@ Result<std::string> EmitTorchtitan(const model::ModelSpec& m,
       "--section.key flags work with TOML-era and config-registry torchtitan "
       "(add --job.config_file or --module/--config for the rest)");
   out.Command(Torchrun(sys, "-m torchtitan.train"));
-  if (!m.torchtitan_model.empty()) {
-    out.Flag("--model.name", m.torchtitan_model);
-    out.Flag("--model.flavor", m.torchtitan_flavor);
+  if (!names.torchtitan_model.empty()) {
+    out.Flag("--model.name", names.torchtitan_model);
+    out.Flag("--model.flavor", names.torchtitan_flavor);
   }
   const long gbs = GlobalSequences(cfg);
   const long dp_ranks = static_cast<long>(replicate) * shard;
@@ -604,8 +606,9 @@ void ServingHeader(LaunchText& out, std::string_view engine,
   }
 }
 
-std::string ModelPath(const model::ModelSpec& m, LaunchText& out) {
-  if (!m.hf_repo.empty()) return m.hf_repo;
+std::string ModelPath(const model::ModelSpec& m,
+                      const ingest::EngineNames& names, LaunchText& out) {
+  if (!names.hf_repo.empty()) return names.hf_repo;
   out.Comment("no checkpoint known for " + m.name +
               ": replace <checkpoint> with its HuggingFace repo or directory");
   return "<checkpoint>";
@@ -624,7 +627,9 @@ void WeightFlags(LaunchText& out, const model::ModelSpec& m,
   if (cfg.kv == hw::Dtype::kFp8) out.Flag("--kv-cache-dtype", fp8_kv);
 }
 
-Result<std::string> EmitVllm(const model::ModelSpec& m, const hw::System& sys,
+Result<std::string> EmitVllm(const model::ModelSpec& m,
+                             const ingest::EngineNames& names,
+                             const hw::System& sys,
                              const estimate::ServeConfig& cfg,
                              const estimate::ServeEstimate& est) {
   LaunchText out;
@@ -632,7 +637,7 @@ Result<std::string> EmitVllm(const model::ModelSpec& m, const hw::System& sys,
   if (sys.chip.is_tpu()) {
     out.Comment("TPU: install vLLM's TPU backend; the flags are the same");
   }
-  out.Command("vllm serve " + ModelPath(m, out));
+  out.Command("vllm serve " + ModelPath(m, names, out));
   out.Flag("--tensor-parallel-size", cfg.tp);
   if (cfg.ep > 1) {
     out.Comment(fmt::format(
@@ -648,14 +653,16 @@ Result<std::string> EmitVllm(const model::ModelSpec& m, const hw::System& sys,
   return out.Str();
 }
 
-Result<std::string> EmitSglang(const model::ModelSpec& m, const hw::System& sys,
+Result<std::string> EmitSglang(const model::ModelSpec& m,
+                               const ingest::EngineNames& names,
+                               const hw::System& sys,
                                const estimate::ServeConfig& cfg,
                                const estimate::ServeEstimate& est) {
   if (auto ok = NeedGpu(sys, "SGLang"); !ok) return tl::unexpected(ok.error());
   LaunchText out;
   ServingHeader(out, "SGLang", m, sys, cfg, est);
   out.Command("python3 -m sglang.launch_server --model-path " +
-              ModelPath(m, out));
+              ModelPath(m, names, out));
   const int replica = cfg.tp * cfg.ep;
   out.Flag("--tp-size", replica);
   if (cfg.ep > 1) {
@@ -732,7 +739,7 @@ std::vector<model::Remat> ExactRemats(TrainEngine engine) {
 }
 
 Result<std::string> EmitTraining(TrainEngine engine,
-                                 const model::ModelSpec& model,
+                                 const ingest::ImportedModel& model,
                                  const hw::System& system,
                                  const estimate::TrainingConfig& cfg,
                                  const estimate::TrainingEstimate& est) {
@@ -742,27 +749,28 @@ Result<std::string> EmitTraining(TrainEngine engine,
   const Degrees d = DegreesOf(est);
   switch (engine) {
     case TrainEngine::kMaxText:
-      return EmitMaxText(model, system, cfg, est, d);
+      return EmitMaxText(model.spec, model.engine_names, system, cfg, est, d);
     case TrainEngine::kMegatron:
-      return EmitMegatron(model, system, cfg, est, d);
+      return EmitMegatron(model.spec, system, cfg, est, d);
     case TrainEngine::kTorchtitan:
-      return EmitTorchtitan(model, system, cfg, est, d);
+      return EmitTorchtitan(model.spec, model.engine_names, system, cfg, est,
+                            d);
   }
   return InvalidArgument("unknown training engine", "engine");
 }
 
 Result<std::string> EmitServing(ServeEngine engine,
-                                const model::ModelSpec& model,
+                                const ingest::ImportedModel& model,
                                 const hw::System& system,
                                 const estimate::ServeConfig& cfg,
                                 const estimate::ServeEstimate& est) {
   switch (engine) {
     case ServeEngine::kVllm:
-      return EmitVllm(model, system, cfg, est);
+      return EmitVllm(model.spec, model.engine_names, system, cfg, est);
     case ServeEngine::kSglang:
-      return EmitSglang(model, system, cfg, est);
+      return EmitSglang(model.spec, model.engine_names, system, cfg, est);
   }
   return InvalidArgument("unknown serving engine", "engine");
 }
 
-}  // namespace scalemodel::io
+}  // namespace scalemodel::launch

@@ -1,4 +1,4 @@
-#include "scalemodel/io/validate.h"
+#include "scalemodel/validate/validate.h"
 
 #include <algorithm>
 #include <cmath>
@@ -9,9 +9,9 @@
 #include "scalemodel/base/strings.h"
 #include "scalemodel/estimate/inference.h"
 #include "scalemodel/estimate/training.h"
-#include "scalemodel/io/hf_config.h"
+#include "scalemodel/ingest/hf_config.h"
 
-namespace scalemodel::io {
+namespace scalemodel::validate {
 namespace {
 
 using nlohmann::json;
@@ -47,7 +47,7 @@ void AddCase(ValidationReport& r, std::string id, std::string group,
 void BookCases(const catalog::Catalog& cat, ValidationReport& r) {
   const std::string src =
       "How to Scale Your Model, training chapters (book-vectors.json)";
-  auto llama = FindModel(cat, "llama3-70b");
+  auto llama = ingest::FindModel(cat, "llama3-70b");
   if (!llama) return;
   const model::ModelSpec& m = llama->spec;
   estimate::TrainingConfig cfg;
@@ -180,12 +180,14 @@ void BookCases(const catalog::Catalog& cat, ValidationReport& r) {
 }
 
 // The model of a validation row: a catalog reference or an inline config.
-Result<ImportedModel> RowModel(const catalog::Catalog& cat,
-                               const std::string& path, const json& row) {
+Result<ingest::ImportedModel> RowModel(const catalog::Catalog& cat,
+                                       const std::string& path,
+                                       const json& row) {
   if (row["model"].contains("catalog")) {
-    return FindModel(cat, row["model"]["catalog"].get<std::string>());
+    return ingest::FindModel(cat, row["model"]["catalog"].get<std::string>());
   }
-  return ParseHfConfig(row["model"].dump(), path + ":" + row.value("id", "?"));
+  return ingest::ParseHfConfig(row["model"].dump(),
+                               path + ":" + row.value("id", "?"));
 }
 
 // A training row's model, system and stated layout.
@@ -500,6 +502,7 @@ void Summarize(ValidationReport& report) {
       }
     }
     std::vector<GroupSummary> out;
+    out.reserve(chips.size());
     for (const std::string& chip : chips) {
       out.push_back(summarize(chip, [&](const ValidationCase& c) {
         return c.chip == chip && kind(c);
@@ -615,4 +618,4 @@ std::vector<TrainingRun> TrainingRuns(const catalog::Catalog& cat,
   return runs;
 }
 
-}  // namespace scalemodel::io
+}  // namespace scalemodel::validate

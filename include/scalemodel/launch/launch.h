@@ -13,10 +13,10 @@
 // parallelism and the engine that can.
 //
 // Example:
-//   auto text = io::EmitTraining(io::TrainEngine::kMegatron, model, system,
-//                                cfg, estimate);
-#ifndef SCALEMODEL_IO_LAUNCH_H_
-#define SCALEMODEL_IO_LAUNCH_H_
+//   auto text = launch::EmitTraining(launch::TrainEngine::kMegatron, model,
+//                                    system, cfg, estimate);
+#ifndef SCALEMODEL_LAUNCH_LAUNCH_H_
+#define SCALEMODEL_LAUNCH_LAUNCH_H_
 
 #include <string>
 #include <string_view>
@@ -27,9 +27,10 @@
 #include "scalemodel/estimate/presets.h"
 #include "scalemodel/estimate/training.h"
 #include "scalemodel/hw/system.h"
+#include "scalemodel/ingest/hf_config.h"
 #include "scalemodel/model/transformer.h"
 
-namespace scalemodel::io {
+namespace scalemodel::launch {
 
 enum class TrainEngine { kMaxText, kMegatron, kTorchtitan };
 enum class ServeEngine { kVllm, kSglang };
@@ -50,23 +51,26 @@ std::vector<model::Remat> ExactRemats(TrainEngine engine);
 // The preset (estimate/presets.h) of the framework a launch line is for.
 estimate::Engine PresetOf(TrainEngine engine);
 
-// `est` is EstimateTraining's result for (model, system, cfg): it carries the
-// degrees placed on the fast (ICI / NVLink) and slow (DCN / network) domains
-// and the number of microbatches.
+// `est` is EstimateTraining's result for (model.spec, system, cfg): it
+// carries the degrees placed on the fast (ICI / NVLink) and slow (DCN /
+// network) domains and the number of microbatches. The engine's name for the
+// model (MaxText model_name, torchtitan --model.name and --model.flavor)
+// comes from model.engine_names.
 Result<std::string> EmitTraining(TrainEngine engine,
-                                 const model::ModelSpec& model,
+                                 const ingest::ImportedModel& model,
                                  const hw::System& system,
                                  const estimate::TrainingConfig& cfg,
                                  const estimate::TrainingEstimate& est);
 
 // `cfg.batch` becomes the engine's cap on concurrent sequences; the context
-// length is prompt + output.
+// length is prompt + output. The checkpoint to load is
+// model.engine_names.hf_repo (a placeholder with a comment when empty).
 Result<std::string> EmitServing(ServeEngine engine,
-                                const model::ModelSpec& model,
+                                const ingest::ImportedModel& model,
                                 const hw::System& system,
                                 const estimate::ServeConfig& cfg,
                                 const estimate::ServeEstimate& est);
 
-}  // namespace scalemodel::io
+}  // namespace scalemodel::launch
 
-#endif  // SCALEMODEL_IO_LAUNCH_H_
+#endif  // SCALEMODEL_LAUNCH_LAUNCH_H_

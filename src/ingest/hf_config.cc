@@ -1,4 +1,4 @@
-#include "scalemodel/io/hf_config.h"
+#include "scalemodel/ingest/hf_config.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -9,7 +9,7 @@
 #include "nlohmann/json.hpp"
 #include "scalemodel/base/strings.h"
 
-namespace scalemodel::io {
+namespace scalemodel::ingest {
 namespace {
 
 using nlohmann::json;
@@ -122,7 +122,7 @@ Result<ImportedModel> ParseHfConfig(std::string_view json_text,
   if (root.contains("text_config") && root["text_config"].is_object()) {
     lm = &root["text_config"];
     prefix = "text_config.";
-    out.notes.push_back("read the language model from text_config");
+    out.notes.emplace_back("read the language model from text_config");
   }
   std::set<std::string> used;
   Fields f(*lm, &used);
@@ -225,7 +225,7 @@ Result<ImportedModel> ParseHfConfig(std::string_view json_text,
     m.moe.layer_freq = freq > 0 ? static_cast<int>(freq) : 1;
     if (const json* dense = f.Get({"mlp_only_layers"});
         dense && dense->is_array() && !dense->empty()) {
-      out.notes.push_back(
+      out.notes.emplace_back(
           "mlp_only_layers is approximated by its count as "
           "leading dense layers");
       m.moe.first_dense_layers = static_cast<int>(dense->size());
@@ -327,10 +327,10 @@ Result<ImportedModel> ParseHfConfig(std::string_view json_text,
     m.id = s.value("id", m.id);
     m.name = s.value("name", m.id);
     m.source = s.value("source", "");
-    m.hf_repo = s.value("hf_repo", "");
-    m.maxtext_model = s.value("maxtext_model", "");
-    m.torchtitan_model = s.value("torchtitan_model", "");
-    m.torchtitan_flavor = s.value("torchtitan_flavor", "");
+    out.engine_names.hf_repo = s.value("hf_repo", "");
+    out.engine_names.maxtext_model = s.value("maxtext_model", "");
+    out.engine_names.torchtitan_model = s.value("torchtitan_model", "");
+    out.engine_names.torchtitan_flavor = s.value("torchtitan_flavor", "");
   } else {
     m.name = top_type.empty() ? path : top_type + " (" + path + ")";
     // ".../Llama-3.1-8B/config.json" is named by its directory.
@@ -340,7 +340,7 @@ Result<ImportedModel> ParseHfConfig(std::string_view json_text,
                : fp.stem().string();
     m.source = path;
     std::filesystem::path dir = std::filesystem::path(path).parent_path();
-    m.hf_repo = dir.empty() ? "." : dir.string();
+    out.engine_names.hf_repo = dir.empty() ? "." : dir.string();
   }
   auto ok = model::Validate(m);
   if (!ok) {
@@ -392,4 +392,4 @@ Result<ImportedModel> FindModel(const catalog::Catalog& catalog,
                   "model");
 }
 
-}  // namespace scalemodel::io
+}  // namespace scalemodel::ingest

@@ -1,7 +1,7 @@
 // Runnable plan export: the emitted launch lines must satisfy the checks
 // each engine makes at launch (degrees multiply to the chips, the batch
 // splits), and map ICI/NVLink vs DCN/network degrees correctly.
-#include "scalemodel/io/launch.h"
+#include "scalemodel/launch/launch.h"
 
 #include <gtest/gtest.h>
 
@@ -11,18 +11,18 @@
 #include <string>
 
 #include "../testing/catalog.h"
-#include "scalemodel/io/hf_config.h"
+#include "scalemodel/ingest/hf_config.h"
 
-namespace scalemodel::io {
+namespace scalemodel::launch {
 namespace {
 
 using scalemodel::testing::BuiltinCatalog;
 using scalemodel::testing::System;
 
-model::ModelSpec Model(const std::string& id) {
-  auto m = FindModel(BuiltinCatalog(), id);
+ingest::ImportedModel Model(const std::string& id) {
+  auto m = ingest::FindModel(BuiltinCatalog(), id);
   EXPECT_TRUE(m.has_value()) << m.error().ToString();
-  return m.has_value() ? m->spec : model::ModelSpec{};
+  return m.has_value() ? *m : ingest::ImportedModel{};
 }
 
 // "key=value" (MaxText) or "--flag value" (the others) -> value as a number.
@@ -42,7 +42,7 @@ std::map<std::string, double> Numbers(const std::string& text) {
 }
 
 struct Trained {
-  model::ModelSpec model;
+  ingest::ImportedModel model;
   hw::System system;
   estimate::TrainingConfig cfg;
   estimate::TrainingEstimate est;
@@ -58,7 +58,7 @@ Trained Train(const std::string& model, const std::string& system,
   t.cfg.batch_tokens = batch_tokens;
   t.cfg.seq = seq;
   t.cfg.micro_batch = micro_batch;
-  auto e = estimate::EstimateTraining(t.model, t.system, t.cfg);
+  auto e = estimate::EstimateTraining(t.model.spec, t.system, t.cfg);
   EXPECT_TRUE(e.has_value()) << e.error().ToString();
   if (e) t.est = *e;
   return t;
@@ -199,7 +199,7 @@ TEST(LaunchTest, EngineNamesSuggest) {
 }
 
 TEST(LaunchTest, VllmServingFlags) {
-  model::ModelSpec m = Model("llama3-70b");
+  ingest::ImportedModel m = Model("llama3-70b");
   hw::System sys = System("h100:8x2");
   estimate::ServeConfig cfg;
   cfg.tp = 8;
@@ -209,7 +209,7 @@ TEST(LaunchTest, VllmServingFlags) {
   cfg.output = 512;
   cfg.weights = hw::Dtype::kFp8;
   cfg.kv = hw::Dtype::kFp8;
-  auto est = estimate::EstimateServing(m, sys, cfg);
+  auto est = estimate::EstimateServing(m.spec, sys, cfg);
   ASSERT_TRUE(est.has_value());
   auto text = EmitServing(ServeEngine::kVllm, m, sys, cfg, *est);
   ASSERT_TRUE(text.has_value());
@@ -226,15 +226,24 @@ TEST(LaunchTest, VllmServingFlags) {
 
 // A config.json given by path: the engine loads its directory.
 TEST(LaunchTest, LocalConfigLoadsItsDirectory) {
-  auto m = ParseHfConfig(R"({"model_type": "llama", "hidden_size": 4096,
+  auto m = ingest::ParseHfConfig(R"({"model_type": "llama", "hidden_size": 4096,
       "intermediate_size": 14336, "num_hidden_layers": 32,
       "num_attention_heads": 32, "num_key_value_heads": 8,
       "vocab_size": 128256, "max_position_embeddings": 131072})",
-                         "/ckpt/my-llama/config.json");
+                                 "/ckpt/my-llama/config.json");
   ASSERT_TRUE(m.has_value()) << m.error().ToString();
-  EXPECT_EQ(m->spec.hf_repo, "/ckpt/my-llama");
-  EXPECT_TRUE(m->spec.maxtext_model.empty());
+  EXPECT_EQ(m->engine_names.hf_repo, "/ckpt/my-llama");
+  EXPECT_TRUE(m->engine_names.maxtext_model.empty());
+  hw::System sys = System("h100:8x1");
+  estimate::ServeConfig cfg;
+  cfg.tp = 8;
+  cfg.batch = 8;
+  auto est = estimate::EstimateServing(m->spec, sys, cfg);
+  ASSERT_TRUE(est.has_value());
+  auto text = EmitServing(ServeEngine::kVllm, *m, sys, cfg, *est);
+  ASSERT_TRUE(text.has_value());
+  EXPECT_NE(text->find("vllm serve /ckpt/my-llama "), std::string::npos);
 }
 
 }  // namespace
-}  // namespace scalemodel::io
+}  // namespace scalemodel::launch
