@@ -122,33 +122,27 @@ struct Worker {
     if (static_cast<int>(top.size()) > opt->top_k) top.pop_back();
   }
 
-  void Run(const Degrees& g, std::atomic<long>* done) {
+  // The variants every layout of a degree tuple is tried with.
+  struct Sched {
+    Schedule schedule;
+    int vpp;
+    int last;  // layers on the last stage (0: what the others leave)
+  };
+  struct Variants {
+    std::vector<int> mbs;  // micro batches: divisors of a replica's batch
+    std::vector<model::Remat> remats;
+    std::vector<Sched> scheds;
+    std::vector<int> zeros;
+    std::vector<bool> offloads;
+    double max_stage_layers = 0;  // the most layers a variant puts on a stage
+  };
+
+  // Schedule, virtual stages, and layers on the last stage. With 1F1B the
+  // last stage, which also runs the output layer and loss, may take fewer:
+  // the counts that leave the others a whole number of layers each, as
+  // Megatron's --decoder-last-pipeline-num-layers needs.
+  std::vector<Sched> Schedules(const Degrees& g) const {
     const TrainingConfig& base = opt->base;
-    const bool peak = base.mode == estimate::Mode::kPeak;
-    const double capacity = sys->chip.hbm_capacity.si();
-    const double replicas = 1.0 * g.dp * g.fsdp * g.ep;
-    const double per_replica = seqs / replicas;
-    // Micro batches: divisors of the sequences per replica.
-    std::vector<int> mbs;
-    for (int d : Divisors(static_cast<long>(per_replica))) {
-      if (d <= opt->max_micro_batch) mbs.push_back(d);
-    }
-    std::vector<model::Remat> remats =
-        opt->search_remat && !opt->remats.empty() ? opt->remats
-        : opt->search_remat
-            ? std::vector<model::Remat>(model::kAllRemats.begin(),
-                                        model::kAllRemats.end())
-            : std::vector<model::Remat>{base.remat};
-    // Schedule, virtual stages, and layers on the last stage (0: what the
-    // others leave it). With 1F1B the last stage, which also runs the output
-    // layer and loss, may take fewer: the counts that leave the others a
-    // whole number of layers each, as Megatron's
-    // --decoder-last-pipeline-num-layers needs.
-    struct Sched {
-      Schedule schedule;
-      int vpp;
-      int last;
-    };
     std::vector<Sched> scheds = {{Schedule::k1F1B, 1, 0}};
     if (g.pp > 1 && base.last_stage_layers == 0) {
       const int layers = static_cast<int>(mc->layers);
@@ -169,17 +163,129 @@ struct Worker {
         }
       }
     }
-    std::vector<int> zeros = {0};
-    for (int z = 1; g.dp > 1 && z <= std::min(opt->max_zero, 2); ++z) {
-      zeros.push_back(z);
+    return scheds;
+  }
+
+  Variants VariantsOf(const Degrees& g, double per_replica) const {
+    const TrainingConfig& base = opt->base;
+    Variants v;
+    for (int d : Divisors(static_cast<long>(per_replica))) {
+      if (d <= opt->max_micro_batch) v.mbs.push_back(d);
     }
-    std::vector<bool> offloads =
-        base.offload_params   ? std::vector<bool>{true}
-        : opt->search_offload ? std::vector<bool>{false, true}
-                              : std::vector<bool>{base.offload_optimizer};
-    const double variants = static_cast<double>(mbs.size()) * remats.size() *
-                            scheds.size() * offloads.size() * zeros.size();
-    // Orders: distinct placements of the active parallelisms.
+    v.remats = opt->search_remat && !opt->remats.empty() ? opt->remats
+               : opt->search_remat
+                   ? std::vector<model::Remat>(model::kAllRemats.begin(),
+                                               model::kAllRemats.end())
+                   : std::vector<model::Remat>{base.remat};
+    v.scheds = Schedules(g);
+    v.zeros = {0};
+    for (int z = 1; g.dp > 1 && z <= std::min(opt->max_zero, 2); ++z) {
+      v.zeros.push_back(z);
+    }
+    v.offloads = base.offload_params ? std::vector<bool>{true}
+                 : opt->search_offload
+                     ? std::vector<bool>{false, true}
+                     : std::vector<bool>{base.offload_optimizer};
+    v.max_stage_layers = std::ceil(mc->layers / g.pp);
+    for (const Sched& sc : v.scheds) {
+      if (g.pp > 1 && sc.last > 0) {
+        v.max_stage_layers =
+            std::max({v.max_stage_layers, static_cast<double>(sc.last),
+                      std::ceil((mc->layers - sc.last) / (g.pp - 1))});
+      }
+    }
+    return v;
+  }
+
+  // Scores every micro batch, remat and schedule of one layout at one ZeRO
+  // level and offload choice, keeping the best.
+  void ScoreBlock(const Parallelism& p, const std::array<int, kNumPar>& order,
+                  const LayoutCoefficients& lay, const Variants& v,
+                  const std::vector<LayerCompute>& lcs, double per_replica,
+                  TrainingConfig& cfg) {
+    const TrainingConfig& base = opt->base;
+    for (size_t k = 0; k < v.mbs.size(); ++k) {
+      cfg.micro_batch = v.mbs[k];
+      int microbatches = static_cast<int>(per_replica / v.mbs[k]);
+      for (model::Remat r : v.remats) {
+        cfg.remat = r;
+        for (const Sched& sc : v.scheds) {
+          cfg.schedule = sc.schedule;
+          cfg.vpp = sc.vpp;
+          cfg.last_stage_layers = sc.last;
+          CoreResult res;
+          estimate::EvaluateCore(*mc, lcs[k], lay, p, cfg, sys->chip, eff,
+                                 microbatches, &res,
+                                 /*detail=*/false);
+          ++evaluated;
+          ++scored;
+          if (!res.feasible) {
+            ++infeasible;
+            continue;
+          }
+          if (static_cast<int>(top.size()) >= opt->top_k &&
+              res.step > top.back().step_time_s) {
+            continue;
+          }
+          PlanCandidate c;
+          c.config = cfg;
+          c.config.par = p;
+          c.order = order;
+          c.step_time_s = res.step;
+          c.memory_bytes = res.total_mem;
+          c.mfu =
+              mc->model_flops_per_token * base.batch_tokens /
+              (res.step * p.product() * sys->chip.Peak(hw::Dtype::kBf16).si());
+          Keep(c);
+        }
+      }
+    }
+  }
+
+  // One placement of a degree tuple: every ZeRO level and offload choice,
+  // skipping (and counting) the blocks whose memory lower bound is over HBM.
+  void ScoreLayout(Parallelism p, const std::array<int, kNumPar>& order,
+                   const Placements& pl, const Variants& v,
+                   const std::vector<LayerCompute>& lcs, double per_replica) {
+    const TrainingConfig& base = opt->base;
+    const bool peak = base.mode == estimate::Mode::kPeak;
+    const double capacity = sys->chip.hbm_capacity.si();
+    LayoutCoefficients lay = Coefficients(pl);
+    TrainingConfig cfg = base;
+    for (int zero : v.zeros) {
+      p.zero = zero;
+      for (bool off : v.offloads) {
+        double floor =
+            PlanMemoryLowerBound(*mc, p, off, base.offload_params,
+                                 v.max_stage_layers, peak, base.seq, capacity);
+        double block = static_cast<double>(v.mbs.size()) * v.remats.size() *
+                       v.scheds.size();
+        if (floor > capacity) {
+          pruned += block;
+          evaluated += block;
+          if (opt->on_pruned) {
+            TrainingConfig probe = base;
+            probe.par = p;
+            probe.micro_batch = 1;
+            probe.remat = model::Remat::kFull;
+            probe.schedule = Schedule::k1F1B;
+            probe.offload_optimizer = off;
+            opt->on_pruned(probe);
+          }
+          continue;
+        }
+        cfg.offload_optimizer = off;
+        ScoreBlock(p, order, lay, v, lcs, per_replica, cfg);
+      }
+    }
+  }
+
+  // Every distinct placement of a degree tuple (each order in which the
+  // parallelisms in use are laid onto the axes), each scored.
+  void Run(const Degrees& g, std::atomic<long>* done) {
+    const TrainingConfig& base = opt->base;
+    const double per_replica = seqs / (1.0 * g.dp * g.fsdp * g.ep);
+    const Variants v = VariantsOf(g, per_replica);
     std::array<int, kNumPar> ord = {estimate::kTp, estimate::kCp,
                                     estimate::kEp, estimate::kFsdp,
                                     estimate::kDp, estimate::kPp};
@@ -197,11 +303,10 @@ struct Worker {
     std::sort(active.begin(), active.end());
     std::set<std::string> seen_placements;
     // Layer compute per micro batch (depends on tp, ep, tokens).
-    std::vector<LayerCompute> lcs(mbs.size());
-    TrainingConfig cfg = base;
-    for (size_t k = 0; k < mbs.size(); ++k) {
+    std::vector<LayerCompute> lcs(v.mbs.size());
+    for (size_t k = 0; k < v.mbs.size(); ++k) {
       lcs[k] = estimate::ComputeLayer(*model, *mc, sys->chip, eff, g.tp, g.ep,
-                                      g.cp, mbs[k] * base.seq / g.cp, base);
+                                      g.cp, v.mbs[k] * base.seq / g.cp, base);
     }
     do {
       std::array<int, kNumPar> order = ord;
@@ -215,89 +320,22 @@ struct Worker {
       Parallelism p = par;
       auto pl = estimate::PlaceParallelism(p, *sys, &order);
       if (!pl) continue;
-      std::string key;
-      for (const estimate::Placement& x : *pl) {
-        for (size_t k = 0; k < x.axes.size(); ++k) {
-          key += std::to_string(x.axes[k]) + ":" + std::to_string(x.sizes[k]) +
-                 ",";
-        }
-        key += "|";
-      }
-      if (!seen_placements.insert(key).second) continue;
-      LayoutCoefficients lay = Coefficients(*pl);
-      // The most layers any schedule variant puts on one stage.
-      double max_stage_layers = std::ceil(mc->layers / g.pp);
-      for (const Sched& sc : scheds) {
-        if (g.pp > 1 && sc.last > 0) {
-          max_stage_layers =
-              std::max({max_stage_layers, static_cast<double>(sc.last),
-                        std::ceil((mc->layers - sc.last) / (g.pp - 1))});
-        }
-      }
-      for (int zero : zeros) {
-        p.zero = zero;
-        for (bool off : offloads) {
-          double floor =
-              PlanMemoryLowerBound(*mc, p, off, base.offload_params,
-                                   max_stage_layers, peak, base.seq, capacity);
-          double block =
-              static_cast<double>(mbs.size()) * remats.size() * scheds.size();
-          if (floor > capacity) {
-            pruned += block;
-            evaluated += block;
-            if (opt->on_pruned) {
-              TrainingConfig probe = base;
-              probe.par = p;
-              probe.micro_batch = 1;
-              probe.remat = model::Remat::kFull;
-              probe.schedule = Schedule::k1F1B;
-              probe.offload_optimizer = off;
-              opt->on_pruned(probe);
-            }
-            continue;
-          }
-          cfg.offload_optimizer = off;
-          for (size_t k = 0; k < mbs.size(); ++k) {
-            cfg.micro_batch = mbs[k];
-            int microbatches = static_cast<int>(per_replica / mbs[k]);
-            for (model::Remat r : remats) {
-              cfg.remat = r;
-              for (const Sched& sc : scheds) {
-                cfg.schedule = sc.schedule;
-                cfg.vpp = sc.vpp;
-                cfg.last_stage_layers = sc.last;
-                CoreResult res;
-                estimate::EvaluateCore(*mc, lcs[k], lay, p, cfg, sys->chip, eff,
-                                       microbatches, &res,
-                                       /*detail=*/false);
-                ++evaluated;
-                ++scored;
-                if (!res.feasible) {
-                  ++infeasible;
-                  continue;
-                }
-                if (static_cast<int>(top.size()) >= opt->top_k &&
-                    res.step > top.back().step_time_s) {
-                  continue;
-                }
-                PlanCandidate c;
-                c.config = cfg;
-                c.config.par = p;
-                c.order = order;
-                c.step_time_s = res.step;
-                c.memory_bytes = res.total_mem;
-                c.mfu = mc->model_flops_per_token * base.batch_tokens /
-                        (res.step * p.product() *
-                         sys->chip.Peak(hw::Dtype::kBf16).si());
-                Keep(c);
-              }
-            }
-          }
-        }
-      }
-      (void)variants;
+      if (!seen_placements.insert(PlacementKey(*pl)).second) continue;
+      ScoreLayout(p, order, *pl, v, lcs, per_replica);
     } while (std::next_permutation(active.begin(), active.end()));
     done->fetch_add(1);
+  }
+
+  static std::string PlacementKey(const Placements& pl) {
+    std::string key;
+    for (const estimate::Placement& x : pl) {
+      for (size_t k = 0; k < x.axes.size(); ++k) {
+        key +=
+            std::to_string(x.axes[k]) + ":" + std::to_string(x.sizes[k]) + ",";
+      }
+      key += "|";
+    }
+    return key;
   }
 
   LayoutCoefficients Coefficients(const Placements& pl) {
@@ -308,34 +346,15 @@ struct Worker {
 
 }  // namespace
 
-Result<SearchResult> SearchTraining(const model::ModelSpec& m,
-                                    const hw::System& sys,
-                                    const SearchOptions& opt) {
-  auto t0 = std::chrono::steady_clock::now();
-  const TrainingConfig& base = opt.base;
-  if (!(base.seq > 0) || !(base.batch_tokens > 0)) {
-    return InvalidArgument("expected a positive sequence length and batch",
-                           "batch_tokens");
-  }
-  double seqs = base.batch_tokens / base.seq;
-  if (std::floor(seqs) != seqs) {
-    return InvalidArgument("a batch of " + FormatNumber(base.batch_tokens) +
-                               " tokens is not a whole number of " +
-                               FormatNumber(base.seq) + "-token sequences",
-                           "batch_tokens");
-  }
-  if (sys.chip.Peak(base.precision).si() <= 0) {
-    return InvalidArgument(sys.chip.id + " has no " +
-                               std::string(hw::DtypeName(base.precision)) +
-                               " matrix rate",
-                           "precision");
-  }
+namespace {
+
+// Degree tuples: every split of the chips that EstimateTraining would
+// accept (the same CheckPlan rules; uneven stages are allowed: the busiest
+// holds ceil(L/pp) layers and sets the pace), context parallelism up to 64.
+std::vector<Degrees> DegreeTuples(const model::ModelSpec& m,
+                                  const hw::System& sys,
+                                  const TrainingConfig& base) {
   const int chips = sys.num_chips();
-  const estimate::ModelConsts mc = estimate::PrepareModel(m, base);
-  // Degree tuples: every split of the chips that EstimateTraining would
-  // accept (the same CheckPlan rules; uneven stages are allowed: the
-  // busiest holds ceil(L/pp) layers and sets the pace), context parallelism
-  // up to 64.
   std::vector<Degrees> tuples;
   TrainingConfig probe = base;
   probe.micro_batch = 1;
@@ -366,6 +385,16 @@ Result<SearchResult> SearchTraining(const model::ModelSpec& m,
       }
     }
   }
+  return tuples;
+}
+
+// Runs the workers over the tuples (round robin), reporting progress from
+// the calling thread; returns the workers with their counts and top plans.
+std::vector<Worker> RunWorkers(const model::ModelSpec& m, const hw::System& sys,
+                               const SearchOptions& opt,
+                               const estimate::ModelConsts& mc, double seqs,
+                               const std::vector<Degrees>& tuples) {
+  const TrainingConfig& base = opt.base;
   int threads = opt.threads > 0
                     ? opt.threads
                     : std::max(1u, std::thread::hardware_concurrency());
@@ -403,6 +432,37 @@ Result<SearchResult> SearchTraining(const model::ModelSpec& m,
     }
     f.get();
   }
+  return workers;
+}
+
+}  // namespace
+
+Result<SearchResult> SearchTraining(const model::ModelSpec& m,
+                                    const hw::System& sys,
+                                    const SearchOptions& opt) {
+  auto t0 = std::chrono::steady_clock::now();
+  const TrainingConfig& base = opt.base;
+  if (!(base.seq > 0) || !(base.batch_tokens > 0)) {
+    return InvalidArgument("expected a positive sequence length and batch",
+                           "batch_tokens");
+  }
+  double seqs = base.batch_tokens / base.seq;
+  if (std::floor(seqs) != seqs) {
+    return InvalidArgument("a batch of " + FormatNumber(base.batch_tokens) +
+                               " tokens is not a whole number of " +
+                               FormatNumber(base.seq) + "-token sequences",
+                           "batch_tokens");
+  }
+  if (sys.chip.Peak(base.precision).si() <= 0) {
+    return InvalidArgument(sys.chip.id + " has no " +
+                               std::string(hw::DtypeName(base.precision)) +
+                               " matrix rate",
+                           "precision");
+  }
+  const estimate::ModelConsts mc = estimate::PrepareModel(m, base);
+  std::vector<Degrees> tuples = DegreeTuples(m, sys, base);
+  std::vector<Worker> workers = RunWorkers(m, sys, opt, mc, seqs, tuples);
+  const int threads = static_cast<int>(workers.size());
   SearchResult out;
   out.threads = threads;
   for (Worker& w : workers) {

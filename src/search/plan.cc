@@ -40,38 +40,28 @@ struct Found {
   int size = 0;
 };
 
-}  // namespace
-
-Result<TrainingPlanResult> PlanTraining(const model::ModelSpec& model,
-                                        const hw::System& system,
-                                        const PlanRequest& request) {
-  if (request.top <= 0) {
-    return InvalidArgument("expected a positive number", "top");
-  }
-  // One search per system size, merged and ranked by the objective: step
-  // time, cost per step (chips x step x price, the price being one number),
-  // or chips; the last two are what make different sizes comparable.
+// The system sizes to search: the system, or its sub-systems of the given
+// chip counts.
+Result<std::vector<hw::System>> SystemsFor(const hw::System& system,
+                                           const std::vector<int>& counts) {
   std::vector<hw::System> systems;
-  if (request.chip_counts.empty()) {
+  if (counts.empty()) {
     systems.push_back(system);
-  } else {
-    for (int n : request.chip_counts) {
-      auto sub = hw::SubSystem(system, n);
-      if (!sub) return tl::unexpected(sub.error());
-      systems.push_back(*sub);
-    }
+    return systems;
   }
-  TrainingPlanResult out;
-  out.price_per_chip_hour =
-      request.base.price_per_chip_hour > 0
-          ? request.base.price_per_chip_hour
-          : (system.chip.price ? system.chip.price->usd_per_chip_hour : 0);
-  if (request.objective == Objective::kCost && out.price_per_chip_hour <= 0) {
-    return InvalidArgument("ranking by cost needs a price: " + system.chip.id +
-                               " has none in the catalog; give a price per "
-                               "chip-hour",
-                           "objective");
+  for (int n : counts) {
+    auto sub = hw::SubSystem(system, n);
+    if (!sub) return tl::unexpected(sub.error());
+    systems.push_back(*sub);
   }
+  return systems;
+}
+
+// One search per system size, merged; the counts add up.
+Result<std::vector<Found>> SearchSizes(const model::ModelSpec& model,
+                                       const std::vector<hw::System>& systems,
+                                       const PlanRequest& request,
+                                       SearchResult* counts) {
   SearchOptions sopt;
   sopt.base = request.base;
   // Keep extra candidates so folding near-duplicates still leaves `top`.
@@ -84,21 +74,94 @@ Result<TrainingPlanResult> PlanTraining(const model::ModelSpec& model,
     sopt.remats = estimate::ExactRemats(*request.launchable_by);
   }
   sopt.progress = request.progress;
-  SearchResult& counts = out.counts;
   std::vector<Found> merged;
   for (size_t k = 0; k < systems.size(); ++k) {
     auto r = SearchTraining(model, systems[k], sopt);
     if (!r) return tl::unexpected(r.error());
-    counts.configs_evaluated += r->configs_evaluated;
-    counts.configs_scored += r->configs_scored;
-    counts.configs_pruned += r->configs_pruned;
-    counts.configs_infeasible += r->configs_infeasible;
-    counts.search_time_s += r->search_time_s;
-    counts.threads = r->threads;
+    counts->configs_evaluated += r->configs_evaluated;
+    counts->configs_scored += r->configs_scored;
+    counts->configs_pruned += r->configs_pruned;
+    counts->configs_infeasible += r->configs_infeasible;
+    counts->search_time_s += r->search_time_s;
+    counts->threads = r->threads;
     for (PlanCandidate& p : r->plans) {
       merged.push_back({std::move(p), static_cast<int>(k)});
     }
   }
+  return merged;
+}
+
+// Distinct layouts: a plan with the same degrees and the same step time as
+// one already kept is folded into it, keeping the one with less memory.
+std::vector<Found> Fold(std::vector<Found> merged) {
+  std::vector<Found> distinct;
+  for (Found& m : merged) {
+    bool dup = false;
+    for (Found& d : distinct) {
+      const estimate::Parallelism &a = m.plan.config.par,
+                                  &b = d.plan.config.par;
+      if (m.size == d.size && a.dp == b.dp && a.fsdp == b.fsdp &&
+          a.tp == b.tp && a.pp == b.pp && a.ep == b.ep && a.cp == b.cp &&
+          std::fabs(m.plan.step_time_s / d.plan.step_time_s - 1) < 1e-6) {
+        dup = true;
+        if (m.plan.memory_bytes < d.plan.memory_bytes) d = m;
+        break;
+      }
+    }
+    if (!dup) distinct.push_back(std::move(m));
+  }
+  return distinct;
+}
+
+// The user's own plan, estimated and ranked among the plans found.
+Result<ExplainedPlan> Explain(const model::ModelSpec& model,
+                              const hw::System& system,
+                              const PlanRequest& request,
+                              const SearchResult& counts) {
+  estimate::TrainingConfig cfg = request.base;
+  cfg.par = *request.explain;
+  auto est = estimate::EstimateTraining(model, system, cfg);
+  if (!est) {
+    return tl::unexpected(
+        Error{est.error().code, est.error().message, "explain"});
+  }
+  const double best = counts.plans.empty() ? 0 : counts.plans[0].step_time_s;
+  ExplainedPlan e;
+  e.rank = RankAmong(counts, est->step_time.si());
+  e.behind_best = best > 0 ? est->step_time.si() / best - 1 : 0;
+  e.estimate = std::move(*est);
+  return e;
+}
+
+}  // namespace
+
+Result<TrainingPlanResult> PlanTraining(const model::ModelSpec& model,
+                                        const hw::System& system,
+                                        const PlanRequest& request) {
+  if (request.top <= 0) {
+    return InvalidArgument("expected a positive number", "top");
+  }
+  // One search per system size, merged and ranked by the objective: step
+  // time, cost per step (chips x step x price, the price being one number),
+  // or chips; the last two are what make different sizes comparable.
+  auto sized = SystemsFor(system, request.chip_counts);
+  if (!sized) return tl::unexpected(sized.error());
+  const std::vector<hw::System>& systems = *sized;
+  TrainingPlanResult out;
+  out.price_per_chip_hour =
+      request.base.price_per_chip_hour > 0
+          ? request.base.price_per_chip_hour
+          : (system.chip.price ? system.chip.price->usd_per_chip_hour : 0);
+  if (request.objective == Objective::kCost && out.price_per_chip_hour <= 0) {
+    return InvalidArgument("ranking by cost needs a price: " + system.chip.id +
+                               " has none in the catalog; give a price per "
+                               "chip-hour",
+                           "objective");
+  }
+  SearchResult& counts = out.counts;
+  auto found = SearchSizes(model, systems, request, &counts);
+  if (!found) return tl::unexpected(found.error());
+  std::vector<Found> merged = std::move(*found);
   auto score = [&](const Found& f) {
     switch (request.objective) {
       case Objective::kTime:
@@ -121,25 +184,8 @@ Result<TrainingPlanResult> PlanTraining(const model::ModelSpec& model,
                      }
                      return a.plan.Key() < b.plan.Key();
                    });
-  // Distinct layouts: a plan with the same degrees and the same step time as
-  // one already kept is folded into it, keeping the one with less memory;
-  // the counts still include every plan.
-  std::vector<Found> distinct;
-  for (Found& m : merged) {
-    bool dup = false;
-    for (Found& d : distinct) {
-      const estimate::Parallelism &a = m.plan.config.par,
-                                  &b = d.plan.config.par;
-      if (m.size == d.size && a.dp == b.dp && a.fsdp == b.fsdp &&
-          a.tp == b.tp && a.pp == b.pp && a.ep == b.ep && a.cp == b.cp &&
-          std::fabs(m.plan.step_time_s / d.plan.step_time_s - 1) < 1e-6) {
-        dup = true;
-        if (m.plan.memory_bytes < d.plan.memory_bytes) d = m;
-        break;
-      }
-    }
-    if (!dup) distinct.push_back(std::move(m));
-  }
+  // The counts still include every plan.
+  std::vector<Found> distinct = Fold(std::move(merged));
   if (static_cast<int>(distinct.size()) > request.top) {
     distinct.resize(request.top);
   }
@@ -159,18 +205,9 @@ Result<TrainingPlanResult> PlanTraining(const model::ModelSpec& model,
     if (est) r.estimate = std::move(*est);
   }
   if (request.explain) {
-    estimate::TrainingConfig cfg = request.base;
-    cfg.par = *request.explain;
-    auto est = estimate::EstimateTraining(model, system, cfg);
-    if (!est) {
-      return tl::unexpected(
-          Error{est.error().code, est.error().message, "explain"});
-    }
-    const double best = counts.plans.empty() ? 0 : counts.plans[0].step_time_s;
-    ExplainedPlan& e = out.explain.emplace();
-    e.rank = RankAmong(counts, est->step_time.si());
-    e.behind_best = best > 0 ? est->step_time.si() / best - 1 : 0;
-    e.estimate = std::move(*est);
+    auto e = Explain(model, system, request, counts);
+    if (!e) return tl::unexpected(e.error());
+    out.explain = std::move(*e);
   }
   return out;
 }

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
+#include <vector>
 
 namespace scalemodel::search {
 
@@ -69,6 +71,37 @@ std::string ServingPlan::PlanString() const {
   return s;
 }
 
+namespace {
+
+// Batches tried for a layout: powers of two up to the largest that fits,
+// and that largest.
+std::vector<double> BatchesUpTo(double maxb) {
+  std::vector<double> batches;
+  for (double b = 1; b <= maxb; b *= 2) batches.push_back(b);
+  if (maxb >= 1 && (batches.empty() || batches.back() != maxb))
+    batches.push_back(maxb);
+  return batches;
+}
+
+// The frontier point with the most throughput per chip that meets the
+// latency targets.
+std::optional<size_t> BestUnderTargets(const std::vector<ServingPlan>& frontier,
+                                       const ServingPlanRequest& request) {
+  std::optional<size_t> best;
+  for (size_t i = 0; i < frontier.size(); ++i) {
+    const estimate::ServeEstimate& e = frontier[i].estimate;
+    if (request.tpot_max_s > 0 && e.decode_step.si() > request.tpot_max_s)
+      continue;
+    if (request.ttft_max_s > 0 && e.ttft.si() > request.ttft_max_s) continue;
+    if (!best || e.tokens_per_s_per_chip >
+                     frontier[*best].estimate.tokens_per_s_per_chip)
+      best = i;
+  }
+  return best;
+}
+
+}  // namespace
+
 ServingPlanResult PlanServing(const model::ModelSpec& spec,
                               const hw::Chip& chip,
                               const ServingPlanRequest& request) {
@@ -88,30 +121,26 @@ ServingPlanResult PlanServing(const model::ModelSpec& spec,
   std::vector<hw::System> systems;
   std::vector<Point> points;
   auto start = std::chrono::steady_clock::now();
-  for (int n = 1; n <= out.max_chips; n *= 2) {
-    auto sys = SystemOfChips(chip, n);
+  // long: doubling up to a count near INT_MAX must not wrap.
+  for (long n = 1; n <= out.max_chips; n *= 2) {
+    auto sys = SystemOfChips(chip, static_cast<int>(n));
     if (!sys) continue;
     systems.push_back(*sys);
     const int si = static_cast<int>(systems.size()) - 1;
-    for (int tp = 1; tp <= n; tp *= 2) {
+    for (long tp = 1; tp <= n; tp *= 2) {
       if (spec.num_heads % tp) continue;
-      for (int ep = 1; tp * ep <= n; ep *= 2) {
+      for (long ep = 1; tp * ep <= n; ep *= 2) {
         if (ep > 1 && (!spec.is_moe() || spec.moe.num_experts % ep)) continue;
         // One replica per serving group: every chip of the system serves it.
         if (tp * ep != n) continue;
         estimate::ServeConfig cfg = request.base;
-        cfg.tp = tp;
-        cfg.ep = ep;
+        cfg.tp = static_cast<int>(tp);
+        cfg.ep = static_cast<int>(ep);
         cfg.dp = 1;
         cfg.batch = 1;
         auto probe = estimate::EstimateServing(spec, *sys, cfg);
         if (!probe) continue;
-        double maxb = probe->max_batch;
-        std::vector<double> batches;
-        for (double b = 1; b <= maxb; b *= 2) batches.push_back(b);
-        if (maxb >= 1 && (batches.empty() || batches.back() != maxb))
-          batches.push_back(maxb);
-        for (double b : batches) {
+        for (double b : BatchesUpTo(probe->max_batch)) {
           cfg.batch = b;
           auto e = estimate::EstimateServing(spec, *sys, cfg);
           ++out.configs_evaluated;
@@ -133,15 +162,7 @@ ServingPlanResult PlanServing(const model::ModelSpec& spec,
     const Point& p = points[i];
     out.frontier.push_back({systems[p.system], p.config, p.e});
   }
-  for (size_t i = 0; i < out.frontier.size(); ++i) {
-    const estimate::ServeEstimate& e = out.frontier[i].estimate;
-    if (request.tpot_max_s > 0 && e.decode_step.si() > request.tpot_max_s)
-      continue;
-    if (request.ttft_max_s > 0 && e.ttft.si() > request.ttft_max_s) continue;
-    if (!out.best || e.tokens_per_s_per_chip >
-                         out.frontier[*out.best].estimate.tokens_per_s_per_chip)
-      out.best = i;
-  }
+  out.best = BestUnderTargets(out.frontier, request);
   if (out.best) {
     // Disaggregation: prefill one request at a time on the same chips.
     const ServingPlan& best = out.frontier[*out.best];

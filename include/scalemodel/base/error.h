@@ -23,7 +23,7 @@ enum class ErrorCode { kInvalidArgument, kNotFound, kParse, kIo, kInternal };
 // (tools/cli/main.cc) writes "--" + the name with '-' for '_' when the
 // command has that flag ("batch_tokens" -> "--batch-tokens"), with a small
 // table for the exceptions; the CLI's own option checks use the flag
-// directly. (src/estimate still writes flags; it is being converted.)
+// directly.
 struct Error {
   ErrorCode code = ErrorCode::kInvalidArgument;
   std::string message;
