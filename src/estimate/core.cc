@@ -42,7 +42,7 @@ ModelConsts PrepareModel(const model::ModelSpec& m, const TrainingConfig& cfg) {
   mc.vocab = m.vocab;
   mc.model_flops_per_token =
       model::TrainFlopsPerToken(m, cfg.seq, cfg.attention);
-  mc.grad_reduce_bytes = hw::BytesPerElement(cfg.grad_reduce);
+  mc.grad_reduce_bytes = hw::BytesPerElement(cfg.precision.grad_reduce);
   // Multi-token prediction (DeepSeek-V3 section 2.2): each module is one
   // more transformer layer like the model's last, a projection of the
   // concatenated hidden state and next-token embedding (2D x D), and a pass
@@ -150,10 +150,11 @@ double MoeMlp(const model::ModelSpec& m, const LayerGemms& g,
               double cp, double t, double* in, double* shared_ffn) {
   const double up = m.gated_mlp ? 2 : 1;
   double local = static_cast<double>(m.moe.num_experts) / ep;
-  const bool dropping = cfg.capacity_factor > 0;
-  double per_expert = t * m.moe.top_k *
-                      (dropping ? cfg.capacity_factor : cfg.load_imbalance) /
-                      local;
+  const bool dropping = cfg.habits.capacity_factor > 0;
+  double per_expert =
+      t * m.moe.top_k *
+      (dropping ? cfg.habits.capacity_factor : cfg.habits.load_imbalance) /
+      local;
   double fe = m.moe.expert_ffn;
   double moe_in = local * g.Time(per_expert, up * fe / tp, D);
   double moe_mlp = moe_in + local * g.Time(per_expert, D, fe / tp);
@@ -172,7 +173,7 @@ double MoeMlp(const model::ModelSpec& m, const LayerGemms& g,
     // per expert. Activations are not split by tp here.
     double S = std::min(t, cfg.seq / cp);
     double E = m.moe.num_experts;
-    double C = std::ceil(cfg.capacity_factor * S * m.moe.top_k / E);
+    double C = std::ceil(cfg.habits.capacity_factor * S * m.moe.top_k / E);
     moe_mlp += 2 * (t / S) * g.Bf16(E * C, D, S);
   }
   *in = moe_in;
@@ -192,10 +193,11 @@ double AttentionCore(const model::ModelSpec& m, const hw::Chip& chip,
   // Each attention call sees a sequence of seq / cp tokens (a ring step's
   // chunk); short ones run below the 8K-token constants.
   const double attn_eff =
-      (cfg.attention_kernel == AttentionKernel::kFlash2 ? eff.attention_fa2
-                                                        : eff.attention) *
+      (cfg.habits.attention_kernel == AttentionKernel::kFlash2
+           ? eff.attention_fa2
+           : eff.attention) *
       (eff.attention_ramp ? AttentionSeqFactor(cfg.seq / cp) : 1.0);
-  if (cfg.attention_kernel == AttentionKernel::kMaterialized &&
+  if (cfg.habits.attention_kernel == AttentionKernel::kMaterialized &&
       cfg.mode == Mode::kRealistic) {
     // Materialised attention: QK^T and AV run as batched GEMMs on the full
     // S x S product (the mask is applied afterwards), and the scores stream
@@ -221,7 +223,7 @@ double ElementwiseElems(const model::ModelSpec& m, const ModelConsts& mc,
   double elem =
       10 * D + 3 * f_active + 2.0 * (m.num_heads + m.num_kv_heads) * m.head_dim;
   if (m.is_moe()) elem += mc.moe_frac * 4.0 * m.moe.top_k * D;
-  if (cfg.precision == hw::Dtype::kFp8) {
+  if (cfg.precision.matmul == hw::Dtype::kFp8) {
     // Every GEMM input is cast to fp8 (docs 5.2): the q/k/v and MLP inputs
     // (an MoE layer's experts see top_k copies, plus the shared experts'),
     // the attention output and the MLP's hidden activations; in bf16
@@ -231,7 +233,7 @@ double ElementwiseElems(const model::ModelSpec& m, const ModelConsts& mc,
       double expert_in = (m.moe.top_k + (m.moe.num_shared_experts > 0)) * D;
       mlp_in = (1 - mc.moe_frac) * D + mc.moe_frac * expert_in;
     }
-    elem += Fp8CastBytes(cfg.fp8_recipe) / 2 *
+    elem += Fp8CastBytes(cfg.precision.fp8_recipe) / 2 *
             (D + mlp_in + m.num_heads * m.head_dim + f_active);
   }
   return elem;
@@ -245,7 +247,7 @@ LayerCompute ComputeLayer(const model::ModelSpec& m, const ModelConsts& mc,
                           const TrainingConfig& cfg) {
   LayerCompute lc;
   const double D = mc.d;
-  const LayerGemms g{chip, eff, cfg.precision};
+  const LayerGemms g{chip, eff, cfg.precision.matmul};
   const double hbm = chip.hbm_bandwidth.si() * eff.hbm;
   double attn_proj = AttentionProjections(m, g, D, tp, t);
   double up = m.gated_mlp ? 2 : 1;
@@ -271,7 +273,7 @@ LayerCompute ComputeLayer(const model::ModelSpec& m, const ModelConsts& mc,
   // max (4), subtract (4 + 4), exp (4 + 4), sum (4), divide (4 + 4)
   // forward; scale the saved softmax by the loss gradient (4 + 4) and cast
   // it back to bf16 (4 + 2) backward: 52 B.
-  const double ce_bytes = cfg.unfused_cross_entropy ? 52 : 12;
+  const double ce_bytes = cfg.habits.unfused_cross_entropy ? 52 : 12;
   const bool peak = cfg.mode == Mode::kPeak;
   lc.loss_total = peak ? 0.0 : t * m.vocab / tp * ce_bytes / hbm;
   lc.mlp_in_fwd = (1 - mc.moe_frac) * dense_in + mc.moe_frac * moe_in;
@@ -316,19 +318,21 @@ PlanShape ShapeOf(const ModelConsts& mc, const Parallelism& par,
   s.cp = par.cp;
   s.others = std::ceil(mc.layers / s.pp);
   s.last_layers = std::max(0.0, mc.layers - (s.pp - 1) * s.others);
-  if (cfg.last_stage_layers > 0 && par.pp > 1) {
-    s.last_layers = cfg.last_stage_layers;
+  if (cfg.layout.last_stage_layers > 0 && par.pp > 1) {
+    s.last_layers = cfg.layout.last_stage_layers;
     s.others = std::ceil((mc.layers - s.last_layers) / (s.pp - 1));
   }
   // The MTP modules' layers run on the last stage (the only one with
   // pp = 1).
   s.last_units = s.last_layers + mc.mtp;
   s.lps = par.pp > 1 ? std::max(s.others, s.last_units) : s.others + mc.mtp;
-  s.t = cfg.micro_batch * cfg.seq / s.cp;
+  s.t = cfg.layout.micro_batch * cfg.seq / s.cp;
   s.m = m;
-  s.remat = static_cast<int>(cfg.remat);
-  s.full = cfg.remat == model::Remat::kFull;
-  s.vpp = cfg.schedule == Schedule::kInterleaved ? std::max(1, cfg.vpp) : 1;
+  s.remat = static_cast<int>(cfg.memory.remat);
+  s.full = cfg.memory.remat == model::Remat::kFull;
+  s.vpp = cfg.layout.schedule == Schedule::kInterleaved
+              ? std::max(1, cfg.layout.vpp)
+              : 1;
   return s;
 }
 
@@ -370,7 +374,7 @@ StageTimes ComputeStage(const ModelConsts& mc, const LayerCompute& lc,
     r->last_stage_paces = s.pp > 1 && s.last_units > s.others;
     return st;
   }
-  const double recompute = RecomputeFwd(lc, cfg.remat);
+  const double recompute = RecomputeFwd(lc, cfg.memory.remat);
   double layer = s.gemm_passes * lc.gemm_fwd + 3.5 * lc.attn_fwd +
                  3 * lc.elem_fwd + recompute;
   r->layer_matmul = s.gemm_passes * lc.gemm_fwd;
@@ -459,7 +463,7 @@ void ContextParallelComm(const SlotWriter& w, const PlanShape& s,
   const int layers = static_cast<int>(s.lps);
   const int m = s.m;
   double v = s.cp * s.t * mc.kv_per_token_layer * 2 / s.tp;
-  switch (cfg.cp_comm) {
+  switch (cfg.habits.cp_comm) {
     case CpComm::kRing: {
       // (cp - 1) K/V passes per layer forward, K/V and their gradients
       // backward, under the attention.
@@ -569,7 +573,7 @@ OptimizerTimes OptimizerAndOffload(const PlanShape& s, const ParamShares& sh,
   const double owned = sh.trained / OptimizerShards(par);
   o.update = s.peak ? 0.0 : owned * 30 / (chip.hbm_bandwidth.si() * eff.hbm);
   const double pcie = chip.pcie_bandwidth.si() * (s.peak ? 1.0 : 0.85);
-  if (cfg.offload_params) {
+  if (cfg.memory.offload_params) {
     // Every microbatch's forward and backward (and a full-remat recompute)
     // bring each layer's bf16 shard in; each backward sends its gradient
     // shard out, on the opposite direction of the link. Prefetched under
@@ -578,10 +582,10 @@ OptimizerTimes OptimizerAndOffload(const PlanShape& s, const ParamShares& sh,
     const double in = s.m * passes * sh.stage * 2 / par.fsdp;
     const double out = s.m * sh.trained * sh.grad_reduce_bytes / par.fsdp;
     o.offload_params = std::max(in, out) / pcie;
-  } else if (cfg.offload_optimizer) {
+  } else if (cfg.memory.offload_optimizer) {
     o.offload = owned * 4 / pcie;
   }
-  if (cfg.offload_params || cfg.offload_optimizer) {
+  if (cfg.memory.offload_params || cfg.memory.offload_optimizer) {
     // Adam on the host: the same ~30 bytes per owned parameter, at the
     // chip's share of its host's peak DRAM bandwidth (a lower bound; not
     // costed where the catalog has no host figure).
@@ -613,16 +617,18 @@ Exposure ExposeRealistic(const PlanShape& s, const CommTotals& c,
   x.fsdp = par.fsdp > 1 ? std::max({0.0, c.fsdp_total / (m * 3 * s.lps),
                                     c.fsdp_total - compute})
                         : 0.0;
-  x.dp = c.dp_total > 0
-             ? std::max(c.dp_total / s.lps,
-                        c.dp_total - (cfg.dp_overlap ? backward_last : 0.0))
-             : 0.0;
+  x.dp =
+      c.dp_total > 0
+          ? std::max(c.dp_total / s.lps,
+                     c.dp_total - (cfg.habits.dp_overlap ? backward_last : 0.0))
+          : 0.0;
   // The parameter all-gather, layer by layer under the first forward.
-  x.gather = c.dp_gather > 0
-                 ? std::max(c.dp_gather / s.lps,
-                            c.dp_gather - (cfg.dp_overlap ? st.stage / 3 : 0.0))
-                 : 0.0;
-  if (cfg.tp_comm_overlap) {
+  x.gather =
+      c.dp_gather > 0
+          ? std::max(c.dp_gather / s.lps,
+                     c.dp_gather - (cfg.habits.dp_overlap ? st.stage / 3 : 0.0))
+          : 0.0;
+  if (cfg.habits.tp_comm_overlap) {
     // Split GEMMs hide the collectives; what exceeds the GEMMs shows.
     double gemm_mb = s.lps * s.gemm_passes * lc.gemm_fwd;
     x.tp_mb = std::max(0.0, c.tp_mb - gemm_mb);
@@ -632,7 +638,7 @@ Exposure ExposeRealistic(const PlanShape& s, const CommTotals& c,
   // the dispatch kernels hold SMs meanwhile (DeepEP's examples use
   // Buffer.set_num_sms(24)), so the compute that runs beside them slows by
   // units / (units - 24); TPUs move data with DMA engines.
-  if (cfg.ep_overlap && c.ep_mb > 0) {
+  if (cfg.habits.ep_overlap && c.ep_mb > 0) {
     const double kCommUnits = 24;
     const double slow =
         eff.units > 2 * kCommUnits ? eff.units / (eff.units - kCommUnits) : 1.0;
@@ -660,7 +666,8 @@ void SplitExposed(const PlanShape& s, const CommTotals& c, const Exposure& x,
   X[kTpRs] = T[kTpRs] * tp_share;
   X[kTpAr] = T[kTpAr] * tp_share;
   X[kEpA2a] = x.ep;
-  X[kCpPermute] = cfg.cp_comm == CpComm::kRing ? s.m * c.cp_exposed_mb : 0;
+  X[kCpPermute] =
+      cfg.habits.cp_comm == CpComm::kRing ? s.m * c.cp_exposed_mb : 0;
   X[kCpAg] = T[kCpAg];
   X[kCpRs] = T[kCpRs];
   X[kCpA2a] = T[kCpA2a];
@@ -729,8 +736,9 @@ double ActivationsOf(const ModelConsts& mc, const PlanShape& s,
                      const Parallelism& par, const TrainingConfig& cfg) {
   double in_flight = 1;
   if (par.pp > 1) {
-    in_flight =
-        cfg.schedule == Schedule::kGpipe ? s.m : std::min<double>(s.m, s.pp);
+    in_flight = cfg.layout.schedule == Schedule::kGpipe
+                    ? s.m
+                    : std::min<double>(s.m, s.pp);
   }
   double acts = in_flight * s.t * s.lps *
                 mc.act_bytes_per_token_layer[s.remat] /
@@ -739,23 +747,23 @@ double ActivationsOf(const ModelConsts& mc, const PlanShape& s,
   // Materialised attention keeps the softmax output, the dropout mask and
   // its output (2 + 1 + 2 bytes per score element) unless the attention
   // core is recomputed (selective) or the whole layer is (full).
-  if (cfg.attention_kernel == AttentionKernel::kMaterialized &&
-      (cfg.remat == model::Remat::kNone ||
-       cfg.remat == model::Remat::kSaveMatmulOutputs)) {
+  if (cfg.habits.attention_kernel == AttentionKernel::kMaterialized &&
+      (cfg.memory.remat == model::Remat::kNone ||
+       cfg.memory.remat == model::Remat::kSaveMatmulOutputs)) {
     acts += in_flight * s.t * s.lps * (mc.heads / s.tp) * cfg.seq * 5;
   }
   // The logits at their peak: Megatron's unfused loss holds an fp32 copy
   // and the fp32 softmax it saves (4 + 4 B per logit); a fused kernel keeps
   // the bf16 logits, which it overwrites with their gradient (2 B).
-  acts += s.t * mc.vocab / s.tp * (cfg.unfused_cross_entropy ? 8 : 2);
+  acts += s.t * mc.vocab / s.tp * (cfg.habits.unfused_cross_entropy ? 8 : 2);
   return acts;
 }
 
 void MemoryOf(const ModelConsts& mc, const PlanShape& s, const Parallelism& par,
               const TrainingConfig& cfg, const hw::Chip& chip, CoreResult* r) {
-  const StateMemory st =
-      StatePerChip(SharesOf(mc, par), par, cfg.mode, cfg.offload_optimizer,
-                   cfg.offload_params, s.lps);
+  const StateMemory st = StatePerChip(SharesOf(mc, par), par, cfg.mode,
+                                      cfg.memory.offload_optimizer,
+                                      cfg.memory.offload_params, s.lps);
   r->params = st.params;
   r->grads = st.grads;
   r->optimizer = st.optimizer;
@@ -794,7 +802,7 @@ void EvaluateCore(const ModelConsts& mc, const LayerCompute& lc,
   r->stage_layers = static_cast<int>(s.others);
   r->last_stage_layers = static_cast<int>(s.last_layers);
   const StageTimes st =
-      ComputeStage(mc, lc, s, cfg, chip.Peak(cfg.precision).si(), r);
+      ComputeStage(mc, lc, s, cfg, chip.Peak(cfg.precision.matmul).si(), r);
 
   // Communication by parallelism family.
   const SlotWriter w{lay, r, detail, s.peak};
@@ -812,8 +820,9 @@ void EvaluateCore(const ModelConsts& mc, const LayerCompute& lc,
   double compute = m * st.stage;
   double bubble = 0;
   if (par.pp > 1) {
-    double idle =
-        cfg.schedule == Schedule::kInterleaved ? (s.pp - 1) / s.vpp : s.pp - 1;
+    double idle = cfg.layout.schedule == Schedule::kInterleaved
+                      ? (s.pp - 1) / s.vpp
+                      : s.pp - 1;
     bubble = idle * st.typical;
   }
   double comm_total = m * (c.tp_mb + c.ep_mb + c.cp_mb) + c.pp_total +
@@ -966,7 +975,7 @@ LayoutCoefficients BuildCoefficients(const hw::System& sys,
                                      const TrainingConfig& cfg,
                                      const ModelConsts& mc) {
   LayoutCoefficients lay = BuildCoefficients(sys, pl, cfg.mode);
-  if (cfg.ep_dedup && lay.ep_nodes > 1 && mc.top_k > 0) {
+  if (cfg.habits.ep_dedup && lay.ep_nodes > 1 && mc.top_k > 0) {
     // A token crosses the network once per distinct destination node:
     // n (1 - (1 - 1/n)^k) nodes for k uniformly routed experts over n, at
     // most topk_group with node-limited routing.

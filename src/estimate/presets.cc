@@ -44,31 +44,31 @@ void ApplyEnginePreset(Engine engine, TrainingConfig& c) {
   // backward pass, fused loss, delayed FP8 scaling, no TP overlap), then set
   // what the engine does differently.
   const TrainingConfig defaults;
-  c.grad_reduce = defaults.grad_reduce;
-  c.dp_overlap = defaults.dp_overlap;
-  c.unfused_cross_entropy = defaults.unfused_cross_entropy;
-  c.fp8_recipe = defaults.fp8_recipe;
-  c.tp_comm_overlap = defaults.tp_comm_overlap;
+  c.precision.grad_reduce = defaults.precision.grad_reduce;
+  c.habits.dp_overlap = defaults.habits.dp_overlap;
+  c.habits.unfused_cross_entropy = defaults.habits.unfused_cross_entropy;
+  c.precision.fp8_recipe = defaults.precision.fp8_recipe;
+  c.habits.tp_comm_overlap = defaults.habits.tp_comm_overlap;
   switch (engine) {
     case Engine::kMaxText:
       // base.yml weight_dtype: float32, so gradients and their reductions
       // are fp32 (tools/dev/import_runs.py sets grad_reduce "fp32" on every
       // MaxText row of data/validation).
-      c.grad_reduce = hw::Dtype::kFp32;
+      c.precision.grad_reduce = hw::Dtype::kFp32;
       // The cross-VM / cross-slice gradient reduction shows in full in
       // MaxText's published step times (docs/model.md 5.3; import_runs.py
       // sets dp_overlap false on MaxText rows). XLA fuses the loss.
-      c.dp_overlap = false;
+      c.habits.dp_overlap = false;
       break;
     case Engine::kMegatron:
       // --cross-entropy-loss-fusion is off by default (and did not exist
       // before 2024): the vocabulary-parallel loss runs unfused in fp32
       // (import_runs.py: cross_entropy "unfused" on Megatron-LM's rows).
-      c.unfused_cross_entropy = true;
+      c.habits.unfused_cross_entropy = true;
       // With --bf16, Megatron-LM accumulates and reduces gradients in fp32
       // unless --grad-reduce-in-bf16 (megatron/training/arguments.py; the
       // launch line writer, src/io/launch.cc, relies on the same default).
-      c.grad_reduce = hw::Dtype::kFp32;
+      c.precision.grad_reduce = hw::Dtype::kFp32;
       // --fp8-recipe defaults to "delayed" (the estimator's default).
       break;
     case Engine::kMegatronBridge:
@@ -78,23 +78,23 @@ void ApplyEnginePreset(Engine engine, TrainingConfig& c) {
       // FP8 runs use current (per-tensor) scaling, fp8_recipe "cs" in
       // scripts/performance/configs/* (import_runs.py: fp8_recipe
       // "tensorwise" when a Megatron-Bridge row states no recipe).
-      c.fp8_recipe = Fp8Recipe::kTensorwise;
+      c.precision.fp8_recipe = Fp8Recipe::kTensorwise;
       break;
     case Engine::kTorchtitan:
       // FSDP2's MixedPrecisionPolicy reduce_dtype comes from
       // training.mixed_precision_reduce, "float32" by default
       // (torchtitan/config/job_config.py).
-      c.grad_reduce = hw::Dtype::kFp32;
+      c.precision.grad_reduce = hw::Dtype::kFp32;
       // Float8 training through torchao scales each tensor as it is cast
       // (dynamic tensorwise scaling, torchtitan's default float8 recipe;
       // the torchtitan launch line in src/io/launch.cc says the same).
-      c.fp8_recipe = Fp8Recipe::kTensorwise;
+      c.precision.fp8_recipe = Fp8Recipe::kTensorwise;
       break;
     case Engine::kDeepSpeed:
       // zero_optimization.overlap_comm defaults to false for ZeRO stages 1
       // and 2 (DeepSpeed configuration docs): the gradient reduction runs
       // after the backward pass.
-      c.dp_overlap = false;
+      c.habits.dp_overlap = false;
       break;
   }
 }

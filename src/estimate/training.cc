@@ -44,10 +44,10 @@ Result<E> ParseByName(std::string_view text, std::initializer_list<E> values,
 Result<Placements> Place(Parallelism& par, const hw::System& sys,
                          const TrainingConfig& cfg) {
   std::array<int, kNumPar> order{};
-  const bool has_order = cfg.placement_order.size() == kNumPar;
+  const bool has_order = cfg.layout.placement_order.size() == kNumPar;
   if (has_order) {
-    std::copy(cfg.placement_order.begin(), cfg.placement_order.end(),
-              order.begin());
+    std::copy(cfg.layout.placement_order.begin(),
+              cfg.layout.placement_order.end(), order.begin());
   }
   return PlaceParallelism(par, sys, has_order ? &order : nullptr);
 }
@@ -264,14 +264,14 @@ PlanFault FindPlanFault(const model::ModelSpec& m, const hw::System& sys,
   const Parallelism& par = cfg.par;
   if (par.product() != sys.num_chips()) return PlanFault::kChipCount;
   if (m.num_heads % par.tp != 0) return PlanFault::kTpHeads;
-  if (cfg.last_stage_layers > 0) {
+  if (cfg.layout.last_stage_layers > 0) {
     if (par.pp < 2) return PlanFault::kLastStageWithoutPp;
-    if (cfg.last_stage_layers >= m.num_layers ||
-        m.num_layers - cfg.last_stage_layers < par.pp - 1) {
+    if (cfg.layout.last_stage_layers >= m.num_layers ||
+        m.num_layers - cfg.layout.last_stage_layers < par.pp - 1) {
       return PlanFault::kLastStageRange;
     }
   }
-  if (cfg.cp_comm == CpComm::kAllToAll && par.cp > 1 &&
+  if (cfg.habits.cp_comm == CpComm::kAllToAll && par.cp > 1 &&
       m.num_heads % (par.tp * par.cp) != 0) {
     return PlanFault::kUlyssesHeads;
   }
@@ -286,14 +286,16 @@ PlanFault FindPlanFault(const model::ModelSpec& m, const hw::System& sys,
   if (std::floor(seqs) != seqs) return PlanFault::kPartialSequence;
   const int replicas = par.dp * par.fsdp * par.ep;
   if (std::fmod(seqs, replicas) != 0) return PlanFault::kBatchReplicas;
-  if (cfg.micro_batch <= 0 ||
-      std::fmod(seqs / replicas, cfg.micro_batch) != 0) {
+  if (cfg.layout.micro_batch <= 0 ||
+      std::fmod(seqs / replicas, cfg.layout.micro_batch) != 0) {
     return PlanFault::kMicroBatch;
   }
-  const int vpp =
-      cfg.schedule == Schedule::kInterleaved ? std::max(1, cfg.vpp) : 1;
+  const int vpp = cfg.layout.schedule == Schedule::kInterleaved
+                      ? std::max(1, cfg.layout.vpp)
+                      : 1;
   if (par.pp * vpp > m.num_layers) return PlanFault::kVirtualStages;
-  if (sys.chip.Peak(cfg.precision).si() <= 0) return PlanFault::kNoMatrixRate;
+  if (sys.chip.Peak(cfg.precision.matmul).si() <= 0)
+    return PlanFault::kNoMatrixRate;
   return PlanFault::kNone;
 }
 
@@ -329,7 +331,7 @@ Error DegreeFault(PlanFault fault, const model::ModelSpec& m,
                      " stages need at least a layer each: expected 1 to " +
                      std::to_string(m.num_layers - par.pp + 1) + " of " +
                      std::to_string(m.num_layers) + " layers, got " +
-                     std::to_string(cfg.last_stage_layers),
+                     std::to_string(cfg.layout.last_stage_layers),
                  "last_stage_layers");
     case PlanFault::kUlyssesHeads:
       return Bad(
@@ -389,18 +391,20 @@ Error BatchFault(PlanFault fault, const model::ModelSpec& m,
                      std::to_string(replicas) + " replicas",
                  "batch_tokens");
     case PlanFault::kMicroBatch:
-      return Bad("micro batch of " + std::to_string(cfg.micro_batch) +
+      return Bad("micro batch of " + std::to_string(cfg.layout.micro_batch) +
                      " sequences does not divide the " +
                      FormatNumber(seqs / replicas) + " sequences per replica",
                  "micro_batch");
     case PlanFault::kVirtualStages:
-      return Bad("pp*vpp = " + std::to_string(par.pp * std::max(1, cfg.vpp)) +
-                     " virtual stages but only " +
-                     std::to_string(m.num_layers) + " layers",
-                 "vpp");
+      return Bad(
+          "pp*vpp = " + std::to_string(par.pp * std::max(1, cfg.layout.vpp)) +
+              " virtual stages but only " + std::to_string(m.num_layers) +
+              " layers",
+          "vpp");
     case PlanFault::kNoMatrixRate:
       return Bad(sys.chip.id + " has no " +
-                     std::string(hw::DtypeName(cfg.precision)) + " matrix rate",
+                     std::string(hw::DtypeName(cfg.precision.matmul)) +
+                     " matrix rate",
                  "precision");
     default:
       break;
@@ -513,15 +517,15 @@ void CoreNotes(const hw::System& sys, const TrainingConfig& cfg,
                          FormatNumber(cfg.assume_mfu) +
                          "; memory and communication are still checked");
   }
-  if (cfg.offload_params || cfg.offload_optimizer) {
+  if (cfg.memory.offload_params || cfg.memory.offload_optimizer) {
     const bool host_known = sys.chip.host_memory_bandwidth.si() > 0;
     est->notes.push_back(fmt::format(
         "{} in host memory: {} of PCIe transfers per step{}; {}",
-        cfg.offload_params ? "parameters, gradients and optimizer state"
-                           : "optimizer state",
+        cfg.memory.offload_params ? "parameters, gradients and optimizer state"
+                                  : "optimizer state",
         FormatSeconds(Seconds(r.pcie_time)),
-        cfg.offload_params ? ", prefetched under the compute"
-                           : ", after the backward pass",
+        cfg.memory.offload_params ? ", prefetched under the compute"
+                                  : ", after the backward pass",
         host_known
             ? fmt::format("the host's Adam step takes {} at the chip's share "
                           "of its host's peak memory bandwidth ({}; a lower "
@@ -543,7 +547,7 @@ void Throughput(const hw::Chip& chip, const TrainingConfig& cfg,
   est->model_flops_per_step = mc.model_flops_per_token * cfg.batch_tokens;
   est->hardware_flops_per_step =
       (mc.model_flops_per_token +
-       mc.recompute_flops_per_token[static_cast<int>(cfg.remat)]) *
+       mc.recompute_flops_per_token[static_cast<int>(cfg.memory.remat)]) *
       cfg.batch_tokens;
   est->tokens_per_s = cfg.batch_tokens / step;
   est->tokens_per_s_per_chip = est->tokens_per_s / chips;
@@ -589,7 +593,7 @@ MemoryFloor FloorOf(const hw::Chip& chip, const TrainingConfig& cfg,
   const double trained = mc.lora ? mc.adapter_params : mc.total_params;
   return MinChipsByMemory(
       sb.weights * mc.total_params + (sb.grads + sb.optimizer) * trained,
-      mc.act_bytes_per_token_layer[static_cast<int>(cfg.remat)],
+      mc.act_bytes_per_token_layer[static_cast<int>(cfg.memory.remat)],
       mc.layers + mc.mtp, cfg.batch_tokens,
       chip.hbm_capacity.si() * (1 - sb.reserve_fraction));
 }
@@ -630,7 +634,7 @@ CriticalBatches CriticalFor(const model::ModelSpec& m, const hw::System& sys,
                             const TrainingConfig& cfg,
                             const Placements& placements) {
   CriticalBatches cb;
-  const double C = sys.chip.Peak(cfg.precision).si();
+  const double C = sys.chip.Peak(cfg.precision.matmul).si();
   const int chips = sys.num_chips();
   std::vector<int> all_scale_up, inner;
   for (size_t a = 0; a < sys.axes.size(); ++a) {
@@ -732,7 +736,7 @@ void ThresholdNotes(const hw::System& sys, const TrainingConfig& cfg,
       units::FormatBytes(Bytes(f.state_bytes + f.activation_bytes)),
       units::FormatBytes(Bytes(f.state_bytes)),
       units::FormatBytes(Bytes(f.activation_bytes)),
-      model::RematName(cfg.remat), f.min_chips,
+      model::RematName(cfg.memory.remat), f.min_chips,
       units::FormatBytes(sys.chip.hbm_capacity)));
   if (cb.dcn_per_slice > 0) {
     double per_slice = cfg.batch_tokens / sys.FindAxis("dcn")->size;
@@ -764,7 +768,7 @@ void StructureNotes(const model::ModelSpec& m, const TrainingConfig& cfg,
         FormatSeconds(pl.output_and_loss),
         pl.last_stage_paces ? "last sets" : "others set",
         pl.last_stage_paces && pl.last_stage_layers > 1 &&
-                cfg.last_stage_layers == 0
+                cfg.layout.last_stage_layers == 0
             ? " (a lighter last stage, Megatron's "
               "--decoder-last-pipeline-num-layers, can give it fewer)"
             : ""));
@@ -777,18 +781,20 @@ void StructureNotes(const model::ModelSpec& m, const TrainingConfig& cfg,
         cfg.lora_rank, units::FormatCount(mc.adapter_params),
         100 * mc.adapter_params / mc.total_params));
   }
-  if (m.is_moe() && cfg.capacity_factor > 0) {
+  if (m.is_moe() && cfg.habits.capacity_factor > 0) {
     est->notes.push_back(fmt::format(
         "token dropping at capacity factor {}: experts padded to {}x their "
         "share, plus one-hot dispatch and combine (not in model FLOPs)",
-        FormatNumber(cfg.capacity_factor), FormatNumber(cfg.capacity_factor)));
+        FormatNumber(cfg.habits.capacity_factor),
+        FormatNumber(cfg.habits.capacity_factor)));
   }
   if (par.pp > 1) {
-    const int vpp =
-        cfg.schedule == Schedule::kInterleaved ? std::max(1, cfg.vpp) : 1;
+    const int vpp = cfg.layout.schedule == Schedule::kInterleaved
+                        ? std::max(1, cfg.layout.vpp)
+                        : 1;
     est->notes.push_back(fmt::format(
         "pipeline bubble {:.1f}% ({} schedule, {} microbatches, {} stages{})",
-        100 * est->bubble / est->step_time, ScheduleName(cfg.schedule),
+        100 * est->bubble / est->step_time, ScheduleName(cfg.layout.schedule),
         est->microbatches, par.pp,
         vpp > 1 ? ", " + std::to_string(vpp) + " virtual" : ""));
   }
@@ -812,10 +818,12 @@ Result<TrainingEstimate> EstimateTraining(const model::ModelSpec& m,
   // Evaluate: per-layer compute, layout coefficients, the core's phases.
   const double seqs_per_replica =
       cfg.batch_tokens / cfg.seq / (par.dp * par.fsdp * par.ep);
-  const int microbatches = static_cast<int>(seqs_per_replica / cfg.micro_batch);
+  const int microbatches =
+      static_cast<int>(seqs_per_replica / cfg.layout.micro_batch);
   const ModelConsts mc = PrepareModel(m, cfg);
-  const LayerCompute lc = ComputeLayer(m, mc, chip, eff, par.tp, par.ep, par.cp,
-                                       cfg.micro_batch * cfg.seq / par.cp, cfg);
+  const LayerCompute lc =
+      ComputeLayer(m, mc, chip, eff, par.tp, par.ep, par.cp,
+                   cfg.layout.micro_batch * cfg.seq / par.cp, cfg);
   const LayoutCoefficients lay = BuildCoefficients(sys, *placement, cfg, mc);
   CoreResult r;
   EvaluateCore(mc, lc, lay, par, cfg, chip, eff, microbatches, &r);

@@ -125,7 +125,7 @@ Result<std::string> EmitMaxText(const model::ModelSpec& m,
                                 const Degrees& d) {
   LaunchText out;
   TrainingHeader(out, "MaxText", m, sys, cfg, est, d);
-  if (cfg.grad_reduce == hw::Dtype::kFp32 && !cfg.dp_overlap) {
+  if (cfg.precision.grad_reduce == hw::Dtype::kFp32 && !cfg.habits.dp_overlap) {
     out.Comment(
         "predicted as MaxText runs: fp32 gradient reductions (weight_dtype "
         "float32) and the data-parallel reduction after the backward pass "
@@ -175,11 +175,11 @@ Result<std::string> EmitMaxText(const model::ModelSpec& m,
           "stages: raise the batch or the microbatch count",
           d.pp));
     }
-    if (cfg.vpp > 1) out.Key("num_pipeline_repeats", cfg.vpp);
+    if (cfg.layout.vpp > 1) out.Key("num_pipeline_repeats", cfg.layout.vpp);
     out.Comment(
         "MaxText pipelines with a circular (repeat) schedule; the estimate "
         "used " +
-        std::string(estimate::ScheduleName(cfg.schedule)));
+        std::string(estimate::ScheduleName(cfg.layout.schedule)));
   } else {
     out.Key("per_device_batch_size",
             FormatNumber(static_cast<double>(gbs) / chips / micro));
@@ -205,30 +205,32 @@ Result<std::string> EmitMaxText(const model::ModelSpec& m,
       out.Key(fmt::format("dcn_{}_parallelism", maxtext), slow);
     }
   }
-  if (d.cp > 1 && cfg.cp_comm != estimate::CpComm::kAllGather) {
+  if (d.cp > 1 && cfg.habits.cp_comm != estimate::CpComm::kAllGather) {
     out.Comment(
         fmt::format("MaxText's context parallelism all-gathers K/V (--cp-comm "
                     "allgather); the estimate assumed --cp-comm {}",
-                    estimate::CpCommName(cfg.cp_comm)));
+                    estimate::CpCommName(cfg.habits.cp_comm)));
   }
-  if (d.pp > 1 && cfg.last_stage_layers > 0) {
+  if (d.pp > 1 && cfg.layout.last_stage_layers > 0) {
     out.Comment(fmt::format(
         "MaxText splits the layers evenly over the pipeline stages; the "
         "estimate put {} on the last",
-        cfg.last_stage_layers));
+        cfg.layout.last_stage_layers));
   }
   if (const int mtp = estimate::MtpModules(m, cfg); mtp > 0) {
     out.Key("mtp_num_layers", std::to_string(mtp));
   }
-  out.Key("remat_policy", MaxTextRemat(cfg.remat));
-  if (cfg.remat == model::Remat::kNone) {
+  out.Key("remat_policy", MaxTextRemat(cfg.memory.remat));
+  if (cfg.memory.remat == model::Remat::kNone) {
     out.Comment(
         "remat none: MaxText's lightest policy (minimal_with_context) still "
         "recomputes a little; expect a few % more FLOPs than predicted");
   }
-  if (cfg.precision == hw::Dtype::kFp8) out.Key("quantization", "fp8");
-  if (cfg.offload_optimizer) out.Key("optimizer_memory_host_offload", "True");
-  if (cfg.offload_params) out.Key("parameter_memory_host_offload", "True");
+  if (cfg.precision.matmul == hw::Dtype::kFp8) out.Key("quantization", "fp8");
+  if (cfg.memory.offload_optimizer)
+    out.Key("optimizer_memory_host_offload", "True");
+  if (cfg.memory.offload_params)
+    out.Key("parameter_memory_host_offload", "True");
   if (d.dp > 1 && cfg.par.zero > 0) {
     out.Comment(fmt::format(
         "zero={} has no MaxText equivalent: the data axis keeps full optimizer "
@@ -325,16 +327,16 @@ void MegatronDispatchFlags(LaunchText& out, const model::ModelSpec& m,
                            const estimate::TrainingConfig& cfg,
                            const Degrees& d) {
   if (!m.is_moe()) return;
-  if (cfg.ep_dedup) {
+  if (cfg.habits.ep_dedup) {
     out.Flag("--moe-token-dispatcher-type", "flex");
     out.Flag("--moe-flex-dispatcher-backend", "deepep");
   } else {
     out.Flag("--moe-token-dispatcher-type", "alltoall");
   }
-  if (cfg.ep_overlap && d.ep > 1) {
+  if (cfg.habits.ep_overlap && d.ep > 1) {
     out.Arg("--overlap-moe-expert-parallel-comm");
     out.Arg("--delay-wgrad-compute");
-    if (d.pp > 1 && cfg.schedule != estimate::Schedule::kInterleaved) {
+    if (d.pp > 1 && cfg.layout.schedule != estimate::Schedule::kInterleaved) {
       out.Comment(
           "Megatron overlaps the expert all-to-all only with pp=1 or an "
           "interleaved schedule: add --vpp to the plan");
@@ -358,13 +360,14 @@ Result<std::string> EmitMegatron(const model::ModelSpec& m,
   out.Command(Torchrun(sys, "pretrain_gpt.py"));
   out.Flag("--tensor-model-parallel-size", d.tp);
   out.Flag("--pipeline-model-parallel-size", d.pp);
-  if (d.pp > 1 && cfg.vpp > 1) {
+  if (d.pp > 1 && cfg.layout.vpp > 1) {
     out.Flag("--num-layers-per-virtual-pipeline-stage",
-             m.num_layers / (d.pp * cfg.vpp));
+             m.num_layers / (d.pp * cfg.layout.vpp));
   }
-  if (d.pp > 1 && cfg.last_stage_layers > 0) {
-    out.Flag("--decoder-last-pipeline-num-layers", cfg.last_stage_layers);
-    const int rest = m.num_layers - cfg.last_stage_layers;
+  if (d.pp > 1 && cfg.layout.last_stage_layers > 0) {
+    out.Flag("--decoder-last-pipeline-num-layers",
+             cfg.layout.last_stage_layers);
+    const int rest = m.num_layers - cfg.layout.last_stage_layers;
     if (rest % (d.pp - 1) != 0) {
       out.Comment(fmt::format(
           "Megatron splits the other {} layers evenly over {} stages: pick a "
@@ -376,12 +379,13 @@ Result<std::string> EmitMegatron(const model::ModelSpec& m,
     out.Flag("--mtp-num-layers", mtp);
   }
   out.Flag("--context-parallel-size", d.cp);
-  if (d.cp > 1 && cfg.cp_comm != estimate::CpComm::kRing) {
-    out.Flag("--cp-comm-type", std::string(estimate::CpCommName(cfg.cp_comm)));
+  if (d.cp > 1 && cfg.habits.cp_comm != estimate::CpComm::kRing) {
+    out.Flag("--cp-comm-type",
+             std::string(estimate::CpCommName(cfg.habits.cp_comm)));
   }
   if (d.ep > 1) out.Flag("--expert-model-parallel-size", d.ep);
   if (d.tp > 1 && cfg.par.sequence_parallel) out.Arg("--sequence-parallel");
-  if (cfg.tp_comm_overlap && d.tp > 1) out.Arg("--tp-comm-overlap");
+  if (cfg.habits.tp_comm_overlap && d.tp > 1) out.Arg("--tp-comm-overlap");
   if (d.fsdp > 1) {
     out.Comment(fmt::format(
         "fsdp={} runs as PyTorch FSDP2 inside Megatron (Megatron's data "
@@ -402,7 +406,7 @@ Result<std::string> EmitMegatron(const model::ModelSpec& m,
     out.Arg("--overlap-grad-reduce");
     if (cfg.par.zero > 0 && d.fsdp == 1) out.Arg("--overlap-param-gather");
   }
-  out.Flag("--micro-batch-size", cfg.micro_batch);
+  out.Flag("--micro-batch-size", cfg.layout.micro_batch);
   out.Flag("--global-batch-size", GlobalSequences(cfg));
   out.Flag("--seq-length", static_cast<long>(cfg.seq));
   out.Flag("--max-position-embeddings",
@@ -416,7 +420,7 @@ Result<std::string> EmitMegatron(const model::ModelSpec& m,
     out.Flag("--recompute-modules", modules);
     out.Comment(why);
   };
-  switch (cfg.remat) {
+  switch (cfg.memory.remat) {
     case model::Remat::kNone:
       break;
     case model::Remat::kSelective:
@@ -442,20 +446,23 @@ Result<std::string> EmitMegatron(const model::ModelSpec& m,
   out.Arg("--bf16");
   // Megatron-LM reduces bf16 gradients in fp32 unless told otherwise; the
   // estimate assumed bf16 reductions unless --grad-reduce fp32.
-  if (cfg.grad_reduce == hw::Dtype::kBf16) out.Arg("--grad-reduce-in-bf16");
+  if (cfg.precision.grad_reduce == hw::Dtype::kBf16)
+    out.Arg("--grad-reduce-in-bf16");
   // The fused loss kernel the estimate assumed (--cross-entropy fused).
-  if (!cfg.unfused_cross_entropy) out.Arg("--cross-entropy-loss-fusion");
-  if (cfg.precision == hw::Dtype::kFp8) {
+  if (!cfg.habits.unfused_cross_entropy) out.Arg("--cross-entropy-loss-fusion");
+  if (cfg.precision.matmul == hw::Dtype::kFp8) {
     out.Flag("--fp8-format",
-             cfg.fp8_recipe == estimate::Fp8Recipe::kMxfp8 ? "e4m3" : "hybrid");
+             cfg.precision.fp8_recipe == estimate::Fp8Recipe::kMxfp8
+                 ? "e4m3"
+                 : "hybrid");
     out.Flag("--fp8-recipe",
-             std::string(estimate::Fp8RecipeName(cfg.fp8_recipe)));
+             std::string(estimate::Fp8RecipeName(cfg.precision.fp8_recipe)));
   }
-  if (cfg.offload_optimizer) {
+  if (cfg.memory.offload_optimizer) {
     out.Arg("--optimizer-cpu-offload");
     out.Arg("--use-precision-aware-optimizer");
   }
-  if (cfg.offload_params) {
+  if (cfg.memory.offload_params) {
     out.Comment(
         "Megatron offloads optimizer state, not parameters: the estimate "
         "assumed --offload-params (use torchtitan or MaxText for that)");
@@ -501,34 +508,34 @@ Result<std::string> EmitTorchtitan(const model::ModelSpec& m,
   const long dp_ranks = static_cast<long>(replicate) * shard;
   out.Flag("--training.seq_len", static_cast<long>(cfg.seq));
   out.Flag("--training.local_batch_size",
-           d.pp > 1 ? gbs / dp_ranks : cfg.micro_batch);
+           d.pp > 1 ? gbs / dp_ranks : cfg.layout.micro_batch);
   out.Flag("--training.global_batch_size", gbs);
   out.Flag("--parallelism.data_parallel_replicate_degree", replicate);
   out.Flag("--parallelism.data_parallel_shard_degree", shard);
   out.Flag("--parallelism.tensor_parallel_degree", d.tp);
-  if (d.tp > 1 && cfg.tp_comm_overlap) {
+  if (d.tp > 1 && cfg.habits.tp_comm_overlap) {
     out.Arg("--parallelism.enable_async_tensor_parallel");
   }
   out.Flag("--parallelism.pipeline_parallel_degree", d.pp);
   if (d.pp > 1) {
     static const char* kSchedules[] = {"GPipe", "1F1B", "Interleaved1F1B"};
     out.Flag("--parallelism.pipeline_parallel_schedule",
-             kSchedules[static_cast<int>(cfg.schedule)]);
+             kSchedules[static_cast<int>(cfg.layout.schedule)]);
     out.Flag("--parallelism.pipeline_parallel_microbatch_size",
-             cfg.micro_batch);
+             cfg.layout.micro_batch);
   }
   out.Flag("--parallelism.context_parallel_degree", d.cp);
-  if (d.pp > 1 && cfg.last_stage_layers > 0) {
+  if (d.pp > 1 && cfg.layout.last_stage_layers > 0) {
     out.Comment(fmt::format(
         "the estimate put {} layers on the last pipeline stage: split the "
         "model accordingly (torchtitan's pipeline splits it for you)",
-        cfg.last_stage_layers));
+        cfg.layout.last_stage_layers));
   }
-  if (d.cp > 1 && cfg.cp_comm != estimate::CpComm::kRing) {
+  if (d.cp > 1 && cfg.habits.cp_comm != estimate::CpComm::kRing) {
     out.Comment(fmt::format(
         "torchtitan's context parallelism is ring attention (--cp-comm "
         "p2p); the estimate assumed --cp-comm {}",
-        estimate::CpCommName(cfg.cp_comm)));
+        estimate::CpCommName(cfg.habits.cp_comm)));
   }
   out.Flag("--parallelism.expert_parallel_degree", d.ep);
   if (const int mtp = estimate::MtpModules(m, cfg); mtp > 0) {
@@ -538,7 +545,7 @@ Result<std::string> EmitTorchtitan(const model::ModelSpec& m,
         "rerun with --mtp-layers 0",
         mtp));
   }
-  switch (cfg.remat) {
+  switch (cfg.memory.remat) {
     case model::Remat::kNone:
       out.Flag("--activation_checkpoint.mode", "none");
       break;
@@ -552,18 +559,18 @@ Result<std::string> EmitTorchtitan(const model::ModelSpec& m,
       out.Flag("--activation_checkpoint.mode", "full");
       break;
   }
-  if (cfg.precision == hw::Dtype::kFp8) {
+  if (cfg.precision.matmul == hw::Dtype::kFp8) {
     out.Flag("--model.converters", "float8");
-    if (cfg.fp8_recipe != estimate::Fp8Recipe::kTensorwise) {
+    if (cfg.precision.fp8_recipe != estimate::Fp8Recipe::kTensorwise) {
       out.Comment(
           fmt::format("torchtitan's float8 scales each tensor as it is cast "
                       "(tensorwise); the estimate assumed --fp8-recipe {}",
-                      estimate::Fp8RecipeName(cfg.fp8_recipe)));
+                      estimate::Fp8RecipeName(cfg.precision.fp8_recipe)));
     }
   }
-  if (cfg.offload_optimizer) {
+  if (cfg.memory.offload_optimizer) {
     out.Arg("--training.enable_cpu_offload");
-    if (!cfg.offload_params) {
+    if (!cfg.memory.offload_params) {
       out.Comment(
           "torchtitan's CPU offload moves parameters and gradients as well "
           "as the optimizer state to host memory (--offload-params)");

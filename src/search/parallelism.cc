@@ -24,18 +24,18 @@ using estimate::TrainingConfig;
 
 std::string PlanCandidate::Key() const {
   std::string s = config.par.ToString();
-  s += " mb=" + std::to_string(config.micro_batch);
-  s += " remat=" + std::string(model::RematName(config.remat));
+  s += " mb=" + std::to_string(config.layout.micro_batch);
+  s += " remat=" + std::string(model::RematName(config.memory.remat));
   if (config.par.pp > 1) {
-    s += " " + std::string(estimate::ScheduleName(config.schedule));
-    if (config.schedule == Schedule::kInterleaved)
-      s += " vpp=" + std::to_string(config.vpp);
-    if (config.last_stage_layers > 0)
-      s += " last=" + std::to_string(config.last_stage_layers);
+    s += " " + std::string(estimate::ScheduleName(config.layout.schedule));
+    if (config.layout.schedule == Schedule::kInterleaved)
+      s += " vpp=" + std::to_string(config.layout.vpp);
+    if (config.layout.last_stage_layers > 0)
+      s += " last=" + std::to_string(config.layout.last_stage_layers);
   }
-  if (config.offload_params) {
+  if (config.memory.offload_params) {
     s += " offload-params";
-  } else if (config.offload_optimizer) {
+  } else if (config.memory.offload_optimizer) {
     s += " offload";
   }
   // The placement order of the parallelisms that are in use.
@@ -144,7 +144,7 @@ struct Worker {
   std::vector<Sched> Schedules(const Degrees& g) const {
     const TrainingConfig& base = opt->base;
     std::vector<Sched> scheds = {{Schedule::k1F1B, 1, 0}};
-    if (g.pp > 1 && base.last_stage_layers == 0) {
+    if (g.pp > 1 && base.layout.last_stage_layers == 0) {
       const int layers = static_cast<int>(mc->layers);
       const int even = (layers + g.pp - 1) / g.pp;
       for (int k = even + 1; k <= even + 2; ++k) {
@@ -152,7 +152,7 @@ struct Worker {
         if (last >= 1) scheds.push_back({Schedule::k1F1B, 1, last});
       }
     } else if (g.pp > 1) {
-      scheds[0].last = base.last_stage_layers;
+      scheds[0].last = base.layout.last_stage_layers;
     }
     if (g.pp > 1) {
       int lps = static_cast<int>(std::ceil(mc->layers / g.pp));
@@ -176,16 +176,16 @@ struct Worker {
                : opt->search_remat
                    ? std::vector<model::Remat>(model::kAllRemats.begin(),
                                                model::kAllRemats.end())
-                   : std::vector<model::Remat>{base.remat};
+                   : std::vector<model::Remat>{base.memory.remat};
     v.scheds = Schedules(g);
     v.zeros = {0};
     for (int z = 1; g.dp > 1 && z <= std::min(opt->max_zero, 2); ++z) {
       v.zeros.push_back(z);
     }
-    v.offloads = base.offload_params ? std::vector<bool>{true}
+    v.offloads = base.memory.offload_params ? std::vector<bool>{true}
                  : opt->search_offload
                      ? std::vector<bool>{false, true}
-                     : std::vector<bool>{base.offload_optimizer};
+                     : std::vector<bool>{base.memory.offload_optimizer};
     v.max_stage_layers = std::ceil(mc->layers / g.pp);
     for (const Sched& sc : v.scheds) {
       if (g.pp > 1 && sc.last > 0) {
@@ -205,14 +205,14 @@ struct Worker {
                   TrainingConfig& cfg) {
     const TrainingConfig& base = opt->base;
     for (size_t k = 0; k < v.mbs.size(); ++k) {
-      cfg.micro_batch = v.mbs[k];
+      cfg.layout.micro_batch = v.mbs[k];
       int microbatches = static_cast<int>(per_replica / v.mbs[k]);
       for (model::Remat r : v.remats) {
-        cfg.remat = r;
+        cfg.memory.remat = r;
         for (const Sched& sc : v.scheds) {
-          cfg.schedule = sc.schedule;
-          cfg.vpp = sc.vpp;
-          cfg.last_stage_layers = sc.last;
+          cfg.layout.schedule = sc.schedule;
+          cfg.layout.vpp = sc.vpp;
+          cfg.layout.last_stage_layers = sc.last;
           CoreResult res;
           estimate::EvaluateCore(*mc, lcs[k], lay, p, cfg, sys->chip, eff,
                                  microbatches, &res,
@@ -256,7 +256,7 @@ struct Worker {
       p.zero = zero;
       for (bool off : v.offloads) {
         double floor =
-            PlanMemoryLowerBound(*mc, p, off, base.offload_params,
+            PlanMemoryLowerBound(*mc, p, off, base.memory.offload_params,
                                  v.max_stage_layers, peak, base.seq, capacity);
         double block = static_cast<double>(v.mbs.size()) * v.remats.size() *
                        v.scheds.size();
@@ -266,15 +266,15 @@ struct Worker {
           if (opt->on_pruned) {
             TrainingConfig probe = base;
             probe.par = p;
-            probe.micro_batch = 1;
-            probe.remat = model::Remat::kFull;
-            probe.schedule = Schedule::k1F1B;
-            probe.offload_optimizer = off;
+            probe.layout.micro_batch = 1;
+            probe.memory.remat = model::Remat::kFull;
+            probe.layout.schedule = Schedule::k1F1B;
+            probe.memory.offload_optimizer = off;
             opt->on_pruned(probe);
           }
           continue;
         }
-        cfg.offload_optimizer = off;
+        cfg.memory.offload_optimizer = off;
         ScoreBlock(p, order, lay, v, lcs, per_replica, cfg);
       }
     }
@@ -357,8 +357,8 @@ std::vector<Degrees> DegreeTuples(const model::ModelSpec& m,
   const int chips = sys.num_chips();
   std::vector<Degrees> tuples;
   TrainingConfig probe = base;
-  probe.micro_batch = 1;
-  probe.schedule = Schedule::k1F1B;
+  probe.layout.micro_batch = 1;
+  probe.layout.schedule = Schedule::k1F1B;
   for (int tp : Divisors(chips)) {
     for (int pp : Divisors(chips / tp)) {
       for (int cp : Divisors(chips / tp / pp)) {
@@ -374,7 +374,8 @@ std::vector<Degrees> DegreeTuples(const model::ModelSpec& m,
             probe.par.ep = ep;
             probe.par.fsdp = fsdp;
             probe.par.dp = dp;
-            probe.last_stage_layers = pp > 1 ? base.last_stage_layers : 0;
+            probe.layout.last_stage_layers =
+                pp > 1 ? base.layout.last_stage_layers : 0;
             if (estimate::FindPlanFault(m, sys, probe) !=
                 estimate::PlanFault::kNone) {
               continue;
@@ -453,11 +454,11 @@ Result<SearchResult> SearchTraining(const model::ModelSpec& m,
                                FormatNumber(base.seq) + "-token sequences",
                            "batch_tokens");
   }
-  if (sys.chip.Peak(base.precision).si() <= 0) {
-    return InvalidArgument(sys.chip.id + " has no " +
-                               std::string(hw::DtypeName(base.precision)) +
-                               " matrix rate",
-                           "precision");
+  if (sys.chip.Peak(base.precision.matmul).si() <= 0) {
+    return InvalidArgument(
+        sys.chip.id + " has no " +
+            std::string(hw::DtypeName(base.precision.matmul)) + " matrix rate",
+        "precision");
   }
   const estimate::ModelConsts mc = estimate::PrepareModel(m, base);
   std::vector<Degrees> tuples = DegreeTuples(m, sys, base);

@@ -200,7 +200,8 @@ Result<TrainingPlanResult> PlanTraining(const model::ModelSpec& model,
     // Re-run the decorated estimator on the plan with the search's placement
     // order, so the report is the plan that was ranked.
     r.config = f.plan.config;
-    r.config.placement_order.assign(f.plan.order.begin(), f.plan.order.end());
+    r.config.layout.placement_order.assign(f.plan.order.begin(),
+                                           f.plan.order.end());
     auto est = estimate::EstimateTraining(model, r.system, r.config);
     if (est) r.estimate = std::move(*est);
   }

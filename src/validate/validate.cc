@@ -213,35 +213,39 @@ Result<TrainingRun> ReadTrainingRun(const catalog::Catalog& cat,
   cfg.par.sequence_parallel = row.value("sequence_parallel", true);
   cfg.seq = row.value("seq", 2048.0);
   cfg.batch_tokens = row.value("global_batch", 1.0) * cfg.seq;
-  cfg.micro_batch = row.value("micro_batch", 1);
-  cfg.remat = *model::ParseRemat(row.value("remat", "none"));
-  cfg.precision = row.value("precision", "bf16") == "fp8" ? hw::Dtype::kFp8
-                                                          : hw::Dtype::kBf16;
+  cfg.layout.micro_batch = row.value("micro_batch", 1);
+  cfg.memory.remat = *model::ParseRemat(row.value("remat", "none"));
+  cfg.precision.matmul = row.value("precision", "bf16") == "fp8"
+                             ? hw::Dtype::kFp8
+                             : hw::Dtype::kBf16;
   if (row.contains("schedule")) {
-    cfg.schedule = *estimate::ParseSchedule(row["schedule"].get<std::string>());
-    cfg.vpp = row.value("vpp", 1);
+    cfg.layout.schedule =
+        *estimate::ParseSchedule(row["schedule"].get<std::string>());
+    cfg.layout.vpp = row.value("vpp", 1);
   }
   cfg.mode = estimate::Mode::kRealistic;
   if (!row.value("flash_attention", true)) {
-    cfg.attention_kernel = estimate::AttentionKernel::kMaterialized;
+    cfg.habits.attention_kernel = estimate::AttentionKernel::kMaterialized;
   }
   if (row.value("attention_kernel", std::string()) == "flash2") {
-    cfg.attention_kernel = estimate::AttentionKernel::kFlash2;
+    cfg.habits.attention_kernel = estimate::AttentionKernel::kFlash2;
   }
-  cfg.tp_comm_overlap = row.value("tp_comm_overlap", false);
-  cfg.grad_reduce = row.value("grad_reduce", std::string("bf16")) == "fp32"
-                        ? hw::Dtype::kFp32
-                        : hw::Dtype::kBf16;
+  cfg.habits.tp_comm_overlap = row.value("tp_comm_overlap", false);
+  cfg.precision.grad_reduce =
+      row.value("grad_reduce", std::string("bf16")) == "fp32"
+          ? hw::Dtype::kFp32
+          : hw::Dtype::kBf16;
   cfg.lora_rank = row.value("lora_rank", 0);
-  cfg.dp_overlap = row.value("dp_overlap", true);
-  cfg.capacity_factor = row.value("capacity_factor", 0.0);
-  cfg.ep_dedup = row.value("ep_dedup", false);
-  cfg.ep_overlap = row.value("ep_overlap", false);
+  cfg.habits.dp_overlap = row.value("dp_overlap", true);
+  cfg.habits.capacity_factor = row.value("capacity_factor", 0.0);
+  cfg.habits.ep_dedup = row.value("ep_dedup", false);
+  cfg.habits.ep_overlap = row.value("ep_overlap", false);
   cfg.mtp_layers = row.value("mtp_layers", -1);
-  cfg.unfused_cross_entropy = row.value("cross_entropy", "fused") == "unfused";
+  cfg.habits.unfused_cross_entropy =
+      row.value("cross_entropy", "fused") == "unfused";
   if (auto recipe =
           estimate::ParseFp8Recipe(row.value("fp8_recipe", "delayed"))) {
-    cfg.fp8_recipe = *recipe;
+    cfg.precision.fp8_recipe = *recipe;
   }
   run.remat_stated = row.value("remat_stated", true);
   return run;
@@ -352,9 +356,9 @@ Result<ValidationReport> RunValidation(const catalog::Catalog& cat) {
       // recompute that fits by our memory model (the run did fit).
       std::string remat_note;
       auto def = model::ParseRemat(row.value("remat_default", ""));
-      if (est && !run->remat_stated && def && *def != cfg.remat) {
+      if (est && !run->remat_stated && def && *def != cfg.memory.remat) {
         estimate::TrainingConfig c2 = cfg;
-        c2.remat = *def;
+        c2.memory.remat = *def;
         auto e2 = estimate::EstimateTraining(spec, *sys, c2);
         if (e2) {
           cfg = c2;
@@ -371,7 +375,7 @@ Result<ValidationReport> RunValidation(const catalog::Catalog& cat) {
              {model::Remat::kSelective, model::Remat::kSaveMatmulOutputs,
               model::Remat::kFull}) {
           estimate::TrainingConfig c2 = cfg;
-          c2.remat = r;
+          c2.memory.remat = r;
           auto e2 = estimate::EstimateTraining(spec, *sys, c2);
           if (e2 && e2->feasible) {
             cfg = c2;
@@ -384,7 +388,7 @@ Result<ValidationReport> RunValidation(const catalog::Catalog& cat) {
         }
         if (remat_note.empty() && !fallback.empty()) {
           remat_note = std::string("; recompute not stated and none fits: ") +
-                       std::string(model::RematName(cfg.remat)) +
+                       std::string(model::RematName(cfg.memory.remat)) +
                        ", the engine's default";
         }
       }
@@ -402,9 +406,9 @@ Result<ValidationReport> RunValidation(const catalog::Catalog& cat) {
                                              : model::AttentionFlops::kFull;
       double per_token = model::TrainFlopsPerToken(m, cfg.seq, attn);
       if (conv == "hfu") {
-        per_token +=
-            model::Activations(m, cfg.remat, cfg.seq, hw::Dtype::kBf16, attn)
-                .recompute_flops_per_token;
+        per_token += model::Activations(m, cfg.memory.remat, cfg.seq,
+                                        hw::Dtype::kBf16, attn)
+                         .recompute_flops_per_token;
       }
       double tflops = per_token * est->tokens_per_s_per_chip / 1e12;
       const json& meas = row["measured"];
@@ -431,8 +435,9 @@ Result<ValidationReport> RunValidation(const catalog::Catalog& cat) {
       std::string detail = fmt::format(
           "{} on {}, {}, batch {} x {}, mb {}, remat {}, {}{}{}",
           row.value("model_name", ""), sys->id, cfg.par.ToString(),
-          row.value("global_batch", 0), cfg.seq, cfg.micro_batch,
-          model::RematName(cfg.remat), hw::DtypeName(cfg.precision),
+          row.value("global_batch", 0), cfg.seq, cfg.layout.micro_batch,
+          model::RematName(cfg.memory.remat),
+          hw::DtypeName(cfg.precision.matmul),
           est->feasible ? "" : "; predicted infeasible: " + est->reason,
           assumptions + remat_note);
       AddCase(report, id, sys->chip.is_tpu() ? "tpu" : "gpu", metric, predicted,

@@ -53,7 +53,7 @@ TrainingConfig Config(const std::string& plan, double seqs, double seq = 1024) {
   c.par = *p;
   c.seq = seq;
   c.batch_tokens = seqs * seq;
-  c.micro_batch = 1;
+  c.layout.micro_batch = 1;
   return c;
 }
 
@@ -89,7 +89,7 @@ TEST(CoreCollectives, TensorParallelCallsAndBytes) {
   EXPECT_DOUBLE_EQ(c["all-gather/tp"].bytes, 1024.0 * 1024 * 2);
   // Full recompute repeats the forward's: 3 passes, 24 of each.
   TrainingConfig full = Config("tp=2,dp=4", 8);
-  full.remat = model::Remat::kFull;
+  full.memory.remat = model::Remat::kFull;
   EXPECT_EQ(Comms(Small(), "h100:8x1", full)["all-gather/tp"].calls, 24);
   // Without sequence parallelism, all-reduces: 32.
   auto ar = Comms(Small(), "h100:8x1", Config("tp=2,dp=4,sp=0", 8));
@@ -111,7 +111,7 @@ TEST(CoreCollectives, FsdpCallsAndBytes) {
   EXPECT_DOUBLE_EQ(c["reduce-scatter/fsdp"].bytes, pc.total * 2 / 4);
   // fp32 gradient reductions double the reduce-scatter's bytes.
   TrainingConfig fp32 = Config("fsdp=8", 16);
-  fp32.grad_reduce = hw::Dtype::kFp32;
+  fp32.precision.grad_reduce = hw::Dtype::kFp32;
   EXPECT_DOUBLE_EQ(Comms(m, "h100:8x1", fp32)["reduce-scatter/fsdp"].bytes,
                    pc.total * 4 / 4);
 }
@@ -140,8 +140,8 @@ TEST(CoreCollectives, PipelineSends) {
   EXPECT_EQ(c["permute/pp"].calls, 2 * 4);
   EXPECT_DOUBLE_EQ(c["permute/pp"].bytes, 2 * 1024.0 * 1024 * 2);
   TrainingConfig il = Config("pp=2,dp=4", 16);
-  il.schedule = Schedule::kInterleaved;
-  il.vpp = 2;
+  il.layout.schedule = Schedule::kInterleaved;
+  il.layout.vpp = 2;
   EXPECT_EQ(Comms(Small(), "h100:8x1", il)["permute/pp"].calls, 2 * 4 * 2);
 }
 
@@ -240,7 +240,7 @@ TEST(CoreMemory, PerChipByComponent) {
   EXPECT_DOUBLE_EQ(r.total_mem, r.params + r.grads + r.optimizer +
                                     r.activations + r.reserve);
   // Megatron's unfused loss keeps an fp32 copy and the softmax: 8 B.
-  cfg.unfused_cross_entropy = true;
+  cfg.habits.unfused_cross_entropy = true;
   MemoryPerChip(mc, cfg.par, cfg, System("h100:8x1").chip, 1, &r);
   EXPECT_DOUBLE_EQ(r.activations, 1024 * 4 * saved + 1024.0 * 32768 * 8);
 }
@@ -253,7 +253,7 @@ TEST(CoreMemory, PipelineInFlight) {
   const ModelConsts mc = PrepareModel(m, cfg);
   const double one =
       ActivationsPerChip(mc, cfg.par, cfg, 8) - 1024.0 * 32768 * 2;  // logits
-  cfg.schedule = Schedule::kGpipe;
+  cfg.layout.schedule = Schedule::kGpipe;
   const double gpipe =
       ActivationsPerChip(mc, cfg.par, cfg, 8) - 1024.0 * 32768 * 2;
   EXPECT_DOUBLE_EQ(gpipe / one, 8.0 / 2.0);

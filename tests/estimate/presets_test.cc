@@ -31,18 +31,18 @@ TEST(PresetsTest, SetTheDocumentedHabits) {
     SCOPED_TRACE(std::string(EngineName(c.engine)));
     TrainingConfig cfg;
     // A preset overwrites earlier habits and leaves everything else alone.
-    cfg.unfused_cross_entropy = !c.unfused_cross_entropy;
-    cfg.tp_comm_overlap = true;
-    cfg.micro_batch = 3;
-    cfg.precision = hw::Dtype::kFp8;
+    cfg.habits.unfused_cross_entropy = !c.unfused_cross_entropy;
+    cfg.habits.tp_comm_overlap = true;
+    cfg.layout.micro_batch = 3;
+    cfg.precision.matmul = hw::Dtype::kFp8;
     ApplyEnginePreset(c.engine, cfg);
-    EXPECT_EQ(cfg.grad_reduce, c.grad_reduce);
-    EXPECT_EQ(cfg.dp_overlap, c.dp_overlap);
-    EXPECT_EQ(cfg.unfused_cross_entropy, c.unfused_cross_entropy);
-    EXPECT_EQ(cfg.fp8_recipe, c.fp8_recipe);
-    EXPECT_FALSE(cfg.tp_comm_overlap);
-    EXPECT_EQ(cfg.micro_batch, 3);
-    EXPECT_EQ(cfg.precision, hw::Dtype::kFp8);
+    EXPECT_EQ(cfg.precision.grad_reduce, c.grad_reduce);
+    EXPECT_EQ(cfg.habits.dp_overlap, c.dp_overlap);
+    EXPECT_EQ(cfg.habits.unfused_cross_entropy, c.unfused_cross_entropy);
+    EXPECT_EQ(cfg.precision.fp8_recipe, c.fp8_recipe);
+    EXPECT_FALSE(cfg.habits.tp_comm_overlap);
+    EXPECT_EQ(cfg.layout.micro_batch, 3);
+    EXPECT_EQ(cfg.precision.matmul, hw::Dtype::kFp8);
   }
 }
 

@@ -168,7 +168,7 @@ TEST(BookTraining, MinChipsByMemory) {
   EXPECT_EQ(book.min_chips, 226);
   auto m = Model("llama3-70b");
   TrainingConfig c = Config("fsdp=8960", 8960 * 4096.0, 4096, Mode::kPeak);
-  c.remat = model::Remat::kSaveDotExceptMlpIn;
+  c.memory.remat = model::Remat::kSaveDotExceptMlpIn;
   auto e = EstimateTraining(m, System("tpu-v5p-pod"), c);
   ASSERT_TRUE(e.has_value());
   const MemoryFloor& f = e->memory_floor;
@@ -308,7 +308,7 @@ TEST(BookTraining, RematActivationMemory) {
   m.num_layers = 64;
   for (model::Remat r : {model::Remat::kFull, model::Remat::kNone}) {
     TrainingConfig c = Config("fsdp=256", 256 * 4096.0, 4096, Mode::kPeak);
-    c.remat = r;
+    c.memory.remat = r;
     auto e = EstimateTraining(m, System("tpu-v5p:8x8x4"), c);
     ASSERT_TRUE(e.has_value()) << e.error().ToString();
     const double per_token_layer =
@@ -376,17 +376,18 @@ TEST(TrainingTest, EveryLayoutIsFiniteAndNonNegative) {
     for (Mode mode : {Mode::kPeak, Mode::kRealistic}) {
       for (int variant = 0; variant < 4; ++variant) {
         TrainingConfig c = Config(plan, 128 * 4096.0, 4096, mode);
-        c.remat = variant % 2 ? model::Remat::kFull : model::Remat::kNone;
+        c.memory.remat =
+            variant % 2 ? model::Remat::kFull : model::Remat::kNone;
         if (variant >= 2) {
           // This session's options together: fp8 with current scaling,
           // Ulysses-free all-gather CP, overlapped expert and TP traffic,
           // parameter offload, the unfused loss.
-          c.precision = hw::Dtype::kFp8;
-          c.fp8_recipe = Fp8Recipe::kTensorwise;
-          c.cp_comm = CpComm::kAllGather;
-          c.ep_overlap = c.tp_comm_overlap = true;
-          c.offload_params = c.offload_optimizer = variant == 3;
-          c.unfused_cross_entropy = true;
+          c.precision.matmul = hw::Dtype::kFp8;
+          c.precision.fp8_recipe = Fp8Recipe::kTensorwise;
+          c.habits.cp_comm = CpComm::kAllGather;
+          c.habits.ep_overlap = c.habits.tp_comm_overlap = true;
+          c.memory.offload_params = c.memory.offload_optimizer = variant == 3;
+          c.habits.unfused_cross_entropy = true;
         }
         auto e = EstimateTraining(m, sys, c);
         ASSERT_TRUE(e.has_value()) << plan << ": " << e.error().ToString();
@@ -399,7 +400,7 @@ TEST(TrainingTest, EveryLayoutIsFiniteAndNonNegative) {
         EXPECT_GE(e->step_time, e->compute) << plan;
         // MFU is against the bf16 peak, so fp8 can pass 1 (up to the fp8
         // / bf16 peak ratio).
-        EXPECT_LE(e->mfu, sys.chip.Peak(c.precision).si() /
+        EXPECT_LE(e->mfu, sys.chip.Peak(c.precision.matmul).si() /
                               sys.chip.Peak(hw::Dtype::kBf16).si())
             << plan;
         for (const CommItem& i : e->comms) {
@@ -475,7 +476,7 @@ TEST(TrainingTest, Fp32GradientReductionDoublesGradientBytesOnly) {
   hw::System sys = System("h100:8x4");
   TrainingConfig bf = Config("dp=4,fsdp=8", 64 * 4096.0, 4096);
   TrainingConfig fp = bf;
-  fp.grad_reduce = hw::Dtype::kFp32;
+  fp.precision.grad_reduce = hw::Dtype::kFp32;
   auto b = EstimateTraining(m, sys, bf);
   auto f = EstimateTraining(m, sys, fp);
   ASSERT_TRUE(b.has_value() && f.has_value());
@@ -493,10 +494,10 @@ TEST(TrainingTest, DpReductionAfterTheBackwardPassIsExposedInFull) {
   auto m = Model("llama2-7b");
   hw::System sys = System("gcp-a3-high:8x4");
   TrainingConfig over = Config("dp=4,fsdp=8", 128 * 4096.0, 4096);
-  over.micro_batch = 4;
-  over.grad_reduce = hw::Dtype::kFp32;
+  over.layout.micro_batch = 4;
+  over.precision.grad_reduce = hw::Dtype::kFp32;
   TrainingConfig after = over;
-  after.dp_overlap = false;
+  after.habits.dp_overlap = false;
   auto o = EstimateTraining(m, sys, over);
   auto a = EstimateTraining(m, sys, after);
   ASSERT_TRUE(o.has_value() && a.has_value());
@@ -520,11 +521,11 @@ TEST(TrainingTest, TokenDroppingPadsExpertsAndPaysForDispatch) {
   auto m = Model("mixtral-8x7b");
   hw::System sys = System("tpu-v6e:16x16");
   TrainingConfig dropless = Config("fsdp=256", 256 * 8 * 4096.0, 4096);
-  dropless.micro_batch = 8;
+  dropless.layout.micro_batch = 8;
   TrainingConfig skewed = dropless;
-  skewed.load_imbalance = 1.25;
+  skewed.habits.load_imbalance = 1.25;
   TrainingConfig dropping = dropless;
-  dropping.capacity_factor = 1.25;
+  dropping.habits.capacity_factor = 1.25;
   auto a = EstimateTraining(m, sys, dropless);
   auto b = EstimateTraining(m, sys, skewed);
   auto c = EstimateTraining(m, sys, dropping);
@@ -539,7 +540,7 @@ TEST(TrainingTest, TokenDroppingPadsExpertsAndPaysForDispatch) {
   auto d = Model("llama3-8b");
   TrainingConfig dense = Config("fsdp=256", 256 * 4096.0, 4096);
   TrainingConfig dense_cf = dense;
-  dense_cf.capacity_factor = 1.25;
+  dense_cf.habits.capacity_factor = 1.25;
   EXPECT_EQ(EstimateTraining(d, sys, dense)->step_time,
             EstimateTraining(d, sys, dense_cf)->step_time);
 }
@@ -552,9 +553,9 @@ TEST(TrainingTest, DeepEpSendsATokenOncePerNode) {
   ASSERT_EQ(m.moe.topk_group, 4);
   hw::System sys = System("h100:8x8");
   TrainingConfig plain = Config("ep=64", 64 * 4096.0, 4096);
-  plain.remat = model::Remat::kFull;
+  plain.memory.remat = model::Remat::kFull;
   TrainingConfig dedup = plain;
-  dedup.ep_dedup = true;
+  dedup.habits.ep_dedup = true;
   auto a = EstimateTraining(m, sys, plain);
   auto b = EstimateTraining(m, sys, dedup);
   ASSERT_TRUE(a.has_value() && b.has_value());
@@ -563,9 +564,9 @@ TEST(TrainingTest, DeepEpSendsATokenOncePerNode) {
   EXPECT_LT(b->step_time, a->step_time);
   // Inside one node nothing crosses the network: no change.
   TrainingConfig in_node = Config("dp=8,ep=8", 64 * 4096.0, 4096);
-  in_node.remat = model::Remat::kFull;
+  in_node.memory.remat = model::Remat::kFull;
   TrainingConfig in_node_dedup = in_node;
-  in_node_dedup.ep_dedup = true;
+  in_node_dedup.habits.ep_dedup = true;
   EXPECT_EQ(
       CommBytes(*EstimateTraining(m, sys, in_node), "all-to-all", "ep"),
       CommBytes(*EstimateTraining(m, sys, in_node_dedup), "all-to-all", "ep"));
@@ -577,9 +578,9 @@ TEST(TrainingTest, AttentionKernelGenerations) {
   // best kernel, so the two are equal.
   auto m = Model("llama3-8b");
   TrainingConfig fused = Config("tp=8", 131072.0, 131072);
-  fused.remat = model::Remat::kFull;
+  fused.memory.remat = model::Remat::kFull;
   TrainingConfig fa2 = fused;
-  fa2.attention_kernel = AttentionKernel::kFlash2;
+  fa2.habits.attention_kernel = AttentionKernel::kFlash2;
   auto h_fused = EstimateTraining(m, System("h100:8x1"), fused);
   auto h_fa2 = EstimateTraining(m, System("h100:8x1"), fa2);
   ASSERT_TRUE(h_fused.has_value() && h_fa2.has_value());
@@ -604,7 +605,7 @@ TEST(TrainingTest, OutputLayerStaysBf16UnderFp8) {
   // fp8 speeds up the transformer layers' GEMMs, not the output projection.
   TrainingConfig c = Config("dp=8", 64 * 4096.0, 4096);
   TrainingConfig f8 = c;
-  f8.precision = hw::Dtype::kFp8;
+  f8.precision.matmul = hw::Dtype::kFp8;
   LayerCompute bf = Layer8B(c);
   LayerCompute fp = Layer8B(f8);
   EXPECT_EQ(bf.logits_fwd, fp.logits_fwd);
@@ -618,11 +619,11 @@ TEST(TrainingTest, Fp8RecipesCostTheirCasts) {
   hw::System sys = System("h100:8x1");
   ChipEfficiency eff = RealisticEfficiency(sys.chip);
   TrainingConfig c = Config("dp=8", 64 * 4096.0, 4096);
-  c.precision = hw::Dtype::kFp8;
+  c.precision.matmul = hw::Dtype::kFp8;
   TrainingConfig cs = c;
-  cs.fp8_recipe = Fp8Recipe::kTensorwise;
+  cs.precision.fp8_recipe = Fp8Recipe::kTensorwise;
   TrainingConfig mx = c;
-  mx.fp8_recipe = Fp8Recipe::kMxfp8;
+  mx.precision.fp8_recipe = Fp8Recipe::kMxfp8;
   double t = 4096;
   double delayed = Layer8B(c).elem_fwd;
   double current = Layer8B(cs).elem_fwd;
@@ -647,11 +648,11 @@ TEST(TrainingTest, ExpertAllToAllOverlap) {
   auto m = Model("deepseek-v3");
   hw::System sys = System("h100:8x128");
   TrainingConfig c = Config("tp=2,pp=8,ep=64,zero=1", 8192 * 4096.0, 4096);
-  c.schedule = Schedule::kInterleaved;
-  c.vpp = 4;
-  c.remat = model::Remat::kSelective;
+  c.layout.schedule = Schedule::kInterleaved;
+  c.layout.vpp = 4;
+  c.memory.remat = model::Remat::kSelective;
   TrainingConfig o = c;
-  o.ep_overlap = true;
+  o.habits.ep_overlap = true;
   auto a = EstimateTraining(m, sys, c);
   auto b = EstimateTraining(m, sys, o);
   ASSERT_TRUE(a.has_value() && b.has_value());
@@ -667,7 +668,7 @@ TEST(TrainingTest, ExpertAllToAllOverlap) {
   // One microbatch has no partner: nothing to hide under.
   TrainingConfig one = Config("ep=8", 8 * 4096.0, 4096);
   TrainingConfig one_o = one;
-  one_o.ep_overlap = true;
+  one_o.habits.ep_overlap = true;
   auto x = EstimateTraining(m, System("h100:8x1"), one);
   auto y = EstimateTraining(m, System("h100:8x1"), one_o);
   ASSERT_TRUE(x.has_value() && y.has_value()) << x.error().ToString();
@@ -681,10 +682,10 @@ TEST(TrainingTest, ContextParallelCommTypes) {
   auto m = Model("llama3-8b");
   hw::System sys = System("h100:8x8");
   TrainingConfig ring = Config("dp=4,tp=2,cp=8,zero=1", 16 * 131072.0, 131072);
-  ring.remat = model::Remat::kFull;
+  ring.memory.remat = model::Remat::kFull;
   TrainingConfig ag = ring, a2a = ring;
-  ag.cp_comm = CpComm::kAllGather;
-  a2a.cp_comm = CpComm::kAllToAll;
+  ag.habits.cp_comm = CpComm::kAllGather;
+  a2a.habits.cp_comm = CpComm::kAllToAll;
   auto r = EstimateTraining(m, sys, ring);
   auto g = EstimateTraining(m, sys, ag);
   auto u = EstimateTraining(m, sys, a2a);
@@ -725,12 +726,12 @@ TEST(TrainingTest, ParameterOffloadStreamsOverPcie) {
   auto m = Model("llama3-70b");
   hw::System sys = System("h100:8x1");
   TrainingConfig c = Config("fsdp=8", 64 * 4096.0, 4096);
-  c.remat = model::Remat::kFull;
+  c.memory.remat = model::Remat::kFull;
   auto plain = EstimateTraining(m, sys, c);
   ASSERT_TRUE(plain.has_value());
   EXPECT_FALSE(plain->feasible);
   TrainingConfig off = c;
-  off.offload_params = off.offload_optimizer = true;
+  off.memory.offload_params = off.memory.offload_optimizer = true;
   auto big = EstimateTraining(m, sys, off);
   ASSERT_TRUE(big.has_value());
   EXPECT_TRUE(big->feasible) << big->reason;
@@ -778,14 +779,14 @@ TEST(TrainingTest, LastPipelineStageCarriesTheOutputLayer) {
   // Rebalanced: 17 layers on the last stage, 21 on the others, which now set
   // the pace (Megatron's --decoder-last-pipeline-num-layers).
   TrainingConfig lighter = c;
-  lighter.last_stage_layers = 17;
+  lighter.layout.last_stage_layers = 17;
   auto l = EstimateTraining(m, System("h100:8x64"), lighter);
   ASSERT_TRUE(l.has_value());
   EXPECT_EQ(l->per_layer.layers_per_stage, 21);
   EXPECT_EQ(l->per_layer.last_stage_layers, 17);
   ExpectRel(l->compute.si(), l->microbatches * 21 * L.total.si(), 1e-9,
             "the others' pace");
-  lighter.last_stage_layers = 78;
+  lighter.layout.last_stage_layers = 78;
   EXPECT_EQ(EstimateTraining(m, System("h100:8x64"), lighter).error().message,
             "the other 3 stages need at least a layer each: expected 1 to 77 "
             "of 80 layers, got 78");
@@ -814,7 +815,7 @@ TEST(TrainingTest, MultiTokenPredictionRunsOnTheLastStage) {
   ASSERT_EQ(m.mtp_layers, 1);
   hw::System sys = System("b200:8x32");
   TrainingConfig with = Config("dp=2,pp=16,ep=8,zero=1", 2048 * 4096.0, 4096);
-  with.precision = hw::Dtype::kFp8;
+  with.precision.matmul = hw::Dtype::kFp8;
   TrainingConfig without = with;
   without.mtp_layers = 0;
   auto a = EstimateTraining(m, sys, with);
@@ -899,7 +900,7 @@ TEST(TrainingTest, UnfusedCrossEntropyCostsItsPasses) {
   hw::System sys = System("h100:8x1");
   TrainingConfig fused = Config("dp=8", 64 * 4096.0, 4096);
   TrainingConfig unfused = fused;
-  unfused.unfused_cross_entropy = true;
+  unfused.habits.unfused_cross_entropy = true;
   auto a = EstimateTraining(m, sys, fused);
   auto b = EstimateTraining(m, sys, unfused);
   ASSERT_TRUE(a.has_value() && b.has_value());

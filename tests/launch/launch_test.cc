@@ -57,7 +57,7 @@ Trained Train(const std::string& model, const std::string& system,
   t.cfg.par = *p;
   t.cfg.batch_tokens = batch_tokens;
   t.cfg.seq = seq;
-  t.cfg.micro_batch = micro_batch;
+  t.cfg.layout.micro_batch = micro_batch;
   auto e = estimate::EstimateTraining(t.model.spec, t.system, t.cfg);
   EXPECT_TRUE(e.has_value()) << e.error().ToString();
   if (e) t.est = *e;
@@ -108,19 +108,19 @@ TEST(LaunchTest, MegatronDegreesAndBatchAreConsistent) {
   // The habits the estimate assumed: bf16 reductions, the fused loss.
   EXPECT_NE(text->find("--grad-reduce-in-bf16"), std::string::npos);
   EXPECT_NE(text->find("--cross-entropy-loss-fusion"), std::string::npos);
-  t.cfg.grad_reduce = hw::Dtype::kFp32;
-  t.cfg.unfused_cross_entropy = true;
+  t.cfg.precision.grad_reduce = hw::Dtype::kFp32;
+  t.cfg.habits.unfused_cross_entropy = true;
   text = EmitTraining(TrainEngine::kMegatron, t.model, t.system, t.cfg, t.est);
   ASSERT_TRUE(text.has_value());
   EXPECT_EQ(text->find("--grad-reduce-in-bf16"), std::string::npos);
   EXPECT_EQ(text->find("--cross-entropy-loss-fusion"), std::string::npos);
-  t.cfg.precision = hw::Dtype::kFp8;
-  t.cfg.fp8_recipe = estimate::Fp8Recipe::kTensorwise;
+  t.cfg.precision.matmul = hw::Dtype::kFp8;
+  t.cfg.precision.fp8_recipe = estimate::Fp8Recipe::kTensorwise;
   text = EmitTraining(TrainEngine::kMegatron, t.model, t.system, t.cfg, t.est);
   ASSERT_TRUE(text.has_value());
   EXPECT_NE(text->find("--fp8-recipe tensorwise"), std::string::npos);
   EXPECT_EQ(text->find("--tp-comm-overlap"), std::string::npos);
-  t.cfg.tp_comm_overlap = true;  // --tp-overlap
+  t.cfg.habits.tp_comm_overlap = true;  // --tp-overlap
   text = EmitTraining(TrainEngine::kMegatron, t.model, t.system, t.cfg, t.est);
   ASSERT_TRUE(text.has_value());
   EXPECT_NE(text->find("--tp-comm-overlap"), std::string::npos);
@@ -142,8 +142,8 @@ TEST(LaunchTest, MegatronMoeLayerPattern) {
             std::string::npos);
   // The dispatch the estimate assumed: DeepEP, overlapped; Megatron hosts
   // the overlap only with an interleaved schedule when pp > 1.
-  t.cfg.ep_dedup = true;
-  t.cfg.ep_overlap = true;
+  t.cfg.habits.ep_dedup = true;
+  t.cfg.habits.ep_overlap = true;
   text = EmitTraining(TrainEngine::kMegatron, t.model, t.system, t.cfg, t.est);
   ASSERT_TRUE(text.has_value());
   EXPECT_NE(text->find("--moe-flex-dispatcher-backend deepep"),

@@ -82,12 +82,12 @@ TEST(SearchTest, BestEqualsBruteForceMinimum) {
                     c.par.fsdp = fsdp;
                     c.par.dp = dp;
                     c.par.zero = zero;
-                    c.micro_batch = mb;
-                    c.remat = rm;
-                    c.schedule = s;
-                    c.vpp = v;
-                    c.last_stage_layers = last;
-                    c.offload_optimizer = off;
+                    c.layout.micro_batch = mb;
+                    c.memory.remat = rm;
+                    c.layout.schedule = s;
+                    c.layout.vpp = v;
+                    c.layout.last_stage_layers = last;
+                    c.memory.offload_optimizer = off;
                     auto e = estimate::EstimateTraining(m, sys, c);
                     ASSERT_TRUE(e.has_value()) << e.error().ToString();
                     ++count;
@@ -152,9 +152,9 @@ TEST(SearchTest, PlansAreValidForTheEstimator) {
     opt.base.seq = c.seq;
     opt.top_k = 20;
     // The engine-habit and MoE options flow through the search unchanged.
-    opt.base.grad_reduce = hw::Dtype::kFp32;
-    opt.base.dp_overlap = false;
-    opt.base.capacity_factor = 1.25;
+    opt.base.precision.grad_reduce = hw::Dtype::kFp32;
+    opt.base.habits.dp_overlap = false;
+    opt.base.habits.capacity_factor = 1.25;
     hw::System sys = System(c.system);
     model::ModelSpec m = Model(c.model);
     auto r = SearchTraining(m, sys, opt);
@@ -162,7 +162,7 @@ TEST(SearchTest, PlansAreValidForTheEstimator) {
     ASSERT_FALSE(r->plans.empty()) << c.system;
     for (const PlanCandidate& p : r->plans) {
       estimate::TrainingConfig cfg = p.config;
-      cfg.placement_order.assign(p.order.begin(), p.order.end());
+      cfg.layout.placement_order.assign(p.order.begin(), p.order.end());
       auto e = estimate::EstimateTraining(m, sys, cfg);
       ASSERT_TRUE(e.has_value()) << p.Key() << ": " << e.error().ToString();
       EXPECT_DOUBLE_EQ(e->step_time.si(), p.step_time_s) << p.Key();
@@ -201,8 +201,8 @@ TEST(SearchTest, RematsCanBeRestricted) {
   ASSERT_TRUE(r.has_value());
   ASSERT_FALSE(r->plans.empty());
   for (const PlanCandidate& p : r->plans) {
-    EXPECT_TRUE(p.config.remat == model::Remat::kNone ||
-                p.config.remat == model::Remat::kFull)
+    EXPECT_TRUE(p.config.memory.remat == model::Remat::kNone ||
+                p.config.memory.remat == model::Remat::kFull)
         << p.Key();
   }
   SearchOptions all = opt;

@@ -187,7 +187,7 @@ TEST(PlanTrainingTest, LaunchableByKeepsToTheEngine) {
   const auto ok = estimate::ExactRemats(estimate::Engine::kMaxText);
   for (const RankedPlan& p : r->plans) {
     EXPECT_EQ(p.config.par.zero, 0) << p.candidate.Key();
-    EXPECT_NE(std::find(ok.begin(), ok.end(), p.config.remat), ok.end())
+    EXPECT_NE(std::find(ok.begin(), ok.end(), p.config.memory.remat), ok.end())
         << p.candidate.Key();
   }
 }

@@ -130,7 +130,7 @@ static Result<TrainInputs> ResolveTrain(const catalog::Catalog& cat,
     return tl::unexpected(
         Error{remat.error().code, remat.error().message, "--remat"});
   }
-  c.remat = *remat;
+  c.memory.remat = *remat;
   auto mode = ParseMode(o.mode, "--mode");
   if (!mode) return tl::unexpected(mode.error());
   c.mode = *mode == net::Mode::kPeak ? estimate::Mode::kPeak
@@ -140,24 +140,24 @@ static Result<TrainInputs> ResolveTrain(const catalog::Catalog& cat,
     return InvalidArgument("expected bf16 or fp8, got '" + o.precision + "'",
                            "--precision");
   }
-  c.precision = *prec;
+  c.precision.matmul = *prec;
   auto sched = estimate::ParseSchedule(o.schedule);
   if (!sched) return tl::unexpected(sched.error());
-  c.schedule = *sched;
+  c.layout.schedule = *sched;
   if (o.vpp > 1 && o.schedule == "1f1b")
-    c.schedule = estimate::Schedule::kInterleaved;
+    c.layout.schedule = estimate::Schedule::kInterleaved;
   if (o.vpp < 1) {
     return InvalidArgument(
         "expected a positive number of virtual stages per device, got " +
             std::to_string(o.vpp),
         "--vpp");
   }
-  c.vpp = o.vpp;
+  c.layout.vpp = o.vpp;
   if (o.micro_batch <= 0) {
     return InvalidArgument("expected a positive number of sequences",
                            "--micro-batch");
   }
-  c.micro_batch = o.micro_batch;
+  c.layout.micro_batch = o.micro_batch;
   if (o.assume_mfu < 0 || o.assume_mfu > 1 || std::isnan(o.assume_mfu)) {
     return InvalidArgument("expected a fraction between 0 and 1, e.g. 0.4",
                            "--assume-mfu");
@@ -175,7 +175,7 @@ static Result<TrainInputs> ResolveTrain(const catalog::Catalog& cat,
                     o.imbalance),
         "--load-imbalance");
   }
-  c.load_imbalance = o.imbalance;
+  c.habits.load_imbalance = o.imbalance;
   if (!(o.capacity >= 0) || !std::isfinite(o.capacity) ||
       (o.capacity > 0 && o.capacity < 1)) {
     return InvalidArgument(
@@ -184,19 +184,19 @@ static Result<TrainInputs> ResolveTrain(const catalog::Catalog& cat,
                     o.capacity),
         "--capacity-factor");
   }
-  c.capacity_factor = o.capacity;
-  c.ep_dedup = o.ep_dedup;
-  c.ep_overlap = o.ep_overlap;
+  c.habits.capacity_factor = o.capacity;
+  c.habits.ep_dedup = o.ep_dedup;
+  c.habits.ep_overlap = o.ep_overlap;
   if (o.last_stage_layers < 0) {
     return InvalidArgument("expected a layer count >= 1 (0: the default)",
                            "--last-stage-layers");
   }
-  c.last_stage_layers = o.last_stage_layers;
-  if (c.last_stage_layers >= in.model.spec.num_layers) {
+  c.layout.last_stage_layers = o.last_stage_layers;
+  if (c.layout.last_stage_layers >= in.model.spec.num_layers) {
     return InvalidArgument(
         "expected fewer layers on the last pipeline stage than the model's " +
             std::to_string(in.model.spec.num_layers) + ", got " +
-            std::to_string(c.last_stage_layers),
+            std::to_string(c.layout.last_stage_layers),
         "--last-stage-layers");
   }
   if (o.mtp_layers < -1) {
@@ -206,10 +206,10 @@ static Result<TrainInputs> ResolveTrain(const catalog::Catalog& cat,
         "--mtp-layers");
   }
   c.mtp_layers = o.mtp_layers;
-  c.tp_comm_overlap = c.tp_comm_overlap || o.tp_overlap;
+  c.habits.tp_comm_overlap = c.habits.tp_comm_overlap || o.tp_overlap;
   auto kernel = estimate::ParseAttentionKernel(o.attention_kernel);
   if (!kernel) return tl::unexpected(kernel.error());
-  c.attention_kernel = *kernel;
+  c.habits.attention_kernel = *kernel;
   std::string ce = ToLower(Trim(o.cross_entropy));
   if (ce != "fused" && ce != "unfused") {
     return InvalidArgument("expected fused or unfused, got '" +
@@ -218,13 +218,13 @@ static Result<TrainInputs> ResolveTrain(const catalog::Catalog& cat,
                            "--cross-entropy");
   }
   if (!preset || (o.cross_entropy_option && o.cross_entropy_option->count())) {
-    c.unfused_cross_entropy = ce == "unfused";
+    c.habits.unfused_cross_entropy = ce == "unfused";
   }
   auto cp_comm = estimate::ParseCpComm(o.cp_comm);
   if (!cp_comm) return tl::unexpected(cp_comm.error());
-  c.cp_comm = *cp_comm;
+  c.habits.cp_comm = *cp_comm;
   if (!o.fp8_recipe.empty()) {
-    if (c.precision != hw::Dtype::kFp8) {
+    if (c.precision.matmul != hw::Dtype::kFp8) {
       return InvalidArgument(
           "a scaling recipe applies to fp8 matmuls; add --precision fp8 or "
           "drop --fp8-recipe",
@@ -232,10 +232,10 @@ static Result<TrainInputs> ResolveTrain(const catalog::Catalog& cat,
     }
     auto recipe = estimate::ParseFp8Recipe(o.fp8_recipe);
     if (!recipe) return tl::unexpected(recipe.error());
-    c.fp8_recipe = *recipe;
+    c.precision.fp8_recipe = *recipe;
   }
-  c.offload_params = o.offload_params;
-  c.offload_optimizer = o.offload || o.offload_params;
+  c.memory.offload_params = o.offload_params;
+  c.memory.offload_optimizer = o.offload || o.offload_params;
   if (o.attention == "full") {
     c.attention = model::AttentionFlops::kFull;
   } else if (o.attention != "causal") {
@@ -262,9 +262,9 @@ static Result<TrainInputs> ResolveTrain(const catalog::Catalog& cat,
           "expected bf16 or fp32, got '" + o.grad_reduce + "'",
           "--grad-reduce");
     }
-    c.grad_reduce = *grd;
+    c.precision.grad_reduce = *grd;
   }
-  c.dp_overlap = c.dp_overlap && !o.no_dp_overlap;
+  c.habits.dp_overlap = c.habits.dp_overlap && !o.no_dp_overlap;
   if (c.lora_rank > 0 && in.engine) {
     return InvalidArgument(
         "no launch line for LoRA fine-tuning: MaxText, Megatron-LM and "
@@ -280,7 +280,7 @@ static Result<TrainInputs> ResolveTrain(const catalog::Catalog& cat,
     }
     auto mb = estimate::MicroBatchFor(in.system, c, o.microbatches);
     if (!mb) return tl::unexpected(mb.error());
-    c.micro_batch = *mb;
+    c.layout.micro_batch = *mb;
   }
   in.inputs = {
       {"model", in.model.spec.id},
@@ -288,27 +288,28 @@ static Result<TrainInputs> ResolveTrain(const catalog::Catalog& cat,
       {"chips", in.system.num_chips()},
       {"batch_tokens", c.batch_tokens},
       {"seq", c.seq},
-      {"micro_batch", c.micro_batch},
-      {"remat", std::string(model::RematName(c.remat))},
-      {"schedule", std::string(estimate::ScheduleName(c.schedule))},
-      {"vpp", c.vpp},
-      {"precision", std::string(hw::DtypeName(c.precision))},
+      {"micro_batch", c.layout.micro_batch},
+      {"remat", std::string(model::RematName(c.memory.remat))},
+      {"schedule", std::string(estimate::ScheduleName(c.layout.schedule))},
+      {"vpp", c.layout.vpp},
+      {"precision", std::string(hw::DtypeName(c.precision.matmul))},
       {"mode", o.mode},
       {"attention_flops", o.attention},
-      {"grad_reduce", std::string(hw::DtypeName(c.grad_reduce))},
-      {"dp_overlap", c.dp_overlap},
+      {"grad_reduce", std::string(hw::DtypeName(c.precision.grad_reduce))},
+      {"dp_overlap", c.habits.dp_overlap},
       {"lora_rank", c.lora_rank},
-      {"capacity_factor", c.capacity_factor},
-      {"ep_dedup", c.ep_dedup},
-      {"ep_overlap", c.ep_overlap},
-      {"tp_overlap", c.tp_comm_overlap},
-      {"last_stage_layers", c.last_stage_layers},
+      {"capacity_factor", c.habits.capacity_factor},
+      {"ep_dedup", c.habits.ep_dedup},
+      {"ep_overlap", c.habits.ep_overlap},
+      {"tp_overlap", c.habits.tp_comm_overlap},
+      {"last_stage_layers", c.layout.last_stage_layers},
       {"mtp_layers", estimate::MtpModules(in.model.spec, c)},
       {"attention_kernel",
-       std::string(estimate::AttentionKernelName(c.attention_kernel))},
-      {"cross_entropy", c.unfused_cross_entropy ? "unfused" : "fused"},
-      {"fp8_recipe", std::string(estimate::Fp8RecipeName(c.fp8_recipe))},
-      {"cp_comm", std::string(estimate::CpCommName(c.cp_comm))},
+       std::string(estimate::AttentionKernelName(c.habits.attention_kernel))},
+      {"cross_entropy", c.habits.unfused_cross_entropy ? "unfused" : "fused"},
+      {"fp8_recipe",
+       std::string(estimate::Fp8RecipeName(c.precision.fp8_recipe))},
+      {"cp_comm", std::string(estimate::CpCommName(c.habits.cp_comm))},
       {"mfu_convention",
        c.lora_rank > 0
            ? "model FLOPs (forward + input gradients; frozen weights have "
@@ -849,13 +850,13 @@ Command AddPlanCommand(CLI::App& app) {
       j["system"] = r.system.id;
       j["plan"] = cfg.par.ToString();
       j["key"] = p.Key();
-      j["micro_batch"] = cfg.micro_batch;
-      j["remat"] = std::string(model::RematName(cfg.remat));
-      j["schedule"] = std::string(estimate::ScheduleName(cfg.schedule));
-      j["vpp"] = cfg.vpp;
-      j["last_stage_layers"] = cfg.last_stage_layers;
-      j["offload_optimizer"] = cfg.offload_optimizer;
-      j["offload_params"] = cfg.offload_params;
+      j["micro_batch"] = cfg.layout.micro_batch;
+      j["remat"] = std::string(model::RematName(cfg.memory.remat));
+      j["schedule"] = std::string(estimate::ScheduleName(cfg.layout.schedule));
+      j["vpp"] = cfg.layout.vpp;
+      j["last_stage_layers"] = cfg.layout.last_stage_layers;
+      j["offload_optimizer"] = cfg.memory.offload_optimizer;
+      j["offload_params"] = cfg.memory.offload_params;
       j["search_step_time_s"] = p.step_time_s;
       j["behind_best"] = r.behind_best;
       plans.push_back(j);

@@ -165,7 +165,7 @@ struct LayoutCoefficients {
   // spans); 1 when expert parallelism stays inside a node.
   double ep_nodes = 1;
   // Share of the k copies of a token the expert all-to-all moves: 1, or
-  // less with per-node dispatch (TrainingConfig::ep_dedup).
+  // less with per-node dispatch (EngineHabits::ep_dedup).
   double ep_bytes_scale = 1;
 };
 

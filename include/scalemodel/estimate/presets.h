@@ -7,7 +7,7 @@
 // Example:
 //   estimate::TrainingConfig cfg;
 //   estimate::ApplyEnginePreset(estimate::Engine::kMaxText, cfg);
-//   // cfg.grad_reduce == fp32, cfg.dp_overlap == false
+//   // cfg.precision.grad_reduce == fp32, cfg.habits.dp_overlap == false
 #ifndef SCALEMODEL_ESTIMATE_PRESETS_H_
 #define SCALEMODEL_ESTIMATE_PRESETS_H_
 

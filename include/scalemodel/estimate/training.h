@@ -76,39 +76,45 @@ Result<Fp8Recipe> ParseFp8Recipe(std::string_view text);
 // for the amax (+2).
 double Fp8CastBytes(Fp8Recipe r);
 
-struct TrainingConfig {
-  Parallelism par;
-  double batch_tokens = 0;  // global batch per step, tokens
-  double seq = 0;           // sequence length
-  int micro_batch = 1;      // sequences per replica per microbatch
-  model::Remat remat = model::Remat::kNone;
+// Beyond the degrees: how a replica's batch and the model's layers are cut.
+struct LayoutOptions {
+  int micro_batch = 1;  // sequences per replica per microbatch
   Schedule schedule = Schedule::k1F1B;
   int vpp = 1;  // virtual stages per device (interleaved)
-  hw::Dtype precision = hw::Dtype::kBf16;  // matmul dtype (bf16 or fp8)
-  Mode mode = Mode::kRealistic;
-  double assume_mfu = 0;  // > 0: step time from model FLOPs at this MFU
+  // Layers on the last pipeline stage, which also runs the output layer and
+  // the loss (Megatron's --decoder-last-pipeline-num-layers); 0: what the
+  // others, ceil(L / pp) each, leave it.
+  int last_stage_layers = 0;
+  // Order in which degrees are laid onto physical axes, innermost first
+  // (indices of estimate::ParIndex); empty: tp, cp, ep, fsdp, dp, pp.
+  std::vector<int> placement_order;
+};
+
+// Number formats of the matmuls and the gradient reductions.
+struct PrecisionOptions {
+  hw::Dtype matmul = hw::Dtype::kBf16;  // bf16 or fp8
+  // With fp8: how the GEMM inputs are scaled (their cast cost).
+  Fp8Recipe fp8_recipe = Fp8Recipe::kDelayed;
+  // Data type of the gradient reductions (data-parallel all-reduce, FSDP /
+  // ZeRO reduce-scatter): bf16, or fp32 where the engine keeps fp32 weights
+  // or accumulates gradients in fp32 (MaxText's default weight_dtype).
+  hw::Dtype grad_reduce = hw::Dtype::kBf16;
+};
+
+// What is kept, recomputed or moved off the chip.
+struct MemoryPolicy {
+  model::Remat remat = model::Remat::kNone;
   bool offload_optimizer = false;  // optimizer state in host memory
   // Parameters and gradients in host memory too (FSDP2's CPUOffloadPolicy,
   // DeepSpeed ZeRO-3 offload_param): each layer's shard streams in over
   // PCIe for every pass that needs it, its gradient shard streams out.
   // Implies offload_optimizer.
   bool offload_params = false;
-  double load_imbalance = 1.0;  // MoE: busiest expert / mean
-  // MoE token dropping (GShard / MaxText's dense-matmul path): every expert
-  // computes capacity_factor x its fair share of tokens, and tokens reach
-  // their experts through one-hot dispatch and combine einsums. 0: dropless
-  // (grouped GEMMs over the routed tokens, --load-imbalance applies).
-  double capacity_factor = 0;
-  // Expert dispatch that sends a token once per destination node and
-  // forwards it over NVLink there (DeepEP): the network carries the distinct
-  // nodes a token's experts sit on, not its top_k copies.
-  bool ep_dedup = false;
-  // The expert all-to-all of one microbatch runs under another microbatch's
-  // compute (Megatron's --overlap-moe-expert-parallel-comm, DeepSeek's
-  // DualPipe): only what exceeds that compute shows, plus the first
-  // microbatch's, which has no partner.
-  bool ep_overlap = false;
-  model::AttentionFlops attention = model::AttentionFlops::kCausal;
+};
+
+// How the engine runs the step: kernels, communication schemes and overlap,
+// MoE routing. Engine presets (estimate/presets.h) set these by framework.
+struct EngineHabits {
   // The attention kernel: today's fused kernel for the chip (FA3 / cuDNN on
   // Hopper, FA4 / cuDNN on Blackwell), FlashAttention-2 (Hopper before mid
   // 2024), or the pre-2022 kernels that materialise the S x S scores in HBM
@@ -120,38 +126,54 @@ struct TrainingConfig {
   // fused kernels' 12 (docs/model.md 5.2).
   bool unfused_cross_entropy = false;
   CpComm cp_comm = CpComm::kRing;
-  // Layers on the last pipeline stage, which also runs the output layer and
-  // the loss (Megatron's --decoder-last-pipeline-num-layers); 0: what the
-  // others, ceil(L / pp) each, leave it.
-  int last_stage_layers = 0;
-  // Multi-token-prediction modules trained with the model (Megatron's
-  // --mtp-num-layers); -1: the model's own count (num_nextn_predict_layers,
-  // 1 for DeepSeek-V3), 0: none.
-  int mtp_layers = -1;
-  // With precision fp8: how the GEMM inputs are scaled (their cast cost).
-  Fp8Recipe fp8_recipe = Fp8Recipe::kDelayed;
   // Tensor-parallel all-gathers and reduce-scatters overlapped with the
   // adjacent GEMMs (Megatron --tp-comm-overlap, torchtitan async TP): only
   // the part longer than the layer's GEMMs stays exposed.
   bool tp_comm_overlap = false;
-  // Data type of the gradient reductions (data-parallel all-reduce, FSDP /
-  // ZeRO reduce-scatter): bf16, or fp32 where the engine keeps fp32 weights
-  // or accumulates gradients in fp32 (MaxText's default weight_dtype).
-  hw::Dtype grad_reduce = hw::Dtype::kBf16;
   // The data-parallel gradient reduction runs under the last microbatch's
   // backward pass (bucketed, as Megatron and PyTorch DDP/FSDP do), or after
   // it (false): what MaxText's published multi-VM and multi-slice step times
   // show (docs/model.md 5.3).
   bool dp_overlap = true;
+  // Expert dispatch that sends a token once per destination node and
+  // forwards it over NVLink there (DeepEP): the network carries the distinct
+  // nodes a token's experts sit on, not its top_k copies.
+  bool ep_dedup = false;
+  // The expert all-to-all of one microbatch runs under another microbatch's
+  // compute (Megatron's --overlap-moe-expert-parallel-comm, DeepSeek's
+  // DualPipe): only what exceeds that compute shows, plus the first
+  // microbatch's, which has no partner.
+  bool ep_overlap = false;
+  // MoE token dropping (GShard / MaxText's dense-matmul path): every expert
+  // computes capacity_factor x its fair share of tokens, and tokens reach
+  // their experts through one-hot dispatch and combine einsums. 0: dropless
+  // (grouped GEMMs over the routed tokens, load_imbalance applies).
+  double capacity_factor = 0;
+  double load_imbalance = 1.0;  // MoE: busiest expert / mean
+};
+
+struct TrainingConfig {
+  Parallelism par;
+  LayoutOptions layout;
+  PrecisionOptions precision;
+  MemoryPolicy memory;
+  EngineHabits habits;
+  // The workload and what is asked of the estimate.
+  double batch_tokens = 0;  // global batch per step, tokens
+  double seq = 0;           // sequence length
+  Mode mode = Mode::kRealistic;
+  double assume_mfu = 0;  // > 0: step time from model FLOPs at this MFU
+  model::AttentionFlops attention = model::AttentionFlops::kCausal;
   // LoRA fine-tuning with adapters of this rank on every attention and
   // dense-MLP projection (0: full training). The base weights are frozen:
   // no weight-gradient GEMMs, gradients, optimizer state or gradient
   // reductions for them.
   int lora_rank = 0;
-  double tokens = 0;  // total training tokens (0: not asked)
-  // Order in which degrees are laid onto physical axes, innermost first
-  // (indices of estimate::ParIndex); empty: tp, cp, ep, fsdp, dp, pp.
-  std::vector<int> placement_order;
+  // Multi-token-prediction modules trained with the model (Megatron's
+  // --mtp-num-layers); -1: the model's own count (num_nextn_predict_layers,
+  // 1 for DeepSeek-V3), 0: none.
+  int mtp_layers = -1;
+  double tokens = 0;               // total training tokens (0: not asked)
   double price_per_chip_hour = 0;  // 0: the catalog's price
 };
 
