@@ -147,7 +147,7 @@ void BorrowEfficiency(hw::ChipEfficiencyData& e, const hw::Chip& from) {
     auto s = src.sources.find(key);
     e.sources[key] = "borrowed from " + from.id +
                      (s == src.sources.end() ? "" : ": " + s->second);
-    e.borrowed.push_back(key);
+    e.borrowed.emplace_back(key);
   });
   if (!e.borrowed.empty()) e.borrowed_from = from.id;
 }
@@ -535,6 +535,7 @@ Result<bool> Catalog::AddFiles(const std::vector<DataFile>& files) {
     }
     if (!from && !e.defaults_from.empty()) {
       std::vector<std::string> ids;
+      ids.reserve(batch.size() + chips_.size());
       for (const NewChip& b : batch) ids.push_back(b.chip.id);
       for (const hw::Chip& c : chips_) ids.push_back(c.id);
       return ParseError("efficiency.defaults_from: unknown chip '" +

@@ -284,7 +284,7 @@ void Summarize(const ServeContext& x, double step, double prefill,
   }
   const CollCoef& ar = x.lay.coll[kTpAr];
   if (cfg.tp > 1 && ar.active && ar.per_byte * x.B * x.D * 2 < ar.latency) {
-    est->notes.push_back(
+    est->notes.emplace_back(
         "tensor-parallel all-reduces are latency-bound at this batch");
   }
   est->notes.push_back(fmt::format(

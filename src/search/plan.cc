@@ -100,8 +100,7 @@ std::vector<Found> Fold(std::vector<Found> merged) {
     for (Found& d : distinct) {
       const estimate::Parallelism &a = m.plan.config.par,
                                   &b = d.plan.config.par;
-      if (m.size == d.size && a.dp == b.dp && a.fsdp == b.fsdp &&
-          a.tp == b.tp && a.pp == b.pp && a.ep == b.ep && a.cp == b.cp &&
+      if (m.size == d.size && estimate::SameDegrees(a, b) &&
           std::fabs(m.plan.step_time_s / d.plan.step_time_s - 1) < 1e-6) {
         dup = true;
         if (m.plan.memory_bytes < d.plan.memory_bytes) d = m;

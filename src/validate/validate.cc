@@ -7,6 +7,7 @@
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
 #include "scalemodel/base/strings.h"
+#include "scalemodel/estimate/core.h"
 #include "scalemodel/estimate/inference.h"
 #include "scalemodel/estimate/training.h"
 #include "scalemodel/ingest/hf_config.h"
@@ -203,12 +204,9 @@ Result<TrainingRun> ReadTrainingRun(const catalog::Catalog& cat,
   run.system = *sys;
   estimate::TrainingConfig& cfg = run.config;
   const json& p = row["plan"];
-  cfg.par.dp = p.value("dp", 1);
-  cfg.par.fsdp = p.value("fsdp", 1);
-  cfg.par.tp = p.value("tp", 1);
-  cfg.par.pp = p.value("pp", 1);
-  cfg.par.ep = p.value("ep", 1);
-  cfg.par.cp = p.value("cp", 1);
+  for (int i = 0; i < estimate::kNumPar; ++i) {
+    estimate::DegreeOf(cfg.par, i) = p.value(estimate::ParName(i), 1);
+  }
   cfg.par.zero = p.value("zero", 0);
   cfg.par.sequence_parallel = row.value("sequence_parallel", true);
   cfg.seq = row.value("seq", 2048.0);

@@ -39,7 +39,9 @@ std::string ConversionMessage(const CLI::App& app, const std::string& what) {
   return name + ": expected " + kind + ", got '" + value + "'";
 }
 
-// The option called `name` in `app` or the subcommand of it that ran.
+// The option called `name` in `app` or the subcommand of it that ran
+// (recursive over the command tree, which is two levels deep).
+// NOLINTNEXTLINE(misc-no-recursion)
 const CLI::Option* FindParsedOption(const CLI::App& app,
                                     const std::string& name) {
   if (const CLI::Option* o = app.get_option_no_throw(name)) return o;

@@ -534,7 +534,7 @@ static std::string TrainText(const estimate::TrainingEstimate& e,
       FormatBytes(m.total), FormatBytes(m.capacity), FormatBytes(m.params),
       FormatBytes(m.grads), FormatBytes(m.optimizer),
       FormatBytes(m.activations), FormatBytes(m.other));
-  if (e.comms.size() > 0) out += Table(comm_rows) + "\n";
+  if (!e.comms.empty()) out += Table(comm_rows) + "\n";
   for (const std::string& n : e.notes) out += "- " + n + "\n";
   if (e.time_to_train_s > 0) {
     out += fmt::format("\ntime to train {}, {:.3g} chip-hours, cost {}\n",
