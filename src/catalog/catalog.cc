@@ -599,6 +599,16 @@ Result<bool> Catalog::AddDirectory(const std::string& dir) {
     }
     std::sort(paths.begin(), paths.end());
     for (const fs::path& fp : paths) {
+      // No catalog file comes near this; a bigger one is not read at all.
+      constexpr uintmax_t kMaxFileBytes = uintmax_t{16} << 20;
+      if (const uintmax_t bytes = fs::file_size(fp, ec);
+          !ec && bytes > kMaxFileBytes) {
+        return IoError("expected a catalog file of at most 16 MiB, got " +
+                           FormatNumber(static_cast<double>(bytes) /
+                                        static_cast<double>(1 << 20)) +
+                           " MiB",
+                       std::string(sub) + "/" + fp.filename().string());
+      }
       std::ifstream in(fp);
       if (!in) return IoError("cannot read file", fp.string());
       std::stringstream ss;
