@@ -102,4 +102,12 @@ std::string FormatNumber(double value) {
   return s;
 }
 
+std::string Excerpt(std::string_view s, size_t max_chars) {
+  if (s.size() <= max_chars) return std::string(s);
+  size_t n = max_chars;
+  // Do not cut a UTF-8 sequence in two.
+  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
+  return std::string(s.substr(0, n)) + "...";
+}
+
 }  // namespace scalemodel

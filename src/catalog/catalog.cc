@@ -1,6 +1,7 @@
 #include "scalemodel/catalog/catalog.h"
 
 #include <algorithm>
+#include <charconv>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -280,14 +281,17 @@ Result<hw::Chip> ParseChipFile(std::string_view contents,
             static_cast<int>(r.Integer("wrap_unit", true).value_or(0));
         if (auto s = r.String("max_slice", true)) {
           for (const std::string& p : Split(*s, 'x')) {
-            int v = std::atoi(p.c_str());
-            if (v <= 0) {
-              r.Fail(
-                  "max_slice",
-                  "expected a shape such as \"16x20x28\", got \"" + *s + "\"");
+            long v = 0;
+            auto [end, ec] = std::from_chars(p.data(), p.data() + p.size(), v);
+            if (ec != std::errc() || end != p.data() + p.size() || v <= 0 ||
+                v > (long{1} << 24)) {
+              r.Fail("max_slice",
+                     "expected a shape such as \"16x20x28\" of positive "
+                     "sizes of at most 16777216, got \"" +
+                         Excerpt(*s) + "\"");
               break;
             }
-            ici.max_slice.push_back(v);
+            ici.max_slice.push_back(static_cast<int>(v));
           }
           if (ici.torus_dims > 0 &&
               static_cast<int>(ici.max_slice.size()) != ici.torus_dims) {
@@ -599,6 +603,16 @@ Result<bool> Catalog::AddDirectory(const std::string& dir) {
     }
     std::sort(paths.begin(), paths.end());
     for (const fs::path& fp : paths) {
+      // No catalog file comes near this; a bigger one is not read at all.
+      constexpr uintmax_t kMaxFileBytes = uintmax_t{16} << 20;
+      if (const uintmax_t bytes = fs::file_size(fp, ec);
+          !ec && bytes > kMaxFileBytes) {
+        return IoError("expected a catalog file of at most 16 MiB, got " +
+                           FormatNumber(static_cast<double>(bytes) /
+                                        static_cast<double>(1 << 20)) +
+                           " MiB",
+                       std::string(sub) + "/" + fp.filename().string());
+      }
       std::ifstream in(fp);
       if (!in) return IoError("cannot read file", fp.string());
       std::stringstream ss;

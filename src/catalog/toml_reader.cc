@@ -47,9 +47,13 @@ std::optional<long> TableReader::Integer(const std::string& key,
   const toml::node* n = Get(key, required);
   if (!n) return std::nullopt;
   if (n->is_integer()) {
+    // Every integer of a catalog file is a count of chips, links or cores
+    // (docs/units.md, "Limits"); the cap keeps it exact in an int.
+    constexpr long kMaxCount = long{1} << 24;
     long v = static_cast<long>(*n->value<int64_t>());
-    if (v > 0) return v;
-    Fail(key, "expected a positive integer, got " + std::to_string(v));
+    if (v > 0 && v <= kMaxCount) return v;
+    Fail(key, "expected a positive integer of at most " +
+                  std::to_string(kMaxCount) + ", got " + std::to_string(v));
     return std::nullopt;
   }
   Fail(key, "expected a positive integer such as 8");

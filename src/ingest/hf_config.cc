@@ -1,6 +1,7 @@
 #include "scalemodel/ingest/hf_config.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -77,41 +78,266 @@ const std::set<std::string>& IgnoredKnownKeys() {
   return k;
 }
 
-// Field lookup with aliases; marks every alias as used.
-class Fields {
- public:
-  Fields(const json& j, std::set<std::string>* used) : j_(j), used_(used) {}
-  const json* Get(std::initializer_list<const char*> names) const {
-    for (const char* n : names) {
-      used_->insert(n);
-      auto it = j_.find(n);
-      if (it != j_.end() && !it->is_null()) return &*it;
+// Limits checked before a config.json is parsed into a tree (docs/units.md).
+constexpr size_t kMaxJsonBytes = size_t{16} << 20;
+constexpr int kMaxJsonDepth = 64;
+// Caps on what the reader accepts (docs/units.md, "Limits").
+constexpr long kMaxLayers = 100000;
+constexpr long kMaxWidth = long{1} << 24;  // hidden sizes, heads, ranks
+constexpr long kMaxVocab = long{1} << 26;
+constexpr long kMaxExperts = long{1} << 16;
+constexpr long kMaxPositions = long{1} << 40;  // context lengths, windows
+
+// "path:LINE" and the column of byte `offset` of `text`.
+struct TextPosition {
+  std::string where;
+  size_t column = 1;
+};
+TextPosition PositionOf(std::string_view text, size_t offset,
+                        const std::string& path) {
+  offset = std::min(offset, text.size());
+  const std::string_view before = text.substr(0, offset);
+  const size_t line = 1 + std::count(before.begin(), before.end(), '\n');
+  const size_t newline = before.rfind('\n');
+  const size_t column =
+      newline == std::string_view::npos ? offset + 1 : offset - newline;
+  return {path + ":" + std::to_string(line), column};
+}
+
+// The byte offset of the first bracket, outside strings, that opens a level
+// deeper than kMaxJsonDepth; npos when there is none.
+size_t TooDeepAt(std::string_view text) {
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxJsonDepth) return i;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
     }
-    return nullptr;
   }
-  bool Has(std::initializer_list<const char*> names) const {
-    return Get(names) != nullptr;
+  return std::string_view::npos;
+}
+
+// A SAX pass that builds nothing and records the first syntax error or
+// out-of-range number, with its position, so that no nlohmann exception
+// text reaches a message.
+class SyntaxCheck final : public nlohmann::json_sax<json> {
+ public:
+  bool null() override { return true; }
+  bool boolean(bool /*val*/) override { return true; }
+  bool number_integer(number_integer_t /*val*/) override { return true; }
+  bool number_unsigned(number_unsigned_t /*val*/) override { return true; }
+  bool number_float(number_float_t /*val*/, const string_t& /*s*/) override {
+    return true;
+  }
+  bool string(string_t& /*val*/) override { return true; }
+  bool binary(binary_t& /*val*/) override { return true; }
+  bool start_object(std::size_t /*elements*/) override { return true; }
+  bool key(string_t& /*val*/) override { return true; }
+  bool end_object() override { return true; }
+  bool start_array(std::size_t /*elements*/) override { return true; }
+  bool end_array() override { return true; }
+  bool parse_error(std::size_t position, const std::string& last_token,
+                   const json::exception& ex) override {
+    position_ = position;
+    token_ = last_token;
+    number_overflow_ = ex.id == 406;
+    return false;
+  }
+
+  // The sentence for the recorded error, and where it is.
+  Error ToError(std::string_view text, const std::string& path) const {
+    // nlohmann's position is one past the byte it stopped at.
+    const size_t offset = position_ > 0 ? position_ - 1 : 0;
+    TextPosition at = PositionOf(text, offset, path);
+    std::string message;
+    if (number_overflow_) {
+      message = "expected a number within the range of a double, got " +
+                Excerpt(token_);
+    } else if (offset >= text.size()) {
+      message = "expected more JSON, found the end of the text at column " +
+                std::to_string(at.column);
+    } else if (static_cast<unsigned char>(text[offset]) < 0x20) {
+      char code[8];
+      std::snprintf(code, sizeof(code), "U+%04X",
+                    static_cast<unsigned>(text[offset]));
+      message = "expected valid JSON, found the control character " +
+                std::string(code) + " at column " + std::to_string(at.column);
+    } else {
+      // The text from the byte the parser stopped at, to the line's end.
+      std::string_view rest = text.substr(offset, 21);
+      rest = rest.substr(0, rest.find('\n'));
+      message = "expected valid JSON, found '" + Excerpt(rest, 20) +
+                "' at column " + std::to_string(at.column);
+    }
+    return Error{ErrorCode::kParse, message, at.where};
   }
 
  private:
-  const json& j_;
-  std::set<std::string>* used_;
+  size_t position_ = 0;
+  std::string token_;
+  bool number_overflow_ = false;
+};
+
+tl::unexpected<Error> TooLarge(uintmax_t bytes, const std::string& path) {
+  return ParseError("expected a config.json of at most 16 MiB, got " +
+                        FormatNumber(static_cast<double>(bytes) /
+                                     static_cast<double>(1 << 20)) +
+                        " MiB",
+                    path);
+}
+
+// Parses `text` into a tree after checking its size, nesting depth, syntax
+// and number range; every failure is one sentence.
+Result<json> ParseJsonText(std::string_view text, const std::string& path) {
+  if (text.size() > kMaxJsonBytes) return TooLarge(text.size(), path);
+  if (size_t at = TooDeepAt(text); at != std::string_view::npos) {
+    TextPosition p = PositionOf(text, at, path);
+    return ParseError("expected JSON nested at most " +
+                          std::to_string(kMaxJsonDepth) +
+                          " levels deep, found deeper nesting at column " +
+                          std::to_string(p.column),
+                      p.where);
+  }
+  SyntaxCheck check;
+  if (!json::sax_parse(text.begin(), text.end(), &check)) {
+    return tl::unexpected(check.ToError(text, path));
+  }
+  try {
+    return json::parse(text.begin(), text.end());
+  } catch (const json::exception&) {
+    return ParseError("expected valid JSON", path);
+  }
+}
+
+// "a string", "an object": a JSON value's type for messages.
+std::string TypeOf(const json& v) {
+  const std::string name = v.type_name();
+  return (name == "object" || name == "array" ? "an " : "a ") + name;
+}
+
+// Typed reads of config.json keys with aliases: the language model's object
+// (text_config in multimodal wrappers) first, then the top level. Marks
+// every alias as used; the first type or range error wins, with the key's
+// JSON path.
+class Reader {
+ public:
+  Reader(const json& root, const json& lm, std::string prefix)
+      : root_(root), lm_(lm), prefix_(std::move(prefix)) {}
+
+  struct Found {
+    const json* value = nullptr;
+    std::string path;  // "/text_config/hidden_size"
+  };
+  Found Find(std::initializer_list<const char*> names) {
+    for (const json* obj : {&lm_, &root_}) {
+      for (const char* n : names) {
+        used.insert(n);
+        auto it = obj->find(n);
+        if (it != obj->end() && !it->is_null()) {
+          return {&*it,
+                  (obj == &lm_ && &lm_ != &root_ ? "/text_config/" : "/") +
+                      std::string(n)};
+        }
+      }
+    }
+    return {};
+  }
+  bool Has(std::initializer_list<const char*> names) {
+    return Find(names).value != nullptr;
+  }
+  void Fail(const std::string& json_path, const std::string& message) {
+    if (!error)
+      error = Error{ErrorCode::kParse, json_path + ": " + message, ""};
+  }
+  // An integer from 0 to `max`; 0 when absent or wrong.
+  long Integer(std::initializer_list<const char*> names, bool required,
+               long max) {
+    Found f = Find(names);
+    if (!f.value) {
+      if (required) missing.push_back(prefix_ + *names.begin());
+      return 0;
+    }
+    const std::string expected = "expected a non-negative integer of at most " +
+                                 std::to_string(max) + ", got ";
+    if (!f.value->is_number_integer()) {
+      Fail(f.path, expected + (f.value->is_number() ? Excerpt(f.value->dump())
+                                                    : TypeOf(*f.value)));
+      return 0;
+    }
+    const bool in_range =
+        f.value->is_number_unsigned()
+            ? f.value->get<uint64_t>() <= static_cast<uint64_t>(max)
+            : f.value->get<int64_t>() >= 0 && f.value->get<int64_t>() <= max;
+    if (!in_range) {
+      Fail(f.path, expected + Excerpt(f.value->dump()));
+      return 0;
+    }
+    return static_cast<long>(f.value->get<int64_t>());
+  }
+  bool Boolean(std::initializer_list<const char*> names, bool dflt) {
+    Found f = Find(names);
+    if (!f.value) return dflt;
+    if (!f.value->is_boolean()) {
+      Fail(f.path, "expected true or false, got " + TypeOf(*f.value));
+      return dflt;
+    }
+    return f.value->get<bool>();
+  }
+  std::string String(std::initializer_list<const char*> names) {
+    Found f = Find(names);
+    return f.value ? StringOf(*f.value, f.path) : std::string();
+  }
+  // `v` as a string, or "" and an error naming `json_path`.
+  std::string StringOf(const json& v, const std::string& json_path) {
+    if (v.is_null()) return "";
+    if (!v.is_string()) {
+      Fail(json_path, "expected a string, got " + TypeOf(v));
+      return "";
+    }
+    return v.get<std::string>();
+  }
+  // The array under one of `names`, or nullptr (absent, or an error).
+  const json* Array(std::initializer_list<const char*> names) {
+    Found f = Find(names);
+    if (f.value && !f.value->is_array()) {
+      Fail(f.path, "expected an array, got " + TypeOf(*f.value));
+      return nullptr;
+    }
+    return f.value;
+  }
+
+  std::set<std::string> used;
+  std::vector<std::string> missing;
+  std::optional<Error> error;
+
+ private:
+  const json& root_;
+  const json& lm_;
+  std::string prefix_;
 };
 
 }  // namespace
 
 Result<ImportedModel> ParseHfConfig(std::string_view json_text,
                                     const std::string& path) {
-  json root;
-  try {
-    root = json::parse(json_text);
-  } catch (const json::parse_error& e) {
-    return ParseError(std::string("not valid JSON (") + e.what() + ")", path);
-  }
+  auto parsed = ParseJsonText(json_text, path);
+  if (!parsed) return tl::unexpected(parsed.error());
+  const json& root = *parsed;
   if (!root.is_object()) {
     return ParseError(
-        "expected a JSON object such as a HuggingFace "
-        "config.json",
+        "expected a JSON object such as a HuggingFace config.json, got " +
+            TypeOf(root),
         path);
   }
   ImportedModel out;
@@ -119,57 +345,39 @@ Result<ImportedModel> ParseHfConfig(std::string_view json_text,
   // Multimodal wrappers nest the language model under text_config.
   const json* lm = &root;
   std::string prefix;
-  if (root.contains("text_config") && root["text_config"].is_object()) {
-    lm = &root["text_config"];
+  if (auto it = root.find("text_config"); it != root.end() && !it->is_null()) {
+    if (!it->is_object()) {
+      return ParseError("/text_config: expected an object, got " + TypeOf(*it),
+                        path);
+    }
+    lm = &*it;
     prefix = "text_config.";
     out.notes.emplace_back("read the language model from text_config");
   }
-  std::set<std::string> used;
-  Fields f(*lm, &used);
-  Fields top(root, &used);
-  std::vector<std::string> missing;
-  std::optional<Error> type_error;
-
-  auto integer = [&](std::initializer_list<const char*> names,
-                     bool required) -> long {
-    const json* v = f.Get(names);
-    if (!v) v = top.Get(names);
-    if (!v) {
-      if (required) missing.push_back(prefix + *names.begin());
-      return 0;
-    }
-    if (!v->is_number_integer() || v->get<long>() < 0) {
-      if (!type_error) {
-        type_error =
-            Error{ErrorCode::kParse,
-                  "/" + prefix + *names.begin() +
-                      ": expected a non-negative integer, got " + v->dump(),
-                  path};
-      }
-      return 0;
-    }
-    return v->get<long>();
+  Reader r(root, *lm, prefix);
+  auto integer = [&r](std::initializer_list<const char*> names, bool required,
+                      long max = kMaxWidth) {
+    return r.Integer(names, required, max);
   };
-  auto boolean = [&](std::initializer_list<const char*> names, bool dflt) {
-    const json* v = f.Get(names);
-    if (!v) v = top.Get(names);
-    return v && v->is_boolean() ? v->get<bool>() : dflt;
+  auto boolean = [&r](std::initializer_list<const char*> names, bool dflt) {
+    return r.Boolean(names, dflt);
   };
-  auto string = [&](std::initializer_list<const char*> names) {
-    const json* v = f.Get(names);
-    if (!v) v = top.Get(names);
-    return v && v->is_string() ? v->get<std::string>() : std::string();
+  auto string = [&r](std::initializer_list<const char*> names) {
+    return r.String(names);
   };
+  std::set<std::string>& used = r.used;
 
   std::string type = string({"model_type"});
-  std::string top_type = root.value("model_type", std::string());
+  std::string top_type =
+      lm == &root ? type
+                  : r.StringOf(root.value("model_type", json()), "/model_type");
   m.id = type;
   m.d_model = integer({"hidden_size", "n_embd", "d_model"}, true);
-  m.num_layers = static_cast<int>(
-      integer({"num_hidden_layers", "n_layer", "num_layers"}, true));
+  m.num_layers = static_cast<int>(integer(
+      {"num_hidden_layers", "n_layer", "num_layers"}, true, kMaxLayers));
   m.num_heads = static_cast<int>(
       integer({"num_attention_heads", "n_head", "num_heads"}, true));
-  m.vocab = integer({"vocab_size"}, true);
+  m.vocab = integer({"vocab_size"}, true, kMaxVocab);
   long kv =
       integer({"num_key_value_heads", "num_kv_heads", "n_head_kv"}, false);
   if (kv == 0 && boolean({"multi_query"}, false)) kv = 1;
@@ -180,7 +388,8 @@ Result<ImportedModel> ParseHfConfig(std::string_view json_text,
           ? static_cast<int>(hd)
           : (m.num_heads > 0 ? static_cast<int>(m.d_model / m.num_heads) : 0);
   m.max_positions =
-      integer({"max_position_embeddings", "n_positions", "max_seq_len"}, false);
+      integer({"max_position_embeddings", "n_positions", "max_seq_len"}, false,
+              kMaxPositions);
   // HF's PretrainedConfig ties embeddings unless a config says otherwise.
   m.tied_embeddings = boolean({"tie_word_embeddings"}, true);
   static const std::set<std::string> kPlainMlp = {
@@ -198,7 +407,8 @@ Result<ImportedModel> ParseHfConfig(std::string_view json_text,
 
   // MoE: three names for the expert count.
   long experts =
-      integer({"num_local_experts", "num_experts", "n_routed_experts"}, false);
+      integer({"num_local_experts", "num_experts", "n_routed_experts"}, false,
+              kMaxExperts);
   // Dense FFN width; MoE-only models may leave it unused.
   long ffn =
       integer({"intermediate_size", "n_inner", "ffn_dim", "d_ff"}, false);
@@ -206,12 +416,12 @@ Result<ImportedModel> ParseHfConfig(std::string_view json_text,
   m.ffn = ffn;
   if (experts > 0) {
     m.moe.num_experts = static_cast<int>(experts);
-    m.moe.top_k = static_cast<int>(
-        integer({"num_experts_per_tok", "moe_topk", "top_k"}, true));
+    m.moe.top_k = static_cast<int>(integer(
+        {"num_experts_per_tok", "moe_topk", "top_k"}, true, kMaxExperts));
     long expert_ffn = integer({"moe_intermediate_size", "expert_ffn"}, false);
     m.moe.expert_ffn = expert_ffn > 0 ? expert_ffn : ffn;
-    m.moe.num_shared_experts = static_cast<int>(
-        integer({"n_shared_experts", "num_shared_experts"}, false));
+    m.moe.num_shared_experts = static_cast<int>(integer(
+        {"n_shared_experts", "num_shared_experts"}, false, kMaxExperts));
     long shared_width = integer({"shared_expert_intermediate_size"}, false);
     if (shared_width > 0) {
       // Qwen2-MoE: one shared expert of this width.
@@ -219,12 +429,15 @@ Result<ImportedModel> ParseHfConfig(std::string_view json_text,
       if (m.moe.num_shared_experts == 0) m.moe.num_shared_experts = 1;
     }
     m.moe.first_dense_layers =
-        static_cast<int>(integer({"first_k_dense_replace"}, false));
-    m.moe.topk_group = static_cast<int>(integer({"topk_group"}, false));
-    long freq = integer({"moe_layer_freq", "decoder_sparse_step"}, false);
+        static_cast<int>(integer({"first_k_dense_replace"}, false, kMaxLayers));
+    m.moe.topk_group =
+        static_cast<int>(integer({"topk_group"}, false, kMaxExperts));
+    long freq =
+        integer({"moe_layer_freq", "decoder_sparse_step"}, false, kMaxLayers);
     m.moe.layer_freq = freq > 0 ? static_cast<int>(freq) : 1;
-    if (const json* dense = f.Get({"mlp_only_layers"});
-        dense && dense->is_array() && !dense->empty()) {
+    if (const json* dense = r.Array({"mlp_only_layers"});
+        dense && !dense->empty() &&
+        dense->size() <= static_cast<size_t>(kMaxLayers)) {
       out.notes.emplace_back(
           "mlp_only_layers is approximated by its count as "
           "leading dense layers");
@@ -232,7 +445,7 @@ Result<ImportedModel> ParseHfConfig(std::string_view json_text,
     }
   }
   // DeepSeek MLA.
-  if (f.Has({"kv_lora_rank"})) {
+  if (r.Has({"kv_lora_rank"})) {
     model::MlaSpec a;
     a.q_lora_rank = static_cast<int>(integer({"q_lora_rank"}, false));
     a.kv_lora_rank = static_cast<int>(integer({"kv_lora_rank"}, true));
@@ -244,17 +457,18 @@ Result<ImportedModel> ParseHfConfig(std::string_view json_text,
   }
   // Sliding windows: Qwen2 gates them with use_sliding_window; Gemma 2
   // alternates (even layers local); Gemma 3 gives a pattern or layer_types.
-  long window = integer({"sliding_window"}, false);
+  long window = integer({"sliding_window"}, false, kMaxPositions);
   bool use_window = boolean({"use_sliding_window"}, true);
   if (window > 0 && use_window) {
     m.sliding_window = window;
-    if (const json* types = f.Get({"layer_types"});
-        types && types->is_array()) {
-      for (const json& t : *types) {
-        m.sliding_layers.push_back(t.is_string() &&
-                                   t.get<std::string>() == "sliding_attention");
+    if (const json* types = r.Array({"layer_types"})) {
+      for (size_t i = 0; i < types->size(); ++i) {
+        m.sliding_layers.push_back(
+            r.StringOf((*types)[i], "/layer_types/" + std::to_string(i)) ==
+            "sliding_attention");
       }
-    } else if (long pattern = integer({"sliding_window_pattern"}, false);
+    } else if (long pattern =
+                   integer({"sliding_window_pattern"}, false, kMaxLayers);
                pattern > 0) {
       for (int l = 0; l < m.num_layers; ++l) {
         m.sliding_layers.push_back((l + 1) % pattern != 0);
@@ -268,7 +482,8 @@ Result<ImportedModel> ParseHfConfig(std::string_view json_text,
       }
     }
   }
-  m.mtp_layers = static_cast<int>(integer({"num_nextn_predict_layers"}, false));
+  m.mtp_layers = static_cast<int>(
+      integer({"num_nextn_predict_layers"}, false, kMaxLayers));
   if (m.mtp_layers > 0) {
     out.notes.push_back(
         "the " + std::to_string(m.mtp_layers) +
@@ -277,17 +492,22 @@ Result<ImportedModel> ParseHfConfig(std::string_view json_text,
         "(--mtp-layers 0 drops them), serving does not");
   }
   // Checkpoint dtype: v4 torch_dtype, v5 dtype; FP8 quantization wins.
-  std::string dtype = root.value("torch_dtype", root.value("dtype", ""));
+  std::string dtype =
+      r.StringOf(root.value("torch_dtype", json()), "/torch_dtype");
+  if (dtype.empty()) dtype = r.StringOf(root.value("dtype", json()), "/dtype");
   if (dtype.empty()) dtype = string({"torch_dtype", "dtype"});
   if (!dtype.empty()) {
     auto d = hw::ParseDtype(dtype);
     if (d) m.weight_dtype = *d;
   }
   used.insert("quantization_config");
-  if (root.contains("quantization_config") &&
-      root["quantization_config"].is_object()) {
+  const json quant = root.value("quantization_config", json());
+  if (!quant.is_null() && !quant.is_object()) {
+    r.Fail("/quantization_config", "expected an object, got " + TypeOf(quant));
+  } else if (quant.is_object()) {
     std::string method =
-        ToLower(root["quantization_config"].value("quant_method", ""));
+        ToLower(r.StringOf(quant.value("quant_method", json()),
+                           "/quantization_config/quant_method"));
     if (method == "fp8") {
       m.weight_dtype = hw::Dtype::kFp8;
     } else if (!method.empty()) {
@@ -299,7 +519,37 @@ Result<ImportedModel> ParseHfConfig(std::string_view json_text,
   used.insert("text_config");
   used.insert("multi_query");
   used.insert("position_embedding_type");
-  if (type_error) return tl::unexpected(*type_error);
+  // The catalog's own block: id, display name, source, engine names.
+  const json meta = root.value("_scalemodel", json());
+  auto meta_string = [&](const char* key, const std::string& dflt) {
+    auto it = meta.find(key);
+    if (it == meta.end() || it->is_null()) return dflt;
+    return r.StringOf(*it, std::string("/_scalemodel/") + key);
+  };
+  if (!meta.is_null() && !meta.is_object()) {
+    r.Fail("/_scalemodel", "expected an object, got " + TypeOf(meta));
+  } else if (meta.is_object()) {
+    m.id = meta_string("id", m.id);
+    m.name = meta_string("name", m.id);
+    m.source = meta_string("source", "");
+    out.engine_names.hf_repo = meta_string("hf_repo", "");
+    out.engine_names.maxtext_model = meta_string("maxtext_model", "");
+    out.engine_names.torchtitan_model = meta_string("torchtitan_model", "");
+    out.engine_names.torchtitan_flavor = meta_string("torchtitan_flavor", "");
+  } else {
+    m.name = top_type.empty() ? path : top_type + " (" + path + ")";
+    // ".../Llama-3.1-8B/config.json" is named by its directory.
+    const std::filesystem::path fp(path);
+    m.id = fp.stem() == "config" && fp.parent_path().has_filename()
+               ? fp.parent_path().filename().string()
+               : fp.stem().string();
+    m.source = path;
+    std::filesystem::path dir = std::filesystem::path(path).parent_path();
+    out.engine_names.hf_repo = dir.empty() ? "." : dir.string();
+  }
+  if (r.error)
+    return tl::unexpected(Error{r.error->code, r.error->message, path});
+  const std::vector<std::string>& missing = r.missing;
   if (!missing.empty()) {
     std::string list;
     for (const std::string& k : missing) list += (list.empty() ? "" : ", ") + k;
@@ -321,26 +571,6 @@ Result<ImportedModel> ParseHfConfig(std::string_view json_text,
     std::string list;
     for (const std::string& k : ignored) list += (list.empty() ? "" : ", ") + k;
     out.notes.push_back("ignored keys: " + list);
-  }
-  if (root.contains("_scalemodel")) {
-    const json& s = root["_scalemodel"];
-    m.id = s.value("id", m.id);
-    m.name = s.value("name", m.id);
-    m.source = s.value("source", "");
-    out.engine_names.hf_repo = s.value("hf_repo", "");
-    out.engine_names.maxtext_model = s.value("maxtext_model", "");
-    out.engine_names.torchtitan_model = s.value("torchtitan_model", "");
-    out.engine_names.torchtitan_flavor = s.value("torchtitan_flavor", "");
-  } else {
-    m.name = top_type.empty() ? path : top_type + " (" + path + ")";
-    // ".../Llama-3.1-8B/config.json" is named by its directory.
-    const std::filesystem::path fp(path);
-    m.id = fp.stem() == "config" && fp.parent_path().has_filename()
-               ? fp.parent_path().filename().string()
-               : fp.stem().string();
-    m.source = path;
-    std::filesystem::path dir = std::filesystem::path(path).parent_path();
-    out.engine_names.hf_repo = dir.empty() ? "." : dir.string();
   }
   auto ok = model::Validate(m);
   if (!ok) {
@@ -372,6 +602,8 @@ Result<ImportedModel> FindModel(const catalog::Catalog& catalog,
       name.find('/') != std::string::npos ||
       (name.size() > 5 && name.compare(name.size() - 5, 5, ".json") == 0);
   if (std::filesystem::is_regular_file(name, ec)) {
+    const uintmax_t bytes = std::filesystem::file_size(name, ec);
+    if (!ec && bytes > kMaxJsonBytes) return TooLarge(bytes, name);
     std::ifstream in(name);
     std::stringstream ss;
     ss << in.rdbuf();

@@ -2,8 +2,10 @@
 
 #include <limits>
 #include <string>
+#include <utility>
 
 #include "scalemodel/base/check.h"
+#include "scalemodel/base/strings.h"
 
 namespace scalemodel::roofline {
 
@@ -85,6 +87,20 @@ Result<MatmulRoofline> AnalyzeMatmul(const hw::Chip& chip,
                                      const MatmulShape& shape,
                                      const MatmulDtypes& dtypes,
                                      MemoryLevel level) {
+  // No matmul comes near 2^40 in any dimension; beyond it 2BDF overflows to
+  // infinity and the times to NaN (docs/units.md, "Limits").
+  constexpr double kMaxDim = 1099511627776.0;  // 2^40
+  const std::pair<const char*, double> dims[] = {
+      {"B", shape.b}, {"D", shape.d}, {"F", shape.f}};
+  for (const auto& [name, v] : dims) {
+    if (!(v > 0 && v <= kMaxDim)) {
+      return InvalidArgument(std::string("expected each dimension of BxDxF "
+                                         "from 1 to 2^40 (1099511627776), "
+                                         "got ") +
+                                 name + "=" + FormatNumber(v),
+                             "matmul");
+    }
+  }
   auto mem = PickMemory(chip, level);
   if (!mem) return tl::unexpected(mem.error());
   hw::Dtype compute = ComputeDtype(dtypes);

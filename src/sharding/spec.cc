@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <set>
 
 #include "scalemodel/base/strings.h"
@@ -29,6 +31,9 @@ int Mesh::num_devices() const {
 }
 
 Result<Mesh> ParseMesh(std::string_view text) {
+  // Every size, and their product, fits the device cap (docs/units.md).
+  constexpr long kMaxDevices = long{1} << 24;
+  double devices = 1;
   Mesh mesh;
   bool by_size = false, by_name = false;
   for (const std::string& raw : Split(text, ',')) {
@@ -38,7 +43,7 @@ Result<Mesh> ParseMesh(std::string_view text) {
       return InvalidArgument(
           "expected NAME=SIZE or NAME=PHYSICAL such as 'X=4,Y=2' or "
           "'X=x,Y=y.z', got '" +
-              std::string(text) + "'",
+              Excerpt(text) + "'",
           "mesh");
     }
     std::string name(Trim(item.substr(0, eq)));
@@ -48,13 +53,15 @@ Result<Mesh> ParseMesh(std::string_view text) {
     }
     if (std::isdigit(static_cast<unsigned char>(value[0]))) {
       char* end = nullptr;
+      errno = 0;
       long v = std::strtol(value.c_str(), &end, 10);
-      if (*end != '\0' || v <= 0) {
-        return InvalidArgument("mesh axis " + name +
-                                   ": expected a positive size, got '" + value +
-                                   "'",
-                               "mesh");
+      if (*end != '\0' || v <= 0 || errno == ERANGE || v > kMaxDevices) {
+        return InvalidArgument(
+            "mesh axis " + name + ": expected a positive size of at most " +
+                std::to_string(kMaxDevices) + ", got '" + Excerpt(value) + "'",
+            "mesh");
       }
+      devices *= static_cast<double>(v);
       mesh.names.push_back(name);
       mesh.sizes.push_back(static_cast<int>(v));
       mesh.physical.emplace_back();
@@ -65,6 +72,13 @@ Result<Mesh> ParseMesh(std::string_view text) {
       mesh.physical.push_back(Split(value, '.'));
       by_name = true;
     }
+  }
+  if (devices > kMaxDevices) {
+    return InvalidArgument("expected a mesh of at most " +
+                               std::to_string(kMaxDevices) + " devices, got " +
+                               FormatNumber(devices) + " in '" + Excerpt(text) +
+                               "'",
+                           "mesh");
   }
   if (by_size && by_name) {
     return InvalidArgument(

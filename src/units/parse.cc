@@ -99,6 +99,12 @@ Result<double> ParseKind(std::string_view text, const Kind& kind,
       }
     }
   }
+  if (factor < 0 && unit.empty()) {
+    // A bare number: zero and negative values are judged as in any unit
+    // ("0" is not 'unknown unit ""'); a positive one needs its unit.
+    if (number > 0) return fail("it has no unit");
+    factor = 1;
+  }
   if (factor < 0) {
     return fail("unknown unit \"" + unit + "\"");
   }

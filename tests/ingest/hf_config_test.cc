@@ -126,16 +126,15 @@ TEST(HfConfigTest, UnknownKeysAreNotedMissingKeysAreOneError) {
           .ToString(),
       "cfg.json: missing required keys num_hidden_layers, "
       "num_attention_heads, vocab_size");
-  EXPECT_EQ(
-      ParseHfConfig("{not json", "cfg.json").error().ToString().substr(0, 28),
-      "cfg.json: not valid JSON ([j");
+  EXPECT_EQ(ParseHfConfig("{not json", "cfg.json").error().ToString(),
+            "cfg.json:1: expected valid JSON, found 'ot json' at column 3");
   EXPECT_EQ(ParseHfConfig(R"({"hidden_size": "big", "num_hidden_layers": 2,
     "num_attention_heads": 4, "vocab_size": 10})",
                           "cfg.json")
                 .error()
                 .ToString(),
-            "cfg.json: /hidden_size: expected a non-negative integer, got "
-            "\"big\"");
+            "cfg.json: /hidden_size: expected a non-negative integer of at "
+            "most 16777216, got a string");
   EXPECT_EQ(ParseHfConfig(R"({"hidden_size": 64, "num_hidden_layers": 2,
     "num_attention_heads": 4, "num_key_value_heads": 3, "vocab_size": 10,
     "intermediate_size": 8})",
@@ -143,6 +142,67 @@ TEST(HfConfigTest, UnknownKeysAreNotedMissingKeysAreOneError) {
                 .error()
                 .ToString(),
             "cfg.json: num_key_value_heads: 3 must divide num_heads=4");
+}
+
+// A valid config with `extra` spliced in before the closing brace.
+std::string Config(const std::string& extra) {
+  return R"({"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2,
+    "num_attention_heads": 4, "vocab_size": 10, "intermediate_size": 8)" +
+         extra + "}";
+}
+
+std::string ErrorOf(const std::string& text) {
+  auto m = ParseHfConfig(text, "cfg.json");
+  return m ? "(parsed)" : m.error().ToString();
+}
+
+TEST(HfConfigTest, HostileInputIsOneSentence) {
+  ASSERT_EQ(ErrorOf(Config("")), "(parsed)");
+  // Nesting 100,000 deep is refused before parsing, and not echoed.
+  const std::string deep =
+      Config(", \"x\": " + std::string(100000, '[') + std::string(100000, ']'));
+  EXPECT_EQ(ErrorOf(deep),
+            "cfg.json:2: expected JSON nested at most 64 levels deep, found "
+            "deeper nesting at column 141");
+  // Brackets inside strings do not count.
+  EXPECT_EQ(ErrorOf(Config(", \"x\": \"" + std::string(100, '[') + "\"")),
+            "(parsed)");
+  EXPECT_EQ(
+      ErrorOf(Config(", \"x\": \"" + std::string((16 << 20) + 1, 'a') + "\"")),
+      "cfg.json: expected a config.json of at most 16 MiB, got 16 MiB");
+  EXPECT_EQ(ErrorOf(Config(", \"rms_norm_eps\": 1e400")),
+            "cfg.json:2: expected a number within the range of a double, got "
+            "1e400");
+  EXPECT_EQ(ErrorOf(Config(", \"model_type\": 5")),
+            "cfg.json: /model_type: expected a string, got a number");
+  EXPECT_EQ(ErrorOf(Config(", \"torch_dtype\": 16")),
+            "cfg.json: /torch_dtype: expected a string, got a number");
+  EXPECT_EQ(ErrorOf(Config(", \"quantization_config\": {\"quant_method\": 1}")),
+            "cfg.json: /quantization_config/quant_method: expected a string, "
+            "got a number");
+  EXPECT_EQ(ErrorOf(Config(", \"text_config\": [1]")),
+            "cfg.json: /text_config: expected an object, got an array");
+  EXPECT_EQ(ErrorOf(Config(", \"tie_word_embeddings\": \"no\"")),
+            "cfg.json: /tie_word_embeddings: expected true or false, got a "
+            "string");
+  // 2^32 + 1 layers is not read as 1, and 2^31 - 1 is refused, not looped.
+  EXPECT_EQ(ErrorOf(R"({"hidden_size": 64, "num_hidden_layers": 4294967297,
+    "num_attention_heads": 4, "vocab_size": 10})"),
+            "cfg.json: /num_hidden_layers: expected a non-negative integer of "
+            "at most 100000, got 4294967297");
+  EXPECT_EQ(ErrorOf(R"({"hidden_size": 64, "num_hidden_layers": 2,
+    "num_attention_heads": 4, "vocab_size": 99999999999})"),
+            "cfg.json: /vocab_size: expected a non-negative integer of at most "
+            "67108864, got 99999999999");
+  EXPECT_EQ(ErrorOf(Config(", \"num_local_experts\": 70000")),
+            "cfg.json: /num_local_experts: expected a non-negative integer of "
+            "at most 65536, got 70000");
+  // A long value is cut in the message.
+  EXPECT_EQ(
+      ErrorOf(Config(", \"rms_norm_eps\": 1" + std::string(100, '0') + "e400")),
+      "cfg.json:2: expected a number within the range of a double, got "
+      "1" +
+          std::string(59, '0') + "...");
 }
 
 TEST(HfConfigTest, FindModelErrors) {

@@ -53,6 +53,17 @@ TEST(ParseTest, ErrorsSayWhatWasExpected) {
             "expected a size such as \"128 MiB\", got \"0\" (it must be "
             "greater than 0)");
   EXPECT_TRUE(ParseBytes("0", {.allow_zero = true}).has_value());
+  // A bare zero is zero in any unit; a bare positive number needs one.
+  EXPECT_EQ(ParseDuration("0").error().message,
+            "expected a duration such as \"50 ms\", got \"0\" (it must be "
+            "greater than 0)");
+  EXPECT_EQ(ParseDuration("-3").error().message,
+            "expected a duration such as \"50 ms\", got \"-3\" (it must not "
+            "be negative)");
+  EXPECT_EQ(ParseDuration("5").error().message,
+            "expected a duration such as \"50 ms\", got \"5\" (it has no "
+            "unit)");
+  EXPECT_EQ(ParseDuration("0", {.allow_zero = true})->si(), 0);
   EXPECT_FALSE(ParseBytes("nan").has_value());
   EXPECT_FALSE(ParseBytes("inf GB").has_value());
   EXPECT_EQ(ParseCount("1e400").error().message,

@@ -388,11 +388,19 @@ Command AddRooflineCommand(CLI::App& app) {
       r = &mm.roofline;
       inputs["matmul"] = {{"b", shape->b}, {"d", shape->d}, {"f", shape->f}};
       out.json = Document(inputs, report::ToJson(mm));
-      extra = fmt::format(
-          "Compute-bound above about {:.0f} tokens per matmul (the book's "
-          "B >> crit rule: {:.0f}; compute in {}).\n",
-          mm.critical_batch_exact, mm.critical_batch,
-          hw::DtypeName(mm.compute_dtype));
+      // With small D and F the weights never amortize: no threshold.
+      extra = std::isfinite(mm.critical_batch_exact)
+                  ? fmt::format(
+                        "Compute-bound above about {:.0f} tokens per "
+                        "matmul",
+                        mm.critical_batch_exact)
+                  : fmt::format(
+                        "Memory-bound at any number of tokens with "
+                        "D={} and F={}",
+                        FormatNumber(shape->d), FormatNumber(shape->f));
+      extra +=
+          fmt::format(" (the book's B >> crit rule: {:.0f}; compute in {}).\n",
+                      mm.critical_batch, hw::DtypeName(mm.compute_dtype));
     } else {
       if (o->flops.empty() || o->bytes.empty()) {
         return InvalidArgument("give both --flops and --bytes", "roofline");

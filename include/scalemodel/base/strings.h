@@ -32,6 +32,10 @@ std::string DidYouMean(std::string_view name,
 // no trailing zeros ("97.3", "8.2e+11" -> "8.2e11").
 std::string FormatNumber(double value);
 
+// At most `max_chars` bytes of `s` for a message, with "..." appended when
+// cut, so that no message echoes a whole (possibly huge) input.
+std::string Excerpt(std::string_view s, size_t max_chars = 60);
+
 }  // namespace scalemodel
 
 #endif  // SCALEMODEL_BASE_STRINGS_H_
