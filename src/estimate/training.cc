@@ -231,6 +231,192 @@ Result<Parallelism> ParsePlan(std::string_view text) {
   return p;
 }
 
+namespace {
+
+// A whole number >= `min` for a plan-key field ("mb=2"), or a sentence.
+Result<int> KeyCount(const std::string& key, const std::string& value, int min,
+                     const char* what) {
+  const bool digits = !value.empty() && value.size() <= 9 &&
+                      std::all_of(value.begin(), value.end(), [](char c) {
+                        return std::isdigit(static_cast<unsigned char>(c));
+                      });
+  const long v = digits ? std::strtol(value.c_str(), nullptr, 10) : -1;
+  if (v < min) {
+    return InvalidArgument(key + ": expected " + what + ", got '" + value + "'",
+                           "plan");
+  }
+  return static_cast<int>(v);
+}
+
+// "order=fsdp>tp>cp": the named parallelisms first, innermost first, then
+// the others in the default order tp, cp, ep, fsdp, dp, pp (as the plan
+// search builds its placement orders).
+Result<std::vector<int>> ParseOrder(const std::string& value) {
+  std::vector<std::string> names;
+  names.reserve(kNumPar);
+  for (int i = 0; i < kNumPar; ++i) names.emplace_back(ParName(i));
+  std::vector<int> order;
+  for (const std::string& raw : Split(value, '>')) {
+    const std::string name = ToLower(Trim(raw));
+    auto it = std::find(names.begin(), names.end(), name);
+    if (it == names.end()) {
+      return InvalidArgument(
+          "order: expected parallelisms such as "
+          "fsdp>tp>dp (tp, cp, ep, fsdp, dp, pp), got '" +
+              std::string(Trim(raw)) + "'" + DidYouMean(name, names),
+          "plan");
+    }
+    const int index = static_cast<int>(it - names.begin());
+    if (std::find(order.begin(), order.end(), index) != order.end()) {
+      return InvalidArgument(
+          "order: " + name + " is named twice in '" + value + "'", "plan");
+    }
+    order.push_back(index);
+  }
+  for (int i = 0; i < kNumPar; ++i) {
+    if (std::find(order.begin(), order.end(), i) == order.end())
+      order.push_back(i);
+  }
+  return order;
+}
+
+// One field of a plan key after the degrees, applied to `c`; `seen`
+// collects the field names so that none is given twice.
+Result<void> ApplyKeyField(const std::string& field, TrainingConfig* c,
+                           std::vector<std::string>* seen, bool* vpp_given) {
+  const size_t eq = field.find('=');
+  const std::string key = ToLower(field.substr(0, eq));
+  const std::string value =
+      eq == std::string::npos ? "" : std::string(Trim(field.substr(eq + 1)));
+  const bool is_schedule =
+      eq == std::string::npos && ParseSchedule(key).has_value();
+  const std::string slot = is_schedule               ? "schedule"
+                           : key == "offload-params" ? "offload"
+                                                     : key;
+  if (std::find(seen->begin(), seen->end(), slot) != seen->end()) {
+    return InvalidArgument(
+        (slot == "schedule" || slot == "offload" ? "the " + slot : slot) +
+            " is given twice in the plan",
+        "plan");
+  }
+  seen->push_back(slot);
+  if (is_schedule) {
+    c->layout.schedule = *ParseSchedule(key);
+  } else if (key == "offload" || key == "offload-params") {
+    if (eq != std::string::npos) {
+      return InvalidArgument(
+          key +
+              " takes no value: write 'offload' (optimizer state in host "
+              "memory) or 'offload-params' (parameters too), got '" +
+              field + "'",
+          "plan");
+    }
+    c->memory.offload_optimizer = true;
+    c->memory.offload_params = key == "offload-params";
+  } else if (key == "mb" && eq != std::string::npos) {
+    auto mb = KeyCount(key, value, 1, "a positive number of sequences");
+    if (!mb) return tl::unexpected(mb.error());
+    c->layout.micro_batch = *mb;
+  } else if (key == "vpp" && eq != std::string::npos) {
+    auto vpp = KeyCount(key, value, 1,
+                        "a positive number of virtual stages per device");
+    if (!vpp) return tl::unexpected(vpp.error());
+    c->layout.vpp = *vpp;
+    *vpp_given = true;
+  } else if (key == "last" && eq != std::string::npos) {
+    auto last = KeyCount(key, value, 0,
+                         "the layers on the last pipeline stage (0: the "
+                         "default)");
+    if (!last) return tl::unexpected(last.error());
+    c->layout.last_stage_layers = *last;
+  } else if (key == "remat" && eq != std::string::npos) {
+    auto remat = model::ParseRemat(value);
+    if (!remat) {
+      return InvalidArgument("remat: " + remat.error().message, "plan");
+    }
+    c->memory.remat = *remat;
+  } else if (key == "order" && eq != std::string::npos) {
+    auto order = ParseOrder(value);
+    if (!order) return tl::unexpected(order.error());
+    c->layout.placement_order = *order;
+  } else {
+    static const std::vector<std::string> kFields = {
+        "mb",   "remat", "vpp",         "last",    "order",
+        "1f1b", "gpipe", "interleaved", "offload", "offload-params"};
+    return InvalidArgument(
+        "unknown field '" + field + "'" + DidYouMean(key, kFields) +
+            "; after the degrees a plan takes mb=N, remat=NAME, 1f1b, gpipe "
+            "or interleaved, vpp=N, last=N, offload or offload-params and "
+            "order=A>B>..",
+        "plan");
+  }
+  return {};
+}
+
+// Whether a space-separated token of a plan key is a field after the
+// degrees ("mb=2", "1f1b", "offload") rather than the degrees themselves.
+bool IsKeyField(const std::string& token) {
+  const std::string key = ToLower(token.substr(0, token.find('=')));
+  static const std::vector<std::string> kDegreeKeys = {
+      "dp", "fsdp", "tp", "pp", "ep", "cp", "zero", "sp"};
+  return std::find(kDegreeKeys.begin(), kDegreeKeys.end(), key) ==
+         kDegreeKeys.end();
+}
+
+}  // namespace
+
+Result<void> ParsePlanKey(std::string_view text, TrainingConfig* config) {
+  TrainingConfig c = *config;
+  std::vector<std::string> tokens;
+  for (const std::string& t : Split(text, ' ')) {
+    if (!Trim(t).empty()) tokens.emplace_back(Trim(t));
+  }
+  bool degrees_given = false;
+  bool vpp_given = false;
+  std::vector<std::string> seen;
+  for (const std::string& token : tokens) {
+    if (!IsKeyField(token)) {
+      if (degrees_given) {
+        return InvalidArgument(
+            "the degrees are given twice; write them once, comma-separated "
+            "('dp=2,fsdp=16 mb=1'), got '" +
+                token + "'",
+            "plan");
+      }
+      degrees_given = true;
+      auto par = ParsePlan(token);
+      if (!par) return tl::unexpected(par.error());
+      c.par = *par;
+      continue;
+    }
+    auto ok = ApplyKeyField(token, &c, &seen, &vpp_given);
+    if (!ok) return tl::unexpected(ok.error());
+  }
+  if (!degrees_given) {
+    return InvalidArgument(
+        "expected the degrees first, such as 'fsdp=256,tp=4 mb=1', got '" +
+            std::string(Trim(text)) + "'",
+        "plan");
+  }
+  const bool schedule_given =
+      std::find(seen.begin(), seen.end(), "schedule") != seen.end();
+  if (vpp_given && c.layout.vpp > 1) {
+    if (schedule_given && c.layout.schedule != Schedule::kInterleaved) {
+      return InvalidArgument("vpp=" + std::to_string(c.layout.vpp) +
+                                 " needs the interleaved schedule, got '" +
+                                 std::string(ScheduleName(c.layout.schedule)) +
+                                 "'",
+                             "plan");
+    }
+    c.layout.schedule = Schedule::kInterleaved;
+  } else if (schedule_given && !vpp_given &&
+             c.layout.schedule != Schedule::kInterleaved) {
+    c.layout.vpp = 1;
+  }
+  *config = std::move(c);
+  return {};
+}
+
 Result<int> MicroBatchFor(const hw::System& sys, const TrainingConfig& cfg,
                           int microbatches) {
   if (microbatches <= 0) {

@@ -990,5 +990,74 @@ TEST(TrainingTest, BadPlansAreErrors) {
             "zero=3 is not a ZeRO level for dp: use 1 or 2 (ZeRO-3 is fsdp=N)");
 }
 
+// The whole plan key: degrees, then fields; each bad field is one sentence.
+TEST(ParsePlanKeyTest, ReadsEveryField) {
+  TrainingConfig c;
+  ASSERT_TRUE(ParsePlanKey("dp=2,fsdp=16,pp=4,zero=2 mb=3 "
+                           "remat=save-matmul-outputs 1f1b last=5 "
+                           "offload-params order=fsdp>pp>dp",
+                           &c)
+                  .has_value());
+  EXPECT_EQ(c.par.dp, 2);
+  EXPECT_EQ(c.par.fsdp, 16);
+  EXPECT_EQ(c.par.pp, 4);
+  EXPECT_EQ(c.par.zero, 2);
+  EXPECT_EQ(c.layout.micro_batch, 3);
+  EXPECT_EQ(c.memory.remat, model::Remat::kSaveMatmulOutputs);
+  EXPECT_EQ(c.layout.schedule, Schedule::k1F1B);
+  EXPECT_EQ(c.layout.vpp, 1);
+  EXPECT_EQ(c.layout.last_stage_layers, 5);
+  EXPECT_TRUE(c.memory.offload_params);
+  EXPECT_TRUE(c.memory.offload_optimizer);
+  // The named ones innermost first, then tp, cp, ep in the default order.
+  EXPECT_EQ(c.layout.placement_order,
+            (std::vector<int>{kFsdp, kPp, kDp, kTp, kCp, kEp}));
+  TrainingConfig i;
+  ASSERT_TRUE(ParsePlanKey("pp=2 interleaved vpp=10", &i).has_value());
+  EXPECT_EQ(i.layout.schedule, Schedule::kInterleaved);
+  EXPECT_EQ(i.layout.vpp, 10);
+  // Degrees alone leave the other fields as they were.
+  TrainingConfig d;
+  d.layout.micro_batch = 4;
+  ASSERT_TRUE(ParsePlanKey("fsdp=8", &d).has_value());
+  EXPECT_EQ(d.par.fsdp, 8);
+  EXPECT_EQ(d.layout.micro_batch, 4);
+}
+
+TEST(ParsePlanKeyTest, OneSentencePerBadField) {
+  auto err = [](const char* key) {
+    TrainingConfig c;
+    auto r = ParsePlanKey(key, &c);
+    EXPECT_FALSE(r.has_value()) << key;
+    return r ? std::string() : r.error().message;
+  };
+  EXPECT_EQ(err("fsdp=8 mb=0"),
+            "mb: expected a positive number of sequences, got '0'");
+  EXPECT_EQ(err("fsdp=8 mb=1 mb=2"), "mb is given twice in the plan");
+  EXPECT_EQ(err("pp=2 1f1b gpipe"), "the schedule is given twice in the plan");
+  EXPECT_EQ(err("fsdp=8 order=fsdp>tq"),
+            "order: expected parallelisms such as fsdp>tp>dp (tp, cp, ep, "
+            "fsdp, dp, pp), got 'tq' (did you mean 'tp'?)");
+  EXPECT_EQ(err("fsdp=8 order=fsdp>fsdp"),
+            "order: fsdp is named twice in 'fsdp>fsdp'");
+  EXPECT_EQ(err("pp=2 1f1b vpp=2"),
+            "vpp=2 needs the interleaved schedule, got '1f1b'");
+  EXPECT_EQ(err("fsdp=8 offload=1"),
+            "offload takes no value: write 'offload' (optimizer state in host "
+            "memory) or 'offload-params' (parameters too), got 'offload=1'");
+  EXPECT_EQ(err("mb=1"),
+            "expected the degrees first, such as 'fsdp=256,tp=4 mb=1', got "
+            "'mb=1'");
+  EXPECT_EQ(err("fsdp=8 tp=2"),
+            "the degrees are given twice; write them once, comma-separated "
+            "('dp=2,fsdp=16 mb=1'), got 'tp=2'");
+  EXPECT_NE(err("fsdp=8 remat=ful").find("remat: unknown remat policy"),
+            std::string::npos);
+  EXPECT_NE(err("fsdp=8 offlod")
+                .find("unknown field 'offlod' (did you mean "
+                      "'offload'?)"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace scalemodel::estimate

@@ -51,6 +51,21 @@ struct Parallelism {
 Result<Parallelism> ParsePlan(std::string_view text);
 Result<Schedule> ParseSchedule(std::string_view text);
 
+struct TrainingConfig;
+// Parses a whole plan as `scalemodel plan train` prints it
+// (search::PlanCandidate::Key()) into `config`: the degrees (ParsePlan),
+// then space-separated fields mb=N (layout.micro_batch), remat=NAME
+// (memory.remat), 1f1b | gpipe | interleaved (layout.schedule), vpp=N
+// (layout.vpp; > 1 implies interleaved), last=N (layout.last_stage_layers),
+// offload | offload-params (memory.*) and order=A>B>.. (layout.
+// placement_order: the named parallelisms innermost first, then the others
+// in the default order tp, cp, ep, fsdp, dp, pp). Fields absent keep
+// `config`'s values; a schedule other than interleaved without vpp= sets
+// vpp to 1. `config` is unchanged on error ("plan": one sentence per bad
+// field, a field given twice, degrees missing or given twice).
+//   "dp=2,fsdp=512,cp=2,zero=2 mb=1 remat=none 1f1b last=5 order=fsdp>cp>dp"
+Result<void> ParsePlanKey(std::string_view text, TrainingConfig* config);
+
 enum class AttentionKernel { kFused, kFlash2, kMaterialized };
 std::string_view AttentionKernelName(AttentionKernel k);
 Result<AttentionKernel> ParseAttentionKernel(std::string_view text);
