@@ -170,6 +170,7 @@ std::string Parallelism::ToString() const {
 
 Result<Parallelism> ParsePlan(std::string_view text) {
   Parallelism p;
+  std::vector<std::string> seen;
   static const std::vector<std::string> kKeys = {"dp", "fsdp", "tp",   "pp",
                                                  "ep", "cp",   "zero", "sp"};
   for (const std::string& raw : Split(text, ',')) {
@@ -189,8 +190,19 @@ Result<Parallelism> ParsePlan(std::string_view text) {
               "; expected dp, fsdp, tp, pp, ep, cp, zero or sp",
           "plan");
     }
+    if (std::find(seen.begin(), seen.end(), key) != seen.end()) {
+      return InvalidArgument(key + " is given twice in the plan", "plan");
+    }
+    seen.push_back(key);
     if (key == "sp") {
-      p.sequence_parallel = value == "1" || value == "true" || value == "on";
+      const std::string v = ToLower(value);
+      if (v != "0" && v != "1" && v != "true" && v != "false" && v != "on" &&
+          v != "off") {
+        return InvalidArgument(
+            "sp: expected 0, 1, true, false, on or off, got '" + value + "'",
+            "plan");
+      }
+      p.sequence_parallel = v == "1" || v == "true" || v == "on";
       continue;
     }
     bool numeric =
@@ -202,7 +214,24 @@ Result<Parallelism> ParsePlan(std::string_view text) {
         return InvalidArgument("zero: expected 0, 1 or 2, got '" + value + "'",
                                "plan");
       }
-      p.axes[key] = Split(value, '.');
+      std::vector<std::string> axes = Split(value, '.');
+      const bool names =
+          std::all_of(axes.begin(), axes.end(), [](const std::string& a) {
+            return !a.empty() &&
+                   std::isalpha(static_cast<unsigned char>(a[0])) &&
+                   std::all_of(a.begin(), a.end(), [](char ch) {
+                     return std::isalnum(static_cast<unsigned char>(ch)) ||
+                            ch == '_';
+                   });
+          });
+      if (!names) {
+        return InvalidArgument(key +
+                                   ": expected a positive degree or physical "
+                                   "axes such as x.y, got '" +
+                                   value + "'",
+                               "plan");
+      }
+      p.axes[key] = std::move(axes);
       continue;
     }
     long v = std::strtol(value.c_str(), nullptr, 10);
@@ -227,6 +256,16 @@ Result<Parallelism> ParsePlan(std::string_view text) {
                 : key == "ep"   ? &p.ep
                                 : &p.cp;
     *slot = static_cast<int>(v);
+  }
+  // The chip count in 64 bits: degrees of a million each would wrap an int.
+  constexpr long long kMaxPlanChips = 1LL << 24;
+  const long long chips =
+      static_cast<long long>(p.dp) * p.fsdp * p.tp * p.pp * p.ep * p.cp;
+  if (chips > kMaxPlanChips) {
+    return InvalidArgument(
+        "the degrees multiply to " + FormatNumber(static_cast<double>(chips)) +
+            " chips, more than the 16777216 (2^24) a plan may span",
+        "plan");
   }
   return p;
 }

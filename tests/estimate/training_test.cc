@@ -990,6 +990,30 @@ TEST(TrainingTest, BadPlansAreErrors) {
             "zero=3 is not a ZeRO level for dp: use 1 or 2 (ZeRO-3 is fsdp=N)");
 }
 
+// Plan strings are refused rather than half-read (#17): a key given twice,
+// an sp value that is not a switch, a negative degree, a chip count over
+// 2^24 (computed in 64 bits, so a million times a million does not wrap).
+TEST(ParsePlanTest, RefusesWhatItWouldMisread) {
+  EXPECT_EQ(ParsePlan("tp=2,tp=4").error().message,
+            "tp is given twice in the plan");
+  EXPECT_EQ(ParsePlan("tp=8,sp=maybe").error().message,
+            "sp: expected 0, 1, true, false, on or off, got 'maybe'");
+  EXPECT_EQ(ParsePlan("tp=-8").error().message,
+            "tp: expected a positive degree or physical axes such as x.y, "
+            "got '-8'");
+  EXPECT_EQ(ParsePlan("tp=x..y").error().message,
+            "tp: expected a positive degree or physical axes such as x.y, "
+            "got 'x..y'");
+  EXPECT_EQ(ParsePlan("dp=1000000,tp=1000000").error().message,
+            "the degrees multiply to 1000000000000 chips, more than the "
+            "16777216 (2^24) a plan may span");
+  EXPECT_FALSE(ParsePlan("tp=8,sp=off")->sequence_parallel);
+  EXPECT_TRUE(ParsePlan("tp=8,sp=TRUE")->sequence_parallel);
+  EXPECT_EQ(ParsePlan("fsdp=x.y,tp=z")->axes.at("fsdp"),
+            (std::vector<std::string>{"x", "y"}));
+  EXPECT_EQ(ParsePlan("dp=4096,tp=4096")->product(), 1 << 24);
+}
+
 // The whole plan key: degrees, then fields; each bad field is one sentence.
 TEST(ParsePlanKeyTest, ReadsEveryField) {
   TrainingConfig c;

@@ -47,7 +47,9 @@ struct Parallelism {
 
 // Parses "dp=8,fsdp=256,tp=4,pp=1,ep=1,cp=1,zero=1" or with physical axes
 // instead of degrees ("fsdp=x.y,tp=z"); degrees of explicit axes are filled
-// in by EstimateTraining. Errors name the key.
+// in by EstimateTraining. Errors name the key; a key given twice, an sp
+// value other than 0/1/true/false/on/off, a degree that is neither positive
+// nor axis names, and degrees multiplying past 2^24 chips are refused.
 Result<Parallelism> ParsePlan(std::string_view text);
 Result<Schedule> ParseSchedule(std::string_view text);
 
