@@ -456,6 +456,44 @@ Result<void> ParsePlanKey(std::string_view text, TrainingConfig* config) {
   return {};
 }
 
+namespace {
+
+// A whole number with thousands separators ("4,001,792").
+std::string Grouped(double value) {
+  std::string digits = FormatNumber(value);
+  if (!std::all_of(digits.begin(), digits.end(), [](char ch) {
+        return std::isdigit(static_cast<unsigned char>(ch));
+      })) {
+    return digits;
+  }
+  std::string out;
+  const size_t n = digits.size();
+  for (size_t i = 0; i < n; ++i) {
+    if (i > 0 && (n - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+}  // namespace
+
+std::optional<std::string> RoundBatchToSequences(TrainingConfig* config) {
+  TrainingConfig& c = *config;
+  if (!(c.seq > 0) || !(c.batch_tokens > 0) || !std::isfinite(c.batch_tokens) ||
+      std::floor(c.seq) != c.seq || c.seq > 1e12) {
+    return std::nullopt;
+  }
+  const double seqs = c.batch_tokens / c.seq;
+  const double whole = std::round(seqs);
+  if (whole == seqs || whole < 1 || whole > 1e12) return std::nullopt;
+  std::string note =
+      "batch of " + Grouped(c.batch_tokens) + " tokens rounded to " +
+      Grouped(whole) + (whole == 1 ? " sequence of " : " sequences of ") +
+      Grouped(c.seq) + " = " + Grouped(whole * c.seq) + " tokens";
+  c.batch_tokens = whole * c.seq;
+  return note;
+}
+
 Result<int> MicroBatchFor(const hw::System& sys, const TrainingConfig& cfg,
                           int microbatches) {
   if (microbatches <= 0) {

@@ -1083,5 +1083,28 @@ TEST(ParsePlanKeyTest, OneSentencePerBadField) {
             std::string::npos);
 }
 
+// "4M" tokens, as papers write, to the nearest whole 4096-token sequences.
+TEST(RoundBatchToSequencesTest, NearestWholeSequencesWithANote) {
+  TrainingConfig c;
+  c.batch_tokens = 4e6;
+  c.seq = 4096;
+  EXPECT_EQ(RoundBatchToSequences(&c),
+            "batch of 4,000,000 tokens rounded to 977 sequences of 4,096 = "
+            "4,001,792 tokens");
+  EXPECT_EQ(c.batch_tokens, 977 * 4096.0);
+  // Whole already: nothing to say.
+  EXPECT_EQ(RoundBatchToSequences(&c), std::nullopt);
+  EXPECT_EQ(c.batch_tokens, 977 * 4096.0);
+  // Under half a sequence rounds to none: left for the estimator to refuse.
+  c.batch_tokens = 1000;
+  EXPECT_EQ(RoundBatchToSequences(&c), std::nullopt);
+  EXPECT_EQ(c.batch_tokens, 1000);
+  // Over half a sequence is one.
+  c.batch_tokens = 3000;
+  EXPECT_EQ(RoundBatchToSequences(&c),
+            "batch of 3,000 tokens rounded to 1 sequence of 4,096 = 4,096 "
+            "tokens");
+}
+
 }  // namespace
 }  // namespace scalemodel::estimate

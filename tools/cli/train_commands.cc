@@ -60,6 +60,9 @@ struct TrainInputs {
   estimate::TrainingConfig config;
   Json inputs;
   std::optional<launch::TrainEngine> engine;  // --emit
+  // A --batch-tokens that was not whole sequences, rounded: the note saying
+  // so, added to the estimates' notes.
+  std::optional<std::string> batch_note;
 };
 
 static Result<TrainInputs> ResolveTrain(const catalog::Catalog& cat,
@@ -103,7 +106,7 @@ static Result<TrainInputs> ResolveTrain(const catalog::Catalog& cat,
     auto a =
         parts.size() == 2 ? units::ParseCount(parts[0]) : Result<double>(0.0);
     auto b =
-        parts.size() == 2 ? units::ParseCount(parts[1]) : Result<double>(0.0);
+        parts.size() == 2 ? units::ParseLength(parts[1]) : Result<double>(0.0);
     if (parts.size() != 2 || !a || !b) {
       return InvalidArgument(
           "expected tokens (4Mi) or SEQUENCESxLENGTH "
@@ -117,11 +120,14 @@ static Result<TrainInputs> ResolveTrain(const catalog::Catalog& cat,
                              [](auto& t) { return units::ParseCount(t); });
   }
   if (!bt) return tl::unexpected(bt.error());
+  // Lengths take k = 1024 ("4k" = 4096), as model cards mean.
   auto seq = ParseOption<double>("--seq", o.seq,
-                                 [](auto& t) { return units::ParseCount(t); });
+                                 [](auto& t) { return units::ParseLength(t); });
   if (!seq) return tl::unexpected(seq.error());
   c.batch_tokens = *bt;
   c.seq = *seq;
+  // "4M" tokens, as papers write, to the nearest whole sequences.
+  in.batch_note = estimate::RoundBatchToSequences(&c);
   if (!o.tokens.empty()) {
     auto tok = ParseOption<double>(
         "--tokens", o.tokens, [](auto& t) { return units::ParseCount(t); });
@@ -589,6 +595,7 @@ Command AddTrainCommand(CLI::App& app) {
     auto est =
         estimate::EstimateTraining(in->model.spec, in->system, in->config);
     if (!est) return tl::unexpected(est.error());
+    if (in->batch_note) est->notes.insert(est->notes.begin(), *in->batch_note);
     Output out;
     in->inputs["plan"] = in->config.par.ToString();
     Json result = report::ToJson(*est);
@@ -827,6 +834,17 @@ Command AddPlanCommand(CLI::App& app) {
     auto res = search::PlanTraining(in->model.spec, in->system, req);
     if (printed) std::fprintf(stderr, "\n");
     if (!res) return tl::unexpected(res.error());
+    if (in->batch_note) {
+      for (search::RankedPlan& r : res->plans) {
+        if (r.estimate) {
+          r.estimate->notes.insert(r.estimate->notes.begin(), *in->batch_note);
+        }
+      }
+      if (res->explain) {
+        auto& notes = res->explain->estimate.notes;
+        notes.insert(notes.begin(), *in->batch_note);
+      }
+    }
     const search::SearchResult& counts = res->counts;
     Output out;
     Json plans = Json::array();

@@ -68,6 +68,13 @@ struct TrainingConfig;
 //   "dp=2,fsdp=512,cp=2,zero=2 mb=1 remat=none 1f1b last=5 order=fsdp>cp>dp"
 Result<void> ParsePlanKey(std::string_view text, TrainingConfig* config);
 
+// A batch that is not a whole number of sequences ("4M" tokens at seq 4096)
+// rounded to the nearest whole number of them; returns the note that says
+// so ("batch of 4,000,000 tokens rounded to 977 sequences of 4,096 =
+// 4,001,792 tokens"), or nothing when the batch is whole or would round to
+// no sequence at all (EstimateTraining then refuses it).
+std::optional<std::string> RoundBatchToSequences(TrainingConfig* config);
+
 enum class AttentionKernel { kFused, kFlash2, kMaterialized };
 std::string_view AttentionKernelName(AttentionKernel k);
 Result<AttentionKernel> ParseAttentionKernel(std::string_view text);
