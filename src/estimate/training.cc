@@ -170,6 +170,7 @@ std::string Parallelism::ToString() const {
 
 Result<Parallelism> ParsePlan(std::string_view text) {
   Parallelism p;
+  std::vector<std::string> seen;
   static const std::vector<std::string> kKeys = {"dp", "fsdp", "tp",   "pp",
                                                  "ep", "cp",   "zero", "sp"};
   for (const std::string& raw : Split(text, ',')) {
@@ -189,8 +190,19 @@ Result<Parallelism> ParsePlan(std::string_view text) {
               "; expected dp, fsdp, tp, pp, ep, cp, zero or sp",
           "plan");
     }
+    if (std::find(seen.begin(), seen.end(), key) != seen.end()) {
+      return InvalidArgument(key + " is given twice in the plan", "plan");
+    }
+    seen.push_back(key);
     if (key == "sp") {
-      p.sequence_parallel = value == "1" || value == "true" || value == "on";
+      const std::string v = ToLower(value);
+      if (v != "0" && v != "1" && v != "true" && v != "false" && v != "on" &&
+          v != "off") {
+        return InvalidArgument(
+            "sp: expected 0, 1, true, false, on or off, got '" + value + "'",
+            "plan");
+      }
+      p.sequence_parallel = v == "1" || v == "true" || v == "on";
       continue;
     }
     bool numeric =
@@ -202,7 +214,24 @@ Result<Parallelism> ParsePlan(std::string_view text) {
         return InvalidArgument("zero: expected 0, 1 or 2, got '" + value + "'",
                                "plan");
       }
-      p.axes[key] = Split(value, '.');
+      std::vector<std::string> axes = Split(value, '.');
+      const bool names =
+          std::all_of(axes.begin(), axes.end(), [](const std::string& a) {
+            return !a.empty() &&
+                   std::isalpha(static_cast<unsigned char>(a[0])) &&
+                   std::all_of(a.begin(), a.end(), [](char ch) {
+                     return std::isalnum(static_cast<unsigned char>(ch)) ||
+                            ch == '_';
+                   });
+          });
+      if (!names) {
+        return InvalidArgument(key +
+                                   ": expected a positive degree or physical "
+                                   "axes such as x.y, got '" +
+                                   value + "'",
+                               "plan");
+      }
+      p.axes[key] = std::move(axes);
       continue;
     }
     long v = std::strtol(value.c_str(), nullptr, 10);
@@ -228,7 +257,241 @@ Result<Parallelism> ParsePlan(std::string_view text) {
                                 : &p.cp;
     *slot = static_cast<int>(v);
   }
+  // The chip count in 64 bits: degrees of a million each would wrap an int.
+  constexpr long long kMaxPlanChips = 1LL << 24;
+  const long long chips =
+      static_cast<long long>(p.dp) * p.fsdp * p.tp * p.pp * p.ep * p.cp;
+  if (chips > kMaxPlanChips) {
+    return InvalidArgument(
+        "the degrees multiply to " + FormatNumber(static_cast<double>(chips)) +
+            " chips, more than the 16777216 (2^24) a plan may span",
+        "plan");
+  }
   return p;
+}
+
+namespace {
+
+// A whole number >= `min` for a plan-key field ("mb=2"), or a sentence.
+Result<int> KeyCount(const std::string& key, const std::string& value, int min,
+                     const char* what) {
+  const bool digits = !value.empty() && value.size() <= 9 &&
+                      std::all_of(value.begin(), value.end(), [](char c) {
+                        return std::isdigit(static_cast<unsigned char>(c));
+                      });
+  const long v = digits ? std::strtol(value.c_str(), nullptr, 10) : -1;
+  if (v < min) {
+    return InvalidArgument(key + ": expected " + what + ", got '" + value + "'",
+                           "plan");
+  }
+  return static_cast<int>(v);
+}
+
+// "order=fsdp>tp>cp": the named parallelisms first, innermost first, then
+// the others in the default order tp, cp, ep, fsdp, dp, pp (as the plan
+// search builds its placement orders).
+Result<std::vector<int>> ParseOrder(const std::string& value) {
+  std::vector<std::string> names;
+  names.reserve(kNumPar);
+  for (int i = 0; i < kNumPar; ++i) names.emplace_back(ParName(i));
+  std::vector<int> order;
+  for (const std::string& raw : Split(value, '>')) {
+    const std::string name = ToLower(Trim(raw));
+    auto it = std::find(names.begin(), names.end(), name);
+    if (it == names.end()) {
+      return InvalidArgument(
+          "order: expected parallelisms such as "
+          "fsdp>tp>dp (tp, cp, ep, fsdp, dp, pp), got '" +
+              std::string(Trim(raw)) + "'" + DidYouMean(name, names),
+          "plan");
+    }
+    const int index = static_cast<int>(it - names.begin());
+    if (std::find(order.begin(), order.end(), index) != order.end()) {
+      return InvalidArgument(
+          "order: " + name + " is named twice in '" + value + "'", "plan");
+    }
+    order.push_back(index);
+  }
+  for (int i = 0; i < kNumPar; ++i) {
+    if (std::find(order.begin(), order.end(), i) == order.end())
+      order.push_back(i);
+  }
+  return order;
+}
+
+// One field of a plan key after the degrees, applied to `c`; `seen`
+// collects the field names so that none is given twice.
+Result<void> ApplyKeyField(const std::string& field, TrainingConfig* c,
+                           std::vector<std::string>* seen, bool* vpp_given) {
+  const size_t eq = field.find('=');
+  const std::string key = ToLower(field.substr(0, eq));
+  const std::string value =
+      eq == std::string::npos ? "" : std::string(Trim(field.substr(eq + 1)));
+  const bool is_schedule =
+      eq == std::string::npos && ParseSchedule(key).has_value();
+  const std::string slot = is_schedule               ? "schedule"
+                           : key == "offload-params" ? "offload"
+                                                     : key;
+  if (std::find(seen->begin(), seen->end(), slot) != seen->end()) {
+    return InvalidArgument(
+        (slot == "schedule" || slot == "offload" ? "the " + slot : slot) +
+            " is given twice in the plan",
+        "plan");
+  }
+  seen->push_back(slot);
+  if (is_schedule) {
+    c->layout.schedule = *ParseSchedule(key);
+  } else if (key == "offload" || key == "offload-params") {
+    if (eq != std::string::npos) {
+      return InvalidArgument(
+          key +
+              " takes no value: write 'offload' (optimizer state in host "
+              "memory) or 'offload-params' (parameters too), got '" +
+              field + "'",
+          "plan");
+    }
+    c->memory.offload_optimizer = true;
+    c->memory.offload_params = key == "offload-params";
+  } else if (key == "mb" && eq != std::string::npos) {
+    auto mb = KeyCount(key, value, 1, "a positive number of sequences");
+    if (!mb) return tl::unexpected(mb.error());
+    c->layout.micro_batch = *mb;
+  } else if (key == "vpp" && eq != std::string::npos) {
+    auto vpp = KeyCount(key, value, 1,
+                        "a positive number of virtual stages per device");
+    if (!vpp) return tl::unexpected(vpp.error());
+    c->layout.vpp = *vpp;
+    *vpp_given = true;
+  } else if (key == "last" && eq != std::string::npos) {
+    auto last = KeyCount(key, value, 0,
+                         "the layers on the last pipeline stage (0: the "
+                         "default)");
+    if (!last) return tl::unexpected(last.error());
+    c->layout.last_stage_layers = *last;
+  } else if (key == "remat" && eq != std::string::npos) {
+    auto remat = model::ParseRemat(value);
+    if (!remat) {
+      return InvalidArgument("remat: " + remat.error().message, "plan");
+    }
+    c->memory.remat = *remat;
+  } else if (key == "order" && eq != std::string::npos) {
+    auto order = ParseOrder(value);
+    if (!order) return tl::unexpected(order.error());
+    c->layout.placement_order = *order;
+  } else {
+    static const std::vector<std::string> kFields = {
+        "mb",   "remat", "vpp",         "last",    "order",
+        "1f1b", "gpipe", "interleaved", "offload", "offload-params"};
+    return InvalidArgument(
+        "unknown field '" + field + "'" + DidYouMean(key, kFields) +
+            "; after the degrees a plan takes mb=N, remat=NAME, 1f1b, gpipe "
+            "or interleaved, vpp=N, last=N, offload or offload-params and "
+            "order=A>B>..",
+        "plan");
+  }
+  return {};
+}
+
+// Whether a space-separated token of a plan key is a field after the
+// degrees ("mb=2", "1f1b", "offload") rather than the degrees themselves.
+bool IsKeyField(const std::string& token) {
+  const std::string key = ToLower(token.substr(0, token.find('=')));
+  static const std::vector<std::string> kDegreeKeys = {
+      "dp", "fsdp", "tp", "pp", "ep", "cp", "zero", "sp"};
+  return std::find(kDegreeKeys.begin(), kDegreeKeys.end(), key) ==
+         kDegreeKeys.end();
+}
+
+}  // namespace
+
+Result<void> ParsePlanKey(std::string_view text, TrainingConfig* config) {
+  TrainingConfig c = *config;
+  std::vector<std::string> tokens;
+  for (const std::string& t : Split(text, ' ')) {
+    if (!Trim(t).empty()) tokens.emplace_back(Trim(t));
+  }
+  bool degrees_given = false;
+  bool vpp_given = false;
+  std::vector<std::string> seen;
+  for (const std::string& token : tokens) {
+    if (!IsKeyField(token)) {
+      if (degrees_given) {
+        return InvalidArgument(
+            "the degrees are given twice; write them once, comma-separated "
+            "('dp=2,fsdp=16 mb=1'), got '" +
+                token + "'",
+            "plan");
+      }
+      degrees_given = true;
+      auto par = ParsePlan(token);
+      if (!par) return tl::unexpected(par.error());
+      c.par = *par;
+      continue;
+    }
+    auto ok = ApplyKeyField(token, &c, &seen, &vpp_given);
+    if (!ok) return tl::unexpected(ok.error());
+  }
+  if (!degrees_given) {
+    return InvalidArgument(
+        "expected the degrees first, such as 'fsdp=256,tp=4 mb=1', got '" +
+            std::string(Trim(text)) + "'",
+        "plan");
+  }
+  const bool schedule_given =
+      std::find(seen.begin(), seen.end(), "schedule") != seen.end();
+  if (vpp_given && c.layout.vpp > 1) {
+    if (schedule_given && c.layout.schedule != Schedule::kInterleaved) {
+      return InvalidArgument("vpp=" + std::to_string(c.layout.vpp) +
+                                 " needs the interleaved schedule, got '" +
+                                 std::string(ScheduleName(c.layout.schedule)) +
+                                 "'",
+                             "plan");
+    }
+    c.layout.schedule = Schedule::kInterleaved;
+  } else if (schedule_given && !vpp_given &&
+             c.layout.schedule != Schedule::kInterleaved) {
+    c.layout.vpp = 1;
+  }
+  *config = std::move(c);
+  return {};
+}
+
+namespace {
+
+// A whole number with thousands separators ("4,001,792").
+std::string Grouped(double value) {
+  std::string digits = FormatNumber(value);
+  if (!std::all_of(digits.begin(), digits.end(), [](char ch) {
+        return std::isdigit(static_cast<unsigned char>(ch));
+      })) {
+    return digits;
+  }
+  std::string out;
+  const size_t n = digits.size();
+  for (size_t i = 0; i < n; ++i) {
+    if (i > 0 && (n - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+}  // namespace
+
+std::optional<std::string> RoundBatchToSequences(TrainingConfig* config) {
+  TrainingConfig& c = *config;
+  if (!(c.seq > 0) || !(c.batch_tokens > 0) || !std::isfinite(c.batch_tokens) ||
+      std::floor(c.seq) != c.seq || c.seq > 1e12) {
+    return std::nullopt;
+  }
+  const double seqs = c.batch_tokens / c.seq;
+  const double whole = std::round(seqs);
+  if (whole == seqs || whole < 1 || whole > 1e12) return std::nullopt;
+  std::string note =
+      "batch of " + Grouped(c.batch_tokens) + " tokens rounded to " +
+      Grouped(whole) + (whole == 1 ? " sequence of " : " sequences of ") +
+      Grouped(c.seq) + " = " + Grouped(whole * c.seq) + " tokens";
+  c.batch_tokens = whole * c.seq;
+  return note;
 }
 
 Result<int> MicroBatchFor(const hw::System& sys, const TrainingConfig& cfg,

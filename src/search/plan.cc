@@ -117,9 +117,7 @@ Result<ExplainedPlan> Explain(const model::ModelSpec& model,
                               const hw::System& system,
                               const PlanRequest& request,
                               const SearchResult& counts) {
-  estimate::TrainingConfig cfg = request.base;
-  cfg.par = *request.explain;
-  auto est = estimate::EstimateTraining(model, system, cfg);
+  auto est = estimate::EstimateTraining(model, system, *request.explain);
   if (!est) {
     return tl::unexpected(
         Error{est.error().code, est.error().message, "explain"});

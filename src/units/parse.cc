@@ -165,6 +165,20 @@ const Kind& CountKind() {
                       {{"B", 1e9}, {"b", 1e9}, {"k", 1e3}, {"m", 1e6}}};
   return k;
 }
+// No base unit, so no decimal prefix: only these words (powers of 1024).
+const Kind& LengthKind() {
+  static const Kind k{"a length in tokens",
+                      "4k",
+                      {},
+                      false,
+                      {{"", 1},
+                       {"k", 1024.0},
+                       {"K", 1024.0},
+                       {"Ki", 1024.0},
+                       {"M", 1048576.0},
+                       {"Mi", 1048576.0}}};
+  return k;
+}
 const Kind& FrequencyKind() {
   static const Kind k{"a frequency", "1.98 GHz", {{"Hz", 1}}};
   return k;
@@ -204,6 +218,9 @@ Result<Seconds> ParseDuration(std::string_view text, ParseOptions opts) {
 }
 Result<double> ParseCount(std::string_view text, ParseOptions opts) {
   return ParseKind(text, CountKind(), opts);
+}
+Result<double> ParseLength(std::string_view text, ParseOptions opts) {
+  return ParseKind(text, LengthKind(), opts);
 }
 Result<double> ParseFrequency(std::string_view text, ParseOptions opts) {
   return ParseKind(text, FrequencyKind(), opts);

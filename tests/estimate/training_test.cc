@@ -990,5 +990,121 @@ TEST(TrainingTest, BadPlansAreErrors) {
             "zero=3 is not a ZeRO level for dp: use 1 or 2 (ZeRO-3 is fsdp=N)");
 }
 
+// Plan strings are refused rather than half-read (#17): a key given twice,
+// an sp value that is not a switch, a negative degree, a chip count over
+// 2^24 (computed in 64 bits, so a million times a million does not wrap).
+TEST(ParsePlanTest, RefusesWhatItWouldMisread) {
+  EXPECT_EQ(ParsePlan("tp=2,tp=4").error().message,
+            "tp is given twice in the plan");
+  EXPECT_EQ(ParsePlan("tp=8,sp=maybe").error().message,
+            "sp: expected 0, 1, true, false, on or off, got 'maybe'");
+  EXPECT_EQ(ParsePlan("tp=-8").error().message,
+            "tp: expected a positive degree or physical axes such as x.y, "
+            "got '-8'");
+  EXPECT_EQ(ParsePlan("tp=x..y").error().message,
+            "tp: expected a positive degree or physical axes such as x.y, "
+            "got 'x..y'");
+  EXPECT_EQ(ParsePlan("dp=1000000,tp=1000000").error().message,
+            "the degrees multiply to 1000000000000 chips, more than the "
+            "16777216 (2^24) a plan may span");
+  EXPECT_FALSE(ParsePlan("tp=8,sp=off")->sequence_parallel);
+  EXPECT_TRUE(ParsePlan("tp=8,sp=TRUE")->sequence_parallel);
+  EXPECT_EQ(ParsePlan("fsdp=x.y,tp=z")->axes.at("fsdp"),
+            (std::vector<std::string>{"x", "y"}));
+  EXPECT_EQ(ParsePlan("dp=4096,tp=4096")->product(), 1 << 24);
+}
+
+// The whole plan key: degrees, then fields; each bad field is one sentence.
+TEST(ParsePlanKeyTest, ReadsEveryField) {
+  TrainingConfig c;
+  ASSERT_TRUE(ParsePlanKey("dp=2,fsdp=16,pp=4,zero=2 mb=3 "
+                           "remat=save-matmul-outputs 1f1b last=5 "
+                           "offload-params order=fsdp>pp>dp",
+                           &c)
+                  .has_value());
+  EXPECT_EQ(c.par.dp, 2);
+  EXPECT_EQ(c.par.fsdp, 16);
+  EXPECT_EQ(c.par.pp, 4);
+  EXPECT_EQ(c.par.zero, 2);
+  EXPECT_EQ(c.layout.micro_batch, 3);
+  EXPECT_EQ(c.memory.remat, model::Remat::kSaveMatmulOutputs);
+  EXPECT_EQ(c.layout.schedule, Schedule::k1F1B);
+  EXPECT_EQ(c.layout.vpp, 1);
+  EXPECT_EQ(c.layout.last_stage_layers, 5);
+  EXPECT_TRUE(c.memory.offload_params);
+  EXPECT_TRUE(c.memory.offload_optimizer);
+  // The named ones innermost first, then tp, cp, ep in the default order.
+  EXPECT_EQ(c.layout.placement_order,
+            (std::vector<int>{kFsdp, kPp, kDp, kTp, kCp, kEp}));
+  TrainingConfig i;
+  ASSERT_TRUE(ParsePlanKey("pp=2 interleaved vpp=10", &i).has_value());
+  EXPECT_EQ(i.layout.schedule, Schedule::kInterleaved);
+  EXPECT_EQ(i.layout.vpp, 10);
+  // Degrees alone leave the other fields as they were.
+  TrainingConfig d;
+  d.layout.micro_batch = 4;
+  ASSERT_TRUE(ParsePlanKey("fsdp=8", &d).has_value());
+  EXPECT_EQ(d.par.fsdp, 8);
+  EXPECT_EQ(d.layout.micro_batch, 4);
+}
+
+TEST(ParsePlanKeyTest, OneSentencePerBadField) {
+  auto err = [](const char* key) {
+    TrainingConfig c;
+    auto r = ParsePlanKey(key, &c);
+    EXPECT_FALSE(r.has_value()) << key;
+    return r ? std::string() : r.error().message;
+  };
+  EXPECT_EQ(err("fsdp=8 mb=0"),
+            "mb: expected a positive number of sequences, got '0'");
+  EXPECT_EQ(err("fsdp=8 mb=1 mb=2"), "mb is given twice in the plan");
+  EXPECT_EQ(err("pp=2 1f1b gpipe"), "the schedule is given twice in the plan");
+  EXPECT_EQ(err("fsdp=8 order=fsdp>tq"),
+            "order: expected parallelisms such as fsdp>tp>dp (tp, cp, ep, "
+            "fsdp, dp, pp), got 'tq' (did you mean 'tp'?)");
+  EXPECT_EQ(err("fsdp=8 order=fsdp>fsdp"),
+            "order: fsdp is named twice in 'fsdp>fsdp'");
+  EXPECT_EQ(err("pp=2 1f1b vpp=2"),
+            "vpp=2 needs the interleaved schedule, got '1f1b'");
+  EXPECT_EQ(err("fsdp=8 offload=1"),
+            "offload takes no value: write 'offload' (optimizer state in host "
+            "memory) or 'offload-params' (parameters too), got 'offload=1'");
+  EXPECT_EQ(err("mb=1"),
+            "expected the degrees first, such as 'fsdp=256,tp=4 mb=1', got "
+            "'mb=1'");
+  EXPECT_EQ(err("fsdp=8 tp=2"),
+            "the degrees are given twice; write them once, comma-separated "
+            "('dp=2,fsdp=16 mb=1'), got 'tp=2'");
+  EXPECT_NE(err("fsdp=8 remat=ful").find("remat: unknown remat policy"),
+            std::string::npos);
+  EXPECT_NE(err("fsdp=8 offlod")
+                .find("unknown field 'offlod' (did you mean "
+                      "'offload'?)"),
+            std::string::npos);
+}
+
+// "4M" tokens, as papers write, to the nearest whole 4096-token sequences.
+TEST(RoundBatchToSequencesTest, NearestWholeSequencesWithANote) {
+  TrainingConfig c;
+  c.batch_tokens = 4e6;
+  c.seq = 4096;
+  EXPECT_EQ(RoundBatchToSequences(&c),
+            "batch of 4,000,000 tokens rounded to 977 sequences of 4,096 = "
+            "4,001,792 tokens");
+  EXPECT_EQ(c.batch_tokens, 977 * 4096.0);
+  // Whole already: nothing to say.
+  EXPECT_EQ(RoundBatchToSequences(&c), std::nullopt);
+  EXPECT_EQ(c.batch_tokens, 977 * 4096.0);
+  // Under half a sequence rounds to none: left for the estimator to refuse.
+  c.batch_tokens = 1000;
+  EXPECT_EQ(RoundBatchToSequences(&c), std::nullopt);
+  EXPECT_EQ(c.batch_tokens, 1000);
+  // Over half a sequence is one.
+  c.batch_tokens = 3000;
+  EXPECT_EQ(RoundBatchToSequences(&c),
+            "batch of 3,000 tokens rounded to 1 sequence of 4,096 = 4,096 "
+            "tokens");
+}
+
 }  // namespace
 }  // namespace scalemodel::estimate

@@ -157,8 +157,8 @@ TEST(PlanTrainingTest, ExplainRanksAmongThePlansFound) {
   const model::ModelSpec m = Model("megatron-gpt-1.7b");
   const hw::System sys = System("h100:8x1");
   PlanRequest req = SmallRequest();
-  estimate::Parallelism slow;
-  slow.pp = 8;
+  estimate::TrainingConfig slow = req.base;
+  slow.par.pp = 8;
   req.explain = slow;
   auto r = PlanTraining(m, sys, req);
   ASSERT_TRUE(r.has_value()) << r.error().ToString();
@@ -173,6 +173,51 @@ TEST(PlanTrainingTest, ExplainRanksAmongThePlansFound) {
               step / r->plans[0].candidate.step_time_s - 1, 1e-12);
   // Far behind: past the plans returned, whose rank reads "> top".
   EXPECT_EQ(r->explain->rank, static_cast<int>(r->plans.size()) + 1);
+}
+
+// Every plan `plan train` prints round-trips: its key, read back by
+// estimate::ParsePlanKey onto the request's base config, gives the same
+// step time from EstimateTraining (degrees, micro batch, remat, schedule,
+// virtual stages, offload and placement order all carried by the key).
+TEST(PlanTrainingTest, EveryPlanKeyReproducesItsStepTime) {
+  struct Case {
+    const char* model;
+    const char* system;
+    double sequences;
+    double seq;
+    int top;
+  };
+  const Case cases[] = {
+      {"llama3-8b", "h100:8x4", 128, 8192, 5},
+      {"llama3-70b", "tpu-v5p:8x16x16", 1024, 4096, 5},
+      {"gpt3-175b", "a100:8x128", 1536, 2048, 5},
+      // Pipelines with interleaved stages (vpp=N) and offload.
+      {"llama3-70b", "h100:8x4", 256, 4096, 10},
+      {"gpt3-175b", "h100:8x8", 256, 2048, 20},
+  };
+  for (const Case& k : cases) {
+    const model::ModelSpec m = Model(k.model);
+    PlanRequest req;
+    req.base.batch_tokens = k.sequences * k.seq;
+    req.base.seq = k.seq;
+    req.top = k.top;
+    auto r = PlanTraining(m, System(k.system), req);
+    ASSERT_TRUE(r.has_value()) << r.error().ToString();
+    ASSERT_FALSE(r->plans.empty()) << k.model << " on " << k.system;
+    for (const RankedPlan& p : r->plans) {
+      const std::string key = p.candidate.Key();
+      estimate::TrainingConfig cfg = req.base;
+      auto ok = estimate::ParsePlanKey(key, &cfg);
+      ASSERT_TRUE(ok.has_value()) << key << ": " << ok.error().ToString();
+      auto est = estimate::EstimateTraining(m, p.system, cfg);
+      ASSERT_TRUE(est.has_value()) << key << ": " << est.error().ToString();
+      ASSERT_TRUE(p.estimate.has_value()) << key;
+      EXPECT_NEAR(est->step_time.si() / p.estimate->step_time.si(), 1, 1e-9)
+          << k.model << " on " << k.system << ": " << key;
+      EXPECT_NEAR(est->step_time.si() / p.candidate.step_time_s, 1, 1e-9)
+          << key;
+    }
+  }
 }
 
 // Keeping to what MaxText launches: no ZeRO-1/2 replicas, only its remats.

@@ -40,6 +40,22 @@ TEST(ParseTest, DurationsAndCounts) {
   EXPECT_DOUBLE_EQ(ParseFlops("6.3e24 FLOP")->si(), 6.3e24);
 }
 
+// Lengths as model cards write them: k = 1024 (#16).
+TEST(ParseTest, LengthsTakeKAs1024) {
+  EXPECT_DOUBLE_EQ(*ParseLength("4k"), 4096);
+  EXPECT_DOUBLE_EQ(*ParseLength("128K"), 131072);
+  EXPECT_DOUBLE_EQ(*ParseLength("8Ki"), 8192);
+  EXPECT_DOUBLE_EQ(*ParseLength("1M"), 1048576);
+  EXPECT_DOUBLE_EQ(*ParseLength("2048"), 2048);
+  EXPECT_DOUBLE_EQ(*ParseLength("1.5k"), 1536);
+  EXPECT_EQ(ParseLength("4G").error().message,
+            "expected a length in tokens such as \"4k\", got \"4G\" "
+            "(unknown unit \"G\")");
+  EXPECT_FALSE(ParseLength("0").has_value());
+  // Counts keep decimal prefixes.
+  EXPECT_DOUBLE_EQ(*ParseCount("4k"), 4000);
+}
+
 TEST(ParseTest, ErrorsSayWhatWasExpected) {
   EXPECT_EQ(ParseBandwidth("fast").error().message,
             "expected a bandwidth such as \"3.35 TB/s\", got \"fast\"");

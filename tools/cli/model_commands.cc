@@ -94,7 +94,7 @@ Command AddModelCommand(CLI::App& app) {
     auto imported = ingest::FindModel(cat, o->name);
     if (!imported) return tl::unexpected(imported.error());
     auto seq = ParseOption<double>(
-        "--seq", o->seq, [](auto& t) { return units::ParseCount(t); });
+        "--seq", o->seq, [](auto& t) { return units::ParseLength(t); });
     if (!seq) return tl::unexpected(seq.error());
     auto kv = hw::ParseDtype(o->kv);
     if (!kv)

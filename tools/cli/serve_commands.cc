@@ -53,10 +53,10 @@ static Result<estimate::ServeConfig> ParseServeCommon(
     double price) {
   estimate::ServeConfig c;
   auto p = ParseOption<double>("--prompt", prompt,
-                               [](auto& t) { return units::ParseCount(t); });
+                               [](auto& t) { return units::ParseLength(t); });
   if (!p) return tl::unexpected(p.error());
   auto o = ParseOption<double>("--output", output,
-                               [](auto& t) { return units::ParseCount(t); });
+                               [](auto& t) { return units::ParseLength(t); });
   if (!o) return tl::unexpected(o.error());
   c.prompt = *p;
   c.output = *o;

@@ -60,6 +60,9 @@ struct TrainInputs {
   estimate::TrainingConfig config;
   Json inputs;
   std::optional<launch::TrainEngine> engine;  // --emit
+  // A --batch-tokens that was not whole sequences, rounded: the note saying
+  // so, added to the estimates' notes.
+  std::optional<std::string> batch_note;
 };
 
 static Result<TrainInputs> ResolveTrain(const catalog::Catalog& cat,
@@ -89,9 +92,12 @@ static Result<TrainInputs> ResolveTrain(const catalog::Catalog& cat,
   }
   if (preset) estimate::ApplyEnginePreset(*preset, c);
   if (need_plan) {
-    auto plan = estimate::ParsePlan(o.plan);
+    // The degrees first (--microbatches needs them); the key's other fields
+    // are applied after the options, which they override.
+    estimate::TrainingConfig probe;
+    auto plan = estimate::ParsePlanKey(o.plan, &probe);
     if (!plan) return tl::unexpected(plan.error());
-    c.par = *plan;
+    c.par = probe.par;
   }
   // Tokens ("4Mi") or the SEQUENCESxLENGTH shorthand ("1536x2048").
   Result<double> bt = tl::unexpected(Error{});
@@ -100,7 +106,7 @@ static Result<TrainInputs> ResolveTrain(const catalog::Catalog& cat,
     auto a =
         parts.size() == 2 ? units::ParseCount(parts[0]) : Result<double>(0.0);
     auto b =
-        parts.size() == 2 ? units::ParseCount(parts[1]) : Result<double>(0.0);
+        parts.size() == 2 ? units::ParseLength(parts[1]) : Result<double>(0.0);
     if (parts.size() != 2 || !a || !b) {
       return InvalidArgument(
           "expected tokens (4Mi) or SEQUENCESxLENGTH "
@@ -114,11 +120,14 @@ static Result<TrainInputs> ResolveTrain(const catalog::Catalog& cat,
                              [](auto& t) { return units::ParseCount(t); });
   }
   if (!bt) return tl::unexpected(bt.error());
+  // Lengths take k = 1024 ("4k" = 4096), as model cards mean.
   auto seq = ParseOption<double>("--seq", o.seq,
-                                 [](auto& t) { return units::ParseCount(t); });
+                                 [](auto& t) { return units::ParseLength(t); });
   if (!seq) return tl::unexpected(seq.error());
   c.batch_tokens = *bt;
   c.seq = *seq;
+  // "4M" tokens, as papers write, to the nearest whole sequences.
+  in.batch_note = estimate::RoundBatchToSequences(&c);
   if (!o.tokens.empty()) {
     auto tok = ParseOption<double>(
         "--tokens", o.tokens, [](auto& t) { return units::ParseCount(t); });
@@ -282,6 +291,10 @@ static Result<TrainInputs> ResolveTrain(const catalog::Catalog& cat,
     if (!mb) return tl::unexpected(mb.error());
     c.layout.micro_batch = *mb;
   }
+  if (need_plan) {
+    auto ok = estimate::ParsePlanKey(o.plan, &c);
+    if (!ok) return tl::unexpected(ok.error());
+  }
   in.inputs = {
       {"model", in.model.spec.id},
       {"system", in.system.id},
@@ -334,7 +347,9 @@ static void AddTrainOptions(CLI::App* app, TrainOptionsCli& o, bool plan) {
     app->add_option(
            "--plan", o.plan,
            "Degrees dp,fsdp,tp,pp,ep,cp (product = chips) and zero=1|2, "
-           "or physical axes: fsdp=x.y,tp=z")
+           "or physical axes: fsdp=x.y,tp=z; or a whole plan as plan train "
+           "prints it ('dp=2,fsdp=16,zero=2 mb=1 remat=none order=fsdp>dp'), "
+           "whose fields override the options")
         ->required();
   }
   app->add_option("--batch-tokens", o.batch_tokens,
@@ -569,7 +584,9 @@ Command AddTrainCommand(CLI::App& app) {
       "  scalemodel train --model deepseek-v3 --system b200:8x32 --plan "
       "pp=8,ep=32,zero=1 --batch-tokens 4096x4096 --seq 4096 --schedule "
       "interleaved --vpp 2 --precision fp8 --fp8-recipe mxfp8 --ep-dedup "
-      "--ep-overlap --remat selective");
+      "--ep-overlap --remat selective\n"
+      "  scalemodel train --model llama3-8b --system h100:8x4 --plan "
+      "'fsdp=32 mb=1 remat=none order=fsdp' --batch-tokens 1Mi --seq 8192");
   AddTrainOptions(c.app, *o, true);
   c.action = [o](const catalog::Catalog& cat) -> Result<Output> {
     TrainOptionsCli opts = *o;
@@ -578,6 +595,7 @@ Command AddTrainCommand(CLI::App& app) {
     auto est =
         estimate::EstimateTraining(in->model.spec, in->system, in->config);
     if (!est) return tl::unexpected(est.error());
+    if (in->batch_note) est->notes.insert(est->notes.begin(), *in->batch_note);
     Output out;
     in->inputs["plan"] = in->config.par.ToString();
     Json result = report::ToJson(*est);
@@ -792,11 +810,13 @@ Command AddPlanCommand(CLI::App& app) {
       req.chip_counts.push_back(static_cast<int>(*n));
     }
     if (!o->explain.empty()) {
-      auto plan = estimate::ParsePlan(o->explain);
-      if (!plan)
+      // The whole plan key; its fields override the options.
+      estimate::TrainingConfig own = in->config;
+      auto ok = estimate::ParsePlanKey(o->explain, &own);
+      if (!ok)
         return tl::unexpected(
-            Error{plan.error().code, plan.error().message, "--explain"});
-      req.explain = *plan;
+            Error{ok.error().code, ok.error().message, "--explain"});
+      req.explain = std::move(own);
     }
     auto start = std::chrono::steady_clock::now();
     bool printed = false;
@@ -814,6 +834,17 @@ Command AddPlanCommand(CLI::App& app) {
     auto res = search::PlanTraining(in->model.spec, in->system, req);
     if (printed) std::fprintf(stderr, "\n");
     if (!res) return tl::unexpected(res.error());
+    if (in->batch_note) {
+      for (search::RankedPlan& r : res->plans) {
+        if (r.estimate) {
+          r.estimate->notes.insert(r.estimate->notes.begin(), *in->batch_note);
+        }
+      }
+      if (res->explain) {
+        auto& notes = res->explain->estimate.notes;
+        notes.insert(notes.begin(), *in->batch_note);
+      }
+    }
     const search::SearchResult& counts = res->counts;
     Output out;
     Json plans = Json::array();

@@ -47,9 +47,33 @@ struct Parallelism {
 
 // Parses "dp=8,fsdp=256,tp=4,pp=1,ep=1,cp=1,zero=1" or with physical axes
 // instead of degrees ("fsdp=x.y,tp=z"); degrees of explicit axes are filled
-// in by EstimateTraining. Errors name the key.
+// in by EstimateTraining. Errors name the key; a key given twice, an sp
+// value other than 0/1/true/false/on/off, a degree that is neither positive
+// nor axis names, and degrees multiplying past 2^24 chips are refused.
 Result<Parallelism> ParsePlan(std::string_view text);
 Result<Schedule> ParseSchedule(std::string_view text);
+
+struct TrainingConfig;
+// Parses a whole plan as `scalemodel plan train` prints it
+// (search::PlanCandidate::Key()) into `config`: the degrees (ParsePlan),
+// then space-separated fields mb=N (layout.micro_batch), remat=NAME
+// (memory.remat), 1f1b | gpipe | interleaved (layout.schedule), vpp=N
+// (layout.vpp; > 1 implies interleaved), last=N (layout.last_stage_layers),
+// offload | offload-params (memory.*) and order=A>B>.. (layout.
+// placement_order: the named parallelisms innermost first, then the others
+// in the default order tp, cp, ep, fsdp, dp, pp). Fields absent keep
+// `config`'s values; a schedule other than interleaved without vpp= sets
+// vpp to 1. `config` is unchanged on error ("plan": one sentence per bad
+// field, a field given twice, degrees missing or given twice).
+//   "dp=2,fsdp=512,cp=2,zero=2 mb=1 remat=none 1f1b last=5 order=fsdp>cp>dp"
+Result<void> ParsePlanKey(std::string_view text, TrainingConfig* config);
+
+// A batch that is not a whole number of sequences ("4M" tokens at seq 4096)
+// rounded to the nearest whole number of them; returns the note that says
+// so ("batch of 4,000,000 tokens rounded to 977 sequences of 4,096 =
+// 4,001,792 tokens"), or nothing when the batch is whole or would round to
+// no sequence at all (EstimateTraining then refuses it).
+std::optional<std::string> RoundBatchToSequences(TrainingConfig* config);
 
 enum class AttentionKernel { kFused, kFlash2, kMaterialized };
 std::string_view AttentionKernelName(AttentionKernel k);

@@ -57,9 +57,9 @@ struct PlanRequest {
   // Called about every 100 ms from the calling thread with the fraction of
   // the current size's space covered and the configurations so far.
   std::function<void(double fraction, double configs)> progress;
-  // A layout (with base's other fields) to estimate on the whole system and
-  // rank among the plans found.
-  std::optional<estimate::Parallelism> explain;
+  // A whole plan to estimate on the whole system and rank among the plans
+  // found: usually `base` with a plan key applied (estimate::ParsePlanKey).
+  std::optional<estimate::TrainingConfig> explain;
 };
 
 // One ranked, distinct plan.

@@ -34,6 +34,10 @@ Result<Seconds> ParseDuration(std::string_view text, ParseOptions opts = {});
 // Plain counts with optional decimal or binary multipliers: "4M" tokens,
 // "15T" tokens, "1.5B" (billion), "4Ki" (4096), "2048".
 Result<double> ParseCount(std::string_view text, ParseOptions opts = {});
+// Lengths in tokens (sequence, prompt, output) as model cards write them:
+// k or K = 1,024 and M = 1,048,576 ("4k" = 4096, "128k" = 131072), as are
+// Ki and Mi; plain numbers as written. Other prefixes are refused.
+Result<double> ParseLength(std::string_view text, ParseOptions opts = {});
 // Clock frequency in hertz: "1.98 GHz", "1410 MHz".
 Result<double> ParseFrequency(std::string_view text, ParseOptions opts = {});
 // Power in watts: "700 W", "1.2 kW".
