@@ -168,6 +168,58 @@ std::string Parallelism::ToString() const {
   return s.empty() ? "dp=1" : s;
 }
 
+namespace {
+
+// "sp=VALUE": sequence parallelism on or off.
+Result<bool> ParseSequenceParallel(const std::string& value) {
+  const std::string v = ToLower(value);
+  if (v != "0" && v != "1" && v != "true" && v != "false" && v != "on" &&
+      v != "off") {
+    return InvalidArgument(
+        "sp: expected 0, 1, true, false, on or off, got '" + value + "'",
+        "plan");
+  }
+  return v == "1" || v == "true" || v == "on";
+}
+
+// "KEY=x.y": physical axis names (a letter, then letters, digits or '_').
+Result<std::vector<std::string>> ParseAxes(const std::string& key,
+                                           const std::string& value) {
+  std::vector<std::string> axes = Split(value, '.');
+  const bool names =
+      std::all_of(axes.begin(), axes.end(), [](const std::string& a) {
+        return !a.empty() && std::isalpha(static_cast<unsigned char>(a[0])) &&
+               std::all_of(a.begin(), a.end(), [](char ch) {
+                 return std::isalnum(static_cast<unsigned char>(ch)) ||
+                        ch == '_';
+               });
+      });
+  if (!names) {
+    return InvalidArgument(key +
+                               ": expected a positive degree or physical "
+                               "axes such as x.y, got '" +
+                               value + "'",
+                           "plan");
+  }
+  return axes;
+}
+
+// The chip count in 64 bits: degrees of a million each would wrap an int.
+Result<bool> CheckPlanSize(const Parallelism& p) {
+  constexpr long long kMaxPlanChips = 1LL << 24;
+  const long long chips =
+      static_cast<long long>(p.dp) * p.fsdp * p.tp * p.pp * p.ep * p.cp;
+  if (chips > kMaxPlanChips) {
+    return InvalidArgument(
+        "the degrees multiply to " + FormatNumber(static_cast<double>(chips)) +
+            " chips, more than the 16777216 (2^24) a plan may span",
+        "plan");
+  }
+  return true;
+}
+
+}  // namespace
+
 Result<Parallelism> ParsePlan(std::string_view text) {
   Parallelism p;
   std::vector<std::string> seen;
@@ -195,14 +247,9 @@ Result<Parallelism> ParsePlan(std::string_view text) {
     }
     seen.push_back(key);
     if (key == "sp") {
-      const std::string v = ToLower(value);
-      if (v != "0" && v != "1" && v != "true" && v != "false" && v != "on" &&
-          v != "off") {
-        return InvalidArgument(
-            "sp: expected 0, 1, true, false, on or off, got '" + value + "'",
-            "plan");
-      }
-      p.sequence_parallel = v == "1" || v == "true" || v == "on";
+      auto sp = ParseSequenceParallel(value);
+      if (!sp) return tl::unexpected(sp.error());
+      p.sequence_parallel = *sp;
       continue;
     }
     bool numeric =
@@ -214,24 +261,9 @@ Result<Parallelism> ParsePlan(std::string_view text) {
         return InvalidArgument("zero: expected 0, 1 or 2, got '" + value + "'",
                                "plan");
       }
-      std::vector<std::string> axes = Split(value, '.');
-      const bool names =
-          std::all_of(axes.begin(), axes.end(), [](const std::string& a) {
-            return !a.empty() &&
-                   std::isalpha(static_cast<unsigned char>(a[0])) &&
-                   std::all_of(a.begin(), a.end(), [](char ch) {
-                     return std::isalnum(static_cast<unsigned char>(ch)) ||
-                            ch == '_';
-                   });
-          });
-      if (!names) {
-        return InvalidArgument(key +
-                                   ": expected a positive degree or physical "
-                                   "axes such as x.y, got '" +
-                                   value + "'",
-                               "plan");
-      }
-      p.axes[key] = std::move(axes);
+      auto axes = ParseAxes(key, value);
+      if (!axes) return tl::unexpected(axes.error());
+      p.axes[key] = std::move(*axes);
       continue;
     }
     long v = std::strtol(value.c_str(), nullptr, 10);
@@ -257,16 +289,8 @@ Result<Parallelism> ParsePlan(std::string_view text) {
                                 : &p.cp;
     *slot = static_cast<int>(v);
   }
-  // The chip count in 64 bits: degrees of a million each would wrap an int.
-  constexpr long long kMaxPlanChips = 1LL << 24;
-  const long long chips =
-      static_cast<long long>(p.dp) * p.fsdp * p.tp * p.pp * p.ep * p.cp;
-  if (chips > kMaxPlanChips) {
-    return InvalidArgument(
-        "the degrees multiply to " + FormatNumber(static_cast<double>(chips)) +
-            " chips, more than the 16777216 (2^24) a plan may span",
-        "plan");
-  }
+  auto ok = CheckPlanSize(p);
+  if (!ok) return tl::unexpected(ok.error());
   return p;
 }
 
