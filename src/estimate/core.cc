@@ -759,11 +759,12 @@ double ActivationsOf(const ModelConsts& mc, const PlanShape& s,
   return acts;
 }
 
-void MemoryOf(const ModelConsts& mc, const PlanShape& s, const Parallelism& par,
-              const TrainingConfig& cfg, const hw::Chip& chip, CoreResult* r) {
-  const StateMemory st = StatePerChip(SharesOf(mc, par), par, cfg.mode,
-                                      cfg.memory.offload_optimizer,
-                                      cfg.memory.offload_params, s.lps);
+void MemoryOf(const ModelConsts& mc, const PlanShape& s, const ParamShares& sh,
+              const Parallelism& par, const TrainingConfig& cfg,
+              const hw::Chip& chip, CoreResult* r) {
+  const StateMemory st =
+      StatePerChip(sh, par, cfg.mode, cfg.memory.offload_optimizer,
+                   cfg.memory.offload_params, s.lps);
   r->params = st.params;
   r->grads = st.grads;
   r->optimizer = st.optimizer;
@@ -785,7 +786,8 @@ double ActivationsPerChip(const ModelConsts& mc, const Parallelism& par,
 void MemoryPerChip(const ModelConsts& mc, const Parallelism& par,
                    const TrainingConfig& cfg, const hw::Chip& chip,
                    int microbatches, CoreResult* r) {
-  MemoryOf(mc, ShapeOf(mc, par, cfg, microbatches), par, cfg, chip, r);
+  MemoryOf(mc, ShapeOf(mc, par, cfg, microbatches), SharesOf(mc, par), par, cfg,
+           chip, r);
 }
 
 void EvaluateCore(const ModelConsts& mc, const LayerCompute& lc,
@@ -853,7 +855,7 @@ void EvaluateCore(const ModelConsts& mc, const LayerCompute& lc,
   r->other = o.update;
   r->elem_total = m * st.elem + o.update;
   r->pcie_time = o.offload + o.offload_params;
-  MemoryOf(mc, s, par, cfg, chip, r);
+  MemoryOf(mc, s, sh, par, cfg, chip, r);
 }
 
 }  // namespace scalemodel::estimate

@@ -67,7 +67,7 @@ void ApplyEnginePreset(Engine engine, TrainingConfig& c) {
       c.habits.unfused_cross_entropy = true;
       // With --bf16, Megatron-LM accumulates and reduces gradients in fp32
       // unless --grad-reduce-in-bf16 (megatron/training/arguments.py; the
-      // launch line writer, src/io/launch.cc, relies on the same default).
+      // launch line writer, src/launch/launch.cc, relies on the same default).
       c.precision.grad_reduce = hw::Dtype::kFp32;
       // --fp8-recipe defaults to "delayed" (the estimator's default).
       break;
@@ -87,7 +87,7 @@ void ApplyEnginePreset(Engine engine, TrainingConfig& c) {
       c.precision.grad_reduce = hw::Dtype::kFp32;
       // Float8 training through torchao scales each tensor as it is cast
       // (dynamic tensorwise scaling, torchtitan's default float8 recipe;
-      // the torchtitan launch line in src/io/launch.cc says the same).
+      // the torchtitan launch line in src/launch/launch.cc says the same).
       c.precision.fp8_recipe = Fp8Recipe::kTensorwise;
       break;
     case Engine::kDeepSpeed:

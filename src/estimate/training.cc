@@ -170,6 +170,10 @@ std::string Parallelism::ToString() const {
 
 namespace {
 
+// The keys of a plan's degrees part ("dp=8,fsdp=256,tp=4,zero=1,sp=0").
+const std::vector<std::string> kPlanDegreeKeys = {"dp", "fsdp", "tp",   "pp",
+                                                  "ep", "cp",   "zero", "sp"};
+
 // "sp=VALUE": sequence parallelism on or off.
 Result<bool> ParseSequenceParallel(const std::string& value) {
   const std::string v = ToLower(value);
@@ -223,8 +227,6 @@ Result<bool> CheckPlanSize(const Parallelism& p) {
 Result<Parallelism> ParsePlan(std::string_view text) {
   Parallelism p;
   std::vector<std::string> seen;
-  static const std::vector<std::string> kKeys = {"dp", "fsdp", "tp",   "pp",
-                                                 "ep", "cp",   "zero", "sp"};
   for (const std::string& raw : Split(text, ',')) {
     std::string item(Trim(raw));
     if (item.empty()) continue;
@@ -236,9 +238,10 @@ Result<Parallelism> ParsePlan(std::string_view text) {
     }
     std::string key = ToLower(Trim(item.substr(0, eq)));
     std::string value(Trim(item.substr(eq + 1)));
-    if (std::find(kKeys.begin(), kKeys.end(), key) == kKeys.end()) {
+    if (std::find(kPlanDegreeKeys.begin(), kPlanDegreeKeys.end(), key) ==
+        kPlanDegreeKeys.end()) {
       return InvalidArgument(
-          "unknown key '" + key + "'" + DidYouMean(key, kKeys) +
+          "unknown key '" + key + "'" + DidYouMean(key, kPlanDegreeKeys) +
               "; expected dp, fsdp, tp, pp, ep, cp, zero or sp",
           "plan");
     }
@@ -420,10 +423,8 @@ Result<void> ApplyKeyField(const std::string& field, TrainingConfig* c,
 // degrees ("mb=2", "1f1b", "offload") rather than the degrees themselves.
 bool IsKeyField(const std::string& token) {
   const std::string key = ToLower(token.substr(0, token.find('=')));
-  static const std::vector<std::string> kDegreeKeys = {
-      "dp", "fsdp", "tp", "pp", "ep", "cp", "zero", "sp"};
-  return std::find(kDegreeKeys.begin(), kDegreeKeys.end(), key) ==
-         kDegreeKeys.end();
+  return std::find(kPlanDegreeKeys.begin(), kPlanDegreeKeys.end(), key) ==
+         kPlanDegreeKeys.end();
 }
 
 }  // namespace

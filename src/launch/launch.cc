@@ -737,14 +737,6 @@ estimate::Engine PresetOf(TrainEngine engine) {
   return estimate::Engine::kMegatron;
 }
 
-int MaxZeroLevel(TrainEngine engine) {
-  return estimate::MaxZeroLevel(PresetOf(engine));
-}
-
-std::vector<model::Remat> ExactRemats(TrainEngine engine) {
-  return estimate::ExactRemats(PresetOf(engine));
-}
-
 Result<std::string> EmitTraining(TrainEngine engine,
                                  const ingest::ImportedModel& model,
                                  const hw::System& system,

@@ -41,14 +41,11 @@ Result<TrainEngine> ParseTrainEngine(std::string_view text);
 Result<ServeEngine> ParseServeEngine(std::string_view text);
 
 // Whether the engine runs on this system's chips (Megatron-LM and
-// torchtitan need GPUs) and the highest ZeRO level it can express for
-// data-parallel replicas (MaxText and torchtitan: 0; Megatron: 2).
+// torchtitan need GPUs).
 Result<bool> CheckTrainEngine(TrainEngine engine, const hw::System& system);
-int MaxZeroLevel(TrainEngine engine);
-// The remat policies the engine expresses exactly (the others map to its
-// nearest, with a comment); estimate::ExactRemats lists them.
-std::vector<model::Remat> ExactRemats(TrainEngine engine);
-// The preset (estimate/presets.h) of the framework a launch line is for.
+// The preset (estimate/presets.h) of the framework a launch line is for;
+// estimate::MaxZeroLevel and estimate::ExactRemats of it say which plans
+// the engine can launch.
 estimate::Engine PresetOf(TrainEngine engine);
 
 // `est` is EstimateTraining's result for (model.spec, system, cfg): it
