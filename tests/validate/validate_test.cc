@@ -4,9 +4,12 @@
 
 #include <cmath>
 #include <fstream>
+#include <set>
 #include <sstream>
+#include <string>
 
 #include "../testing/catalog.h"
+#include "nlohmann/json.hpp"
 
 namespace scalemodel::validate {
 namespace {
@@ -55,12 +58,36 @@ TEST(ValidateTest, EveryPublishedRowHasASourceFamilyAndIsSummarised) {
   EXPECT_EQ(summarised, published);
 }
 
+// The ids of the training rows added for issue #22 ("added_in": "issue 22"
+// in data/validation/training_runs.json): published runs the engine was not
+// developed against, kept out of issue #6's in-sample targets below.
+std::set<std::string> Issue22RowIds() {
+  std::ifstream in(std::string(SCALEMODEL_SOURCE_DIR) +
+                   "/data/validation/training_runs.json");
+  std::set<std::string> ids;
+  if (!in.good()) return ids;
+  const nlohmann::json doc = nlohmann::json::parse(in);
+  for (const nlohmann::json& row : doc.at("runs")) {
+    if (row.value("added_in", std::string()) == "issue 22") {
+      ids.insert(row.at("id").get<std::string>());
+    }
+  }
+  return ids;
+}
+
 // Issue #6's targets for the realistic model on the published training
-// runs, GPU and TPU rows separately: median absolute error at most 10%, 90th
-// percentile at most 25%. A change that breaks them has to say so here.
+// runs it was developed against (shared/measured/runs.json), GPU and TPU rows
+// separately: median absolute error at most 10%, 90th percentile at most 25%.
+// A change that breaks them has to say so here. The rows added for issue #22
+// are out of sample and are reported, not held to these targets.
 TEST(ValidateTest, TrainingAccuracyTargets) {
+  const std::set<std::string> added = Issue22RowIds();
+  ValidationReport dev = Report();
+  std::erase_if(dev.cases,
+                [&](const ValidationCase& c) { return added.count(c.id) > 0; });
+  Summarize(dev);
   int found = 0;
-  for (const GroupSummary& s : Report().summary) {
+  for (const GroupSummary& s : dev.summary) {
     if (s.group != "gpu" && s.group != "tpu") continue;
     ++found;
     EXPECT_GE(s.count, 30) << s.group;
@@ -68,6 +95,28 @@ TEST(ValidateTest, TrainingAccuracyTargets) {
     EXPECT_LE(s.p90_abs_rel_error, 0.25) << s.group;
   }
   EXPECT_EQ(found, 2);
+}
+
+// Issue #22 item 8: at least 60 new published training runs, TPU rows
+// among them, each with its source, and every one compared (none skipped,
+// every prediction finite).
+TEST(ValidateTest, Issue22RowsAllEvaluate) {
+  const std::set<std::string> added = Issue22RowIds();
+  EXPECT_GE(added.size(), 60u);
+  std::set<std::string> compared;
+  int tpu = 0;
+  for (const ValidationCase& c : Report().cases) {
+    if (added.count(c.id) == 0) continue;
+    compared.insert(c.id);
+    if (c.group == "tpu") ++tpu;
+    EXPECT_TRUE(std::isfinite(c.predicted)) << c.id;
+    EXPECT_FALSE(c.source.empty()) << c.id;
+  }
+  EXPECT_EQ(compared.size(), added.size());
+  EXPECT_GE(tpu, 30);
+  for (const std::string& s : Report().skipped) {
+    EXPECT_EQ(added.count(s.substr(0, s.find(':'))), 0u) << s;
+  }
 }
 
 // docs/accuracy.md is generated; it must match what the code predicts now.
