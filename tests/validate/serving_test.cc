@@ -139,8 +139,7 @@ TEST(ServingValidationTest, SchemaErrorsAreOneSentenceWithTheRowId) {
       << e;
   e = SchemaError(head + R"({"batch": 1, "prompt": 1, "output": 1,
       "measured": {"tpot": 0.01}}]})");
-  EXPECT_NE(e.find("unknown measured quantity 'tpot'"), std::string::npos)
-      << e;
+  EXPECT_NE(e.find("unknown measured quantity 'tpot'"), std::string::npos) << e;
   e = SchemaError(head + R"({"rate": -2, "prompt": 1, "output": 1,
       "measured": {"tpot_s": 0.01}}]})");
   EXPECT_NE(e.find("expected 'rate' as a positive number, found -2"),
@@ -148,8 +147,7 @@ TEST(ServingValidationTest, SchemaErrorsAreOneSentenceWithTheRowId) {
       << e;
   e = SchemaError(head + R"({"batch": 1, "prompt": "long", "output": 1,
       "measured": {"tpot_s": 0.01}}]})");
-  EXPECT_NE(e.find("expected 'prompt' as a positive number"),
-            std::string::npos)
+  EXPECT_NE(e.find("expected 'prompt' as a positive number"), std::string::npos)
       << e;
   e = SchemaError(R"({"id": "no-cases", "system": "h100:1x1", "model":
       {"catalog": "llama3-8b"}, "plan": {"tp": 1}, "weights": "fp7"})");
