@@ -1,6 +1,7 @@
 #include "scalemodel/validate/validate.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <optional>
 
@@ -249,74 +250,452 @@ Result<TrainingRun> ReadTrainingRun(const catalog::Catalog& cat,
   return run;
 }
 
-// One published serving row: each measured point is a case.
-void InferenceRow(const catalog::Catalog& cat, const std::string& path,
-                  const json& row, ValidationReport& report) {
-  std::string id = row.value("id", "?");
+// ---- Serving points (issue #15 item 6; docs/validation-sources.md) ----
+
+// What a serving point may measure; each key is compared with its own
+// estimate quantity (PredictServingMetric).
+constexpr const char* kServingMetrics[] = {"tpot_s",
+                                           "itl_s",
+                                           "ttft_s",
+                                           "e2e_s",
+                                           "tokens_per_s_per_chip",
+                                           "output_tokens_per_s",
+                                           "tokens_per_s_per_user"};
+
+// The serving metric classes, in report order.
+const std::string kServingClasses[] = {"tpot", "ttft", "throughput",
+                                       "throughput_max", "e2e"};
+
+bool IsServingMetric(const std::string& k) {
+  for (const char* m : kServingMetrics) {
+    if (k == m) return true;
+  }
+  return false;
+}
+
+// One sentence for a row that breaks the schema: where, what was expected,
+// what was found.
+tl::unexpected<Error> RowError(const std::string& path, const std::string& id,
+                               int k, const std::string& what) {
+  return InvalidArgument(
+      fmt::format("serving row '{}'{}: {}", id,
+                  k > 0 ? fmt::format(" case {}", k) : std::string(), what),
+      path);
+}
+
+bool PositiveNumber(const json& v) {
+  return v.is_number() && std::isfinite(v.get<double>()) && v.get<double>() > 0;
+}
+
+// The load a serving point states, as the static estimate takes it.
+struct ServingLoad {
+  double batch = 1;          // sequences decoding together
+  double prefill_batch = 1;  // prompts prefilled together (TTFT)
+  bool max_batch = false;    // "batch": "max"
+  std::string text;          // how the load was read, for the setup column
+};
+
+// The single adapter between a published serving point and the estimator:
+// the predicted value of `metric` at `load`, from the static estimate (the
+// decode step at load.batch, the prefill of load.prefill_batch prompts). A
+// continuous-batching simulator can take its place here for rows that state
+// a rate or a concurrency. `infeasible` receives the estimator's reason when
+// the load does not fit.
+Result<double> PredictServingMetric(const model::ModelSpec& m,
+                                    const hw::System& sys,
+                                    estimate::ServeConfig cfg,
+                                    const ServingLoad& load,
+                                    const std::string& metric,
+                                    std::string* infeasible) {
+  cfg.batch = load.batch;
+  auto decode = estimate::EstimateServing(m, sys, cfg);
+  if (!decode) return tl::unexpected(decode.error());
+  if (!decode->feasible) *infeasible = decode->reason;
+  if (load.prefill_batch == load.batch) {
+    // A static batch: the estimate's own figures.
+    if (metric == "tpot_s" || metric == "itl_s")
+      return decode->decode_step.si();
+    if (metric == "ttft_s") return decode->ttft.si();
+    if (metric == "e2e_s") return decode->request_latency.si();
+    if (metric == "tokens_per_s_per_chip") return decode->tokens_per_s_per_chip;
+    if (metric == "output_tokens_per_s") return decode->tokens_per_s;
+    return decode->tokens_per_s_per_user;
+  }
+  cfg.batch = load.prefill_batch;
+  auto prefill = estimate::EstimateServing(m, sys, cfg);
+  if (!prefill) return tl::unexpected(prefill.error());
+  const double step = decode->decode_step.si();
+  const double ttft = prefill->ttft.si();
+  const double e2e = ttft + cfg.output * step;
+  const double per_replica = load.batch * cfg.output / e2e;
+  if (metric == "tpot_s" || metric == "itl_s") return step;
+  if (metric == "ttft_s") return ttft;
+  if (metric == "e2e_s") return e2e;
+  if (metric == "tokens_per_s_per_chip") {
+    return per_replica / (cfg.tp * cfg.ep);
+  }
+  if (metric == "output_tokens_per_s") return per_replica * cfg.dp;
+  return 1.0 / step;
+}
+
+// Reads a case's load: a static batch (a number, or "max" for the largest
+// that fits, capped at the 8192 CUDA-graph padding limit the TensorRT-LLM
+// sources state), a closed-loop concurrency, or a Poisson rate whose
+// concurrency follows from Little's law (rate x the measured end-to-end
+// latency the case states as "e2e_s", else x the predicted one).
+Result<ServingLoad> ReadLoad(const model::ModelSpec& m, const hw::System& sys,
+                             estimate::ServeConfig cfg, const json& c) {
+  ServingLoad load;
+  if (c.contains("batch") && c["batch"].is_string()) {
+    cfg.batch = 1;
+    auto probe = estimate::EstimateServing(m, sys, cfg);
+    if (!probe) return tl::unexpected(probe.error());
+    load.batch = load.prefill_batch =
+        std::max(1.0, std::min(8192.0, probe->max_batch));
+    load.max_batch = true;
+    load.text =
+        "batch " + FormatNumber(load.batch) + " (the largest that fits)";
+  } else if (c.contains("batch")) {
+    load.batch = load.prefill_batch = c["batch"].get<double>();
+    load.text = "batch " + FormatNumber(load.batch);
+  } else if (c.contains("concurrency")) {
+    load.batch = c["concurrency"].get<double>();
+    load.text = "concurrency " + FormatNumber(load.batch) +
+                " (TTFT: one prompt's prefill)";
+  } else {
+    const double rate = c["rate"].get<double>();
+    if (c.contains("e2e_s")) {
+      load.batch = std::max(1.0, rate * c["e2e_s"].get<double>());
+      load.text = fmt::format(
+          "rate {}/s, concurrency {:.3g} (rate x measured end-to-end "
+          "latency; TTFT: one prompt's prefill)",
+          FormatNumber(rate), load.batch);
+      return load;
+    }
+    for (int i = 0; i < 50; ++i) {
+      std::string unused;
+      auto e2e = PredictServingMetric(m, sys, cfg, load, "e2e_s", &unused);
+      if (!e2e) return tl::unexpected(e2e.error());
+      load.batch = std::max(1.0, rate * *e2e);
+    }
+    load.text = fmt::format(
+        "rate {}/s, concurrency {:.3g} (rate x predicted end-to-end latency; "
+        "TTFT: one prompt's prefill)",
+        FormatNumber(rate), load.batch);
+  }
+  return load;
+}
+
+// Checks one case against the schema; an empty string when it conforms.
+std::string CaseSchemaError(const json& c) {
+  if (!c.is_object()) return "expected an object, found " + c.dump();
+  for (const char* k : {"prompt", "output"}) {
+    if (!c.contains(k) || !PositiveNumber(c[k])) {
+      return fmt::format(
+          "expected '{}' as a positive number of tokens, found "
+          "{}",
+          k, c.contains(k) ? c[k].dump() : "none");
+    }
+  }
+  int loads = 0;
+  for (const char* k : {"batch", "concurrency", "rate"}) {
+    if (!c.contains(k)) continue;
+    ++loads;
+    const bool ok =
+        PositiveNumber(c[k]) || (std::string(k) == "batch" && c[k] == "max");
+    if (!ok) {
+      return fmt::format("expected '{}' as a positive number{}, found {}", k,
+                         std::string(k) == "batch" ? " or \"max\"" : "",
+                         c[k].dump());
+    }
+  }
+  if (loads != 1) {
+    return fmt::format(
+        "expected exactly one of batch, concurrency or rate, found {}; state "
+        "the load the source ran at",
+        loads);
+  }
+  if (c.contains("e2e_s") &&
+      (!c.contains("rate") || !PositiveNumber(c["e2e_s"]))) {
+    return "expected 'e2e_s' (the measured latency behind a rate's "
+           "concurrency) "
+           "as a positive number of seconds beside 'rate'; a measured "
+           "end-to-end latency to compare belongs under 'measured'";
+  }
+  if (c.contains("statistic") && !c["statistic"].is_string()) {
+    return "expected 'statistic' as text (median, mean), found " +
+           c["statistic"].dump();
+  }
+  json meas = json::object();
+  if (c.contains("measured")) {
+    if (!c["measured"].is_object()) {
+      return "expected 'measured' as an object, found " + c["measured"].dump();
+    }
+    meas = c["measured"];
+  }
+  if (c.contains("metric")) {
+    if (!c["metric"].is_string()) {
+      return "expected 'metric' as text, found " + c["metric"].dump();
+    }
+    meas[c["metric"].get<std::string>()] = c.value("value", json());
+  }
+  if (meas.empty()) {
+    return "expected a 'measured' object (tpot_s, itl_s, ttft_s, e2e_s, "
+           "tokens_per_s_per_chip, output_tokens_per_s, "
+           "tokens_per_s_per_user), found none";
+  }
+  for (auto it = meas.begin(); it != meas.end(); ++it) {
+    if (!IsServingMetric(it.key())) {
+      return fmt::format(
+          "unknown measured quantity '{}'; expected one of tpot_s, itl_s, "
+          "ttft_s, e2e_s, tokens_per_s_per_chip, output_tokens_per_s, "
+          "tokens_per_s_per_user",
+          it.key());
+    }
+    if (!PositiveNumber(it.value())) {
+      return fmt::format("expected {} as a positive number, found {}", it.key(),
+                         it.value().dump());
+    }
+  }
+  return "";
+}
+
+// Checks the row's own fields; an empty string when they conform.
+std::string RowSchemaError(const json& row) {
+  if (!row.contains("system") || !row["system"].is_string()) {
+    return "expected 'system' as a catalog system such as \"h100:8x1\"";
+  }
+  if (!row.contains("model") || !row["model"].is_object()) {
+    return "expected 'model' as {\"catalog\": id} or an inline config";
+  }
+  if (!row.contains("plan") || !row["plan"].is_object()) {
+    return "expected 'plan' as an object with tp and ep degrees";
+  }
+  for (const char* k : {"tp", "ep"}) {
+    if (row["plan"].contains(k) && !(row["plan"][k].is_number_integer() &&
+                                     row["plan"][k].get<long>() > 0)) {
+      return fmt::format("expected plan '{}' as a positive integer, found {}",
+                         k, row["plan"][k].dump());
+    }
+  }
+  for (const char* k : {"weights", "kv"}) {
+    if (row.contains(k) &&
+        !(row[k].is_string() && hw::ParseDtype(row[k].get<std::string>()))) {
+      return fmt::format(
+          "expected '{}' as a dtype (bf16, fp8, int8, fp4...), "
+          "found {}",
+          k, row[k].dump());
+    }
+  }
+  if (!row.contains("cases") || !row["cases"].is_array() ||
+      row["cases"].empty()) {
+    return "expected 'cases' as a non-empty list of measured points";
+  }
+  return "";
+}
+
+// The engine a row ran, without its version: its "engine" up to " v1.2",
+// else its family up to the first comma.
+std::string RowEngine(const json& row) {
+  if (row.contains("engine") && row["engine"].is_string()) {
+    std::string e = row["engine"].get<std::string>();
+    size_t v = e.find(" v");
+    if (v != std::string::npos && v + 2 < e.size() &&
+        std::isdigit(static_cast<unsigned char>(e[v + 2]))) {
+      e.resize(v);
+    }
+    return e;
+  }
+  std::string fam = row.value("family", std::string());
+  return fam.substr(0, fam.find(','));
+}
+
+// The measured quantities of one case, in a stable order: the legacy
+// metric/value pair or the "measured" object.
+std::vector<std::pair<std::string, double>> CaseMeasurements(const json& c) {
+  std::vector<std::pair<std::string, double>> out;
+  if (c.contains("metric")) {
+    out.emplace_back(c["metric"].get<std::string>(), c["value"].get<double>());
+  }
+  if (c.contains("measured")) {
+    for (const char* k : kServingMetrics) {
+      if (c["measured"].contains(k)) {
+        out.emplace_back(k, c["measured"][k].get<double>());
+      }
+    }
+  }
+  return out;
+}
+
+// One published serving row: each measured quantity of each case is a case
+// of the report.
+Result<bool> ScoreServingJson(const catalog::Catalog& cat,
+                              const std::string& path, const json& row,
+                              ValidationReport& report) {
+  if (!row.is_object() || !row.contains("id") || !row["id"].is_string()) {
+    return RowError(path, "?", 0, "expected an object with a string 'id'");
+  }
+  const std::string id = row["id"].get<std::string>();
+  if (std::string e = RowSchemaError(row); !e.empty()) {
+    return RowError(path, id, 0, e);
+  }
+  for (size_t k = 0; k < row["cases"].size(); ++k) {
+    if (std::string e = CaseSchemaError(row["cases"][k]); !e.empty()) {
+      return RowError(path, id, static_cast<int>(k + 1), e);
+    }
+  }
   auto mdl = RowModel(cat, path, row);
   if (!mdl) {
     report.skipped.push_back(id + ": " + mdl.error().ToString());
-    return;
+    return true;
   }
   auto sys = cat.FindSystem(row["system"].get<std::string>());
   if (!sys) {
     report.skipped.push_back(id + ": " + sys.error().message);
-    return;
+    return true;
   }
   estimate::ServeConfig cfg;
   cfg.tp = row["plan"].value("tp", 1);
   cfg.ep = row["plan"].value("ep", 1);
-  cfg.dp = sys->num_chips() / (cfg.tp * cfg.ep);
+  cfg.dp = std::max(1, sys->num_chips() / (cfg.tp * cfg.ep));
   cfg.weights = *hw::ParseDtype(row.value("weights", "bf16"));
   cfg.kv = *hw::ParseDtype(row.value("kv", "bf16"));
   std::string assumptions;
   for (const json& a : row.value("assumptions", json::array())) {
-    assumptions += "; " + a.get<std::string>();
+    if (a.is_string()) assumptions += "; " + a.get<std::string>();
   }
   int k = 0;
   for (const json& c : row["cases"]) {
     ++k;
     cfg.prompt = c["prompt"].get<double>();
     cfg.output = c["output"].get<double>();
-    if (c["batch"].is_string()) {
-      // Batch chosen by the runtime: the largest that fits, capped at the
-      // 8192 CUDA-graph padding limit the source states.
-      cfg.batch = 1;
-      auto probe = estimate::EstimateServing(mdl->spec, *sys, cfg);
-      if (!probe) {
-        report.skipped.push_back(id + ": " + probe.error().message);
-        return;
+    auto load = ReadLoad(mdl->spec, *sys, cfg, c);
+    if (!load) {
+      report.skipped.push_back(
+          fmt::format("{}#{}: {}", id, k, load.error().message));
+      continue;
+    }
+    const auto measured = CaseMeasurements(c);
+    for (const auto& [metric, value] : measured) {
+      std::string infeasible;
+      auto predicted = PredictServingMetric(mdl->spec, *sys, cfg, *load, metric,
+                                            &infeasible);
+      const std::string case_id = measured.size() == 1
+                                      ? fmt::format("{}#{}", id, k)
+                                      : fmt::format("{}#{}.{}", id, k, metric);
+      if (!predicted) {
+        report.skipped.push_back(case_id + ": " + predicted.error().message);
+        continue;
       }
-      cfg.batch = std::max(1.0, std::min(8192.0, probe->max_batch));
-    } else {
-      cfg.batch = c["batch"].get<double>();
+      std::string detail = fmt::format(
+          "{} on {}, tp={} ep={}, {}, {} in / {} out, weights {}, KV {}{}{}{}",
+          row.value("model_name", ""), sys->id, cfg.tp, cfg.ep, load->text,
+          FormatNumber(cfg.prompt), FormatNumber(cfg.output),
+          hw::DtypeName(cfg.weights), hw::DtypeName(cfg.kv),
+          c.contains("statistic")
+              ? "; measured: " + c["statistic"].get<std::string>()
+              : std::string(),
+          infeasible.empty() ? "" : "; predicted infeasible: " + infeasible,
+          assumptions);
+      AddCase(report, case_id,
+              sys->chip.is_tpu() ? "inference-tpu" : "inference-gpu", metric,
+              *predicted, value, detail, row.value("source", ""),
+              row.value("family", ""), sys->chip.id);
+      report.cases.back().engine = RowEngine(row);
+      report.cases.back().metric_class =
+          ServingMetricClass(metric, load->max_batch);
     }
-    auto e = estimate::EstimateServing(mdl->spec, *sys, cfg);
-    if (!e) {
-      report.skipped.push_back(id + ": " + e.error().message);
-      return;
+  }
+  return true;
+}
+
+// Serving points per metric class, then per engine and class, each in the
+// order they first appear.
+template <typename SummarizeFn>
+void SummarizeServing(ValidationReport& report, SummarizeFn summarize) {
+  std::vector<std::string> classes, engines;
+  for (const ValidationCase& c : report.cases) {
+    if (!IsServingCase(c)) continue;
+    if (std::find(classes.begin(), classes.end(), c.metric_class) ==
+        classes.end()) {
+      classes.push_back(c.metric_class);
     }
-    std::string metric = c["metric"];
-    double predicted = metric == "ttft_s" ? e->ttft.si()
-                       : metric == "tokens_per_s_per_user"
-                           ? e->tokens_per_s_per_user
-                           : e->tokens_per_s_per_chip;
-    std::string detail = fmt::format(
-        "{} on {}, tp={} ep={}, batch {}, {} in / {} out, weights {}, KV "
-        "{}{}{}",
-        row.value("model_name", ""), sys->id, cfg.tp, cfg.ep,
-        FormatNumber(cfg.batch), FormatNumber(cfg.prompt),
-        FormatNumber(cfg.output), hw::DtypeName(cfg.weights),
-        hw::DtypeName(cfg.kv),
-        e->feasible ? "" : "; predicted infeasible: " + e->reason, assumptions);
-    AddCase(report, id + "#" + std::to_string(k),
-            sys->chip.is_tpu() ? "inference-tpu" : "inference-gpu", metric,
-            predicted, c["value"].get<double>(), detail,
-            row.value("source", ""), row.value("family", ""), sys->chip.id);
+    if (std::find(engines.begin(), engines.end(), c.engine) == engines.end()) {
+      engines.push_back(c.engine);
+    }
+  }
+  for (const std::string& m : kServingClasses) {
+    if (std::find(classes.begin(), classes.end(), m) == classes.end()) continue;
+    report.serving_by_metric.push_back(
+        summarize(ServingMetricLabel(m), [&](const ValidationCase& c) {
+          return IsServingCase(c) && c.metric_class == m;
+        }));
+    for (const std::string& e : engines) {
+      GroupSummary s = summarize(
+          (e.empty() ? "unstated engine" : e) + ": " + ServingMetricLabel(m),
+          [&](const ValidationCase& c) {
+            return IsServingCase(c) && c.metric_class == m && c.engine == e;
+          });
+      if (s.count > 0) report.serving_by_engine.push_back(s);
+    }
   }
 }
 
 }  // namespace
+
+std::string ServingMetricClass(const std::string& metric, bool max_batch) {
+  if (metric == "tpot_s" || metric == "itl_s") return "tpot";
+  if (metric == "ttft_s") return "ttft";
+  if (metric == "e2e_s") return "e2e";
+  if (metric == "tokens_per_s_per_user") return "tpot";
+  return max_batch ? "throughput_max" : "throughput";
+}
+
+std::string ServingMetricLabel(const std::string& metric_class) {
+  if (metric_class == "tpot") return "TPOT / inter-token latency";
+  if (metric_class == "ttft") return "TTFT";
+  if (metric_class == "throughput") {
+    return "throughput at a stated batch, concurrency or rate";
+  }
+  if (metric_class == "throughput_max") {
+    return "throughput at the runtime's largest batch";
+  }
+  if (metric_class == "e2e") return "end-to-end latency";
+  return metric_class;
+}
+
+Result<bool> ScoreServingRow(const catalog::Catalog& cat,
+                             const std::string& path,
+                             const std::string& row_json,
+                             ValidationReport& report) {
+  json row = json::parse(row_json, nullptr, false);
+  if (row.is_discarded()) {
+    return ParseError("a serving row is not valid JSON", path);
+  }
+  return ScoreServingJson(cat, path, row, report);
+}
+
+std::vector<MetricAccuracy> ServingAccuracy(const ValidationReport& report,
+                                            const std::string& chip) {
+  std::vector<MetricAccuracy> out;
+  for (const std::string& m : kServingClasses) {
+    std::vector<ValidationCase> on_chip, all;
+    for (const ValidationCase& c : report.cases) {
+      if (!IsServingCase(c) || c.metric_class != m) continue;
+      all.push_back(c);
+      if (c.chip == chip) on_chip.push_back(c);
+    }
+    ValidationReport sub;
+    sub.cases = on_chip.size() >= 3 ? on_chip : all;
+    Summarize(sub);
+    MetricAccuracy a;
+    a.metric_class = m;
+    a.scope = on_chip.size() >= 3 ? chip : "all chips";
+    for (const GroupSummary& g : sub.serving_by_metric) a.summary = g;
+    out.push_back(a);
+  }
+  return out;
+}
 
 Result<ValidationReport> RunValidation(const catalog::Catalog& cat) {
   ValidationReport report;
@@ -332,7 +711,8 @@ Result<ValidationReport> RunValidation(const catalog::Catalog& cat) {
     for (const json& row : doc.value("runs", json::array())) {
       std::string id = row.value("id", "?");
       if (inference && !row.contains("skip")) {
-        InferenceRow(cat, f.path, row, report);
+        auto scored = ScoreServingJson(cat, f.path, row, report);
+        if (!scored) return tl::unexpected(scored.error());
         continue;
       }
       if (row.contains("skip")) {
@@ -452,6 +832,8 @@ void Summarize(ValidationReport& report) {
   report.by_family.clear();
   report.by_chip.clear();
   report.serving_by_chip.clear();
+  report.serving_by_metric.clear();
+  report.serving_by_engine.clear();
   // One summary over the cases `in` selects.
   auto summarize = [&](const std::string& name, auto in) {
     std::vector<double> abs_errs, errs;
@@ -515,6 +897,7 @@ void Summarize(ValidationReport& report) {
   };
   report.by_chip = per_chip(IsTrainingCase);
   report.serving_by_chip = per_chip(IsServingCase);
+  SummarizeServing(report, summarize);
 }
 
 bool IsTrainingCase(const ValidationCase& c) {
@@ -524,6 +907,46 @@ bool IsTrainingCase(const ValidationCase& c) {
 bool IsServingCase(const ValidationCase& c) {
   return c.group.rfind("inference", 0) == 0;
 }
+
+namespace {
+
+// The serving sections of docs/accuracy.md: per metric class, then per
+// engine and class.
+std::string ServingMarkdown(const ValidationReport& r) {
+  std::string out =
+      "\n## Serving points by metric\n\nEach serving point (data/"
+      "validation/inference_runs.json; sources in docs/validation-sources.md) "
+      "is compared, in realistic mode, on each quantity its source measured, "
+      "with the static serving estimate at the load the source states: TPOT "
+      "and inter-token latency with the decode step; TTFT with the prefill of "
+      "the prompts that start together (the whole batch for a static batch, "
+      "one prompt under a concurrency or a request rate); end-to-end latency "
+      "with TTFT plus the output's decode steps; throughput with the "
+      "estimate's output tokens/s. A request rate's concurrency is the rate "
+      "times the measured end-to-end latency (Little's law). Error = "
+      "predicted / measured - 1, so + means predicted slower for a latency "
+      "and faster for a throughput. `serve` quotes these figures next to "
+      "the numbers it prints.\n\n"
+      "| metric | points | median abs error | p90 abs error | max abs error | "
+      "median error |\n|---|---:|---:|---:|---:|---:|\n";
+  auto rows = [&](const std::vector<GroupSummary>& groups) {
+    for (const GroupSummary& s : groups) {
+      out += fmt::format(
+          "| {} | {} | {:.1f}% | {:.1f}% | {:.1f}% | {:+.1f}% |\n", s.group,
+          s.count, 100 * s.median_abs_rel_error, 100 * s.p90_abs_rel_error,
+          100 * s.max_abs_rel_error, 100 * s.median_rel_error);
+    }
+  };
+  rows(r.serving_by_metric);
+  out +=
+      "\n## Serving points by engine\n\n| engine: metric | points | median "
+      "abs error | p90 abs error | max abs error | median error |\n"
+      "|---|---:|---:|---:|---:|---:|\n";
+  rows(r.serving_by_engine);
+  return out;
+}
+
+}  // namespace
 
 std::string AccuracyMarkdown(const ValidationReport& r) {
   std::string out =
@@ -585,6 +1008,7 @@ std::string AccuracyMarkdown(const ValidationReport& r) {
                        s.count, 100 * s.median_abs_rel_error,
                        100 * s.p90_abs_rel_error, 100 * s.median_rel_error);
   }
+  out += ServingMarkdown(r);
   out +=
       "\n## Every case\n\n| id | group | metric | predicted | measured | error "
       "| setup |\n|---|---|---|---:|---:|---:|---|\n";

@@ -39,6 +39,56 @@ Result<bool> PutLaunch(const std::string& engine_name,
   return true;
 }
 
+// How the realistic model did on the published serving points, per metric
+// that `serve` prints (issue #15): time per output token, TTFT, request
+// latency, throughput. A metric with fewer than 3 points on this chip quotes
+// every chip's.
+static std::pair<std::string, Json> ServingTrust(
+    const validate::ValidationReport& rep, const hw::Chip& chip) {
+  static const std::pair<const char*, const char*> kPrinted[] = {
+      {"tpot", "time per output token"},
+      {"ttft", "TTFT"},
+      {"e2e", "request latency"},
+      {"throughput", "throughput at a stated batch"}};
+  std::string text =
+      "\naccuracy of realistic predictions on published "
+      "serving points (median and p90 error):\n";
+  Json by_metric = Json::object();
+  int total = 0;
+  const std::vector<validate::MetricAccuracy> acc =
+      validate::ServingAccuracy(rep, chip.id);
+  for (const auto& [cls, printed] : kPrinted) {
+    auto it = std::find_if(acc.begin(), acc.end(), [&](const auto& a) {
+      return a.metric_class == cls;
+    });
+    if (it == acc.end()) continue;
+    const validate::MetricAccuracy& a = *it;
+    const validate::GroupSummary& s = a.summary;
+    total += a.scope == chip.id ? s.count : 0;
+    by_metric[a.metric_class] = {
+        {"scope", a.scope},
+        {"points", s.count},
+        {"median_abs_rel_error",
+         s.count >= 3 ? Json(s.median_abs_rel_error) : Json(nullptr)},
+        {"p90_abs_rel_error",
+         s.count >= 3 ? Json(s.p90_abs_rel_error) : Json(nullptr)}};
+    text += s.count < 3
+                ? fmt::format("- {}: {} published point{}, too few to say\n",
+                              printed, s.count, s.count == 1 ? "" : "s")
+                : fmt::format("- {}: {:.0f}% and {:.0f}% on {} point{} ({})\n",
+                              printed, 100 * s.median_abs_rel_error,
+                              100 * s.p90_abs_rel_error, s.count,
+                              s.count == 1 ? "" : "s", a.scope);
+  }
+  text += fmt::format(
+      "`scalemodel validate --filter {}` lists this chip's points; "
+      "docs/accuracy.md has them all\n",
+      chip.id);
+  Json j = {
+      {"chip", chip.id}, {"published_runs", total}, {"by_metric", by_metric}};
+  return {text, j};
+}
+
 // How the realistic model did on the published runs on this chip
 // (data/validation): a sentence for the report and its JSON. Peak mode and
 // --assume-mfu are not predictions of a measurement, so they get none.
@@ -48,6 +98,7 @@ std::pair<std::string, Json> TrustOnChip(const catalog::Catalog& cat,
   if (!applies) return {"", nullptr};
   auto rep = validate::RunValidation(cat);
   if (!rep) return {"", nullptr};
+  if (!training) return ServingTrust(*rep, chip);
   const validate::GroupSummary* s = nullptr;
   for (const validate::GroupSummary& g :
        training ? rep->by_chip : rep->serving_by_chip) {

@@ -619,6 +619,27 @@ Command AddTrainCommand(CLI::App& app) {
 
 namespace scalemodel::cli {
 
+// Serving points per metric, or per engine and metric (issue #15), as JSON
+// and as a table.
+static std::pair<Json, std::string> ServingSummaries(
+    const std::vector<validate::GroupSummary>& groups, const char* head) {
+  Json j = Json::array();
+  std::vector<std::vector<std::string>> t = {
+      {head, "points", "median |err|", "p90 |err|", "median err"}};
+  for (const validate::GroupSummary& s : groups) {
+    j.push_back({{"group", s.group},
+                 {"count", s.count},
+                 {"median_abs_rel_error", s.median_abs_rel_error},
+                 {"p90_abs_rel_error", s.p90_abs_rel_error},
+                 {"median_rel_error", s.median_rel_error}});
+    t.push_back({s.group, std::to_string(s.count),
+                 fmt::format("{:.1f}%", 100 * s.median_abs_rel_error),
+                 fmt::format("{:.1f}%", 100 * s.p90_abs_rel_error),
+                 fmt::format("{:+.1f}%", 100 * s.median_rel_error)});
+  }
+  return {j, Table(t)};
+}
+
 Command AddValidateCommand(CLI::App& app) {
   Command c;
   auto markdown = std::make_shared<bool>(false);
@@ -664,6 +685,10 @@ Command AddValidateCommand(CLI::App& app) {
                        {"expected", v.expected},
                        {"rel_error", v.rel_error},
                        {"detail", v.detail}});
+      if (!v.metric_class.empty()) {
+        cases.back()["engine"] = v.engine;
+        cases.back()["metric_class"] = v.metric_class;
+      }
     }
     Json summary = Json::array();
     std::vector<std::vector<std::string>> rows = {
@@ -691,9 +716,15 @@ Command AddValidateCommand(CLI::App& app) {
                            fmt::format("{:.1f}%", 100 * s.median_abs_rel_error),
                            fmt::format("{:.1f}%", 100 * s.p90_abs_rel_error)});
     }
+    auto [by_metric, metric_table] =
+        ServingSummaries(rep->serving_by_metric, "serving metric");
+    auto [by_engine, engine_table] =
+        ServingSummaries(rep->serving_by_engine, "serving engine: metric");
     out.json = Document(Json::object(), {{"cases", cases},
                                          {"summary", summary},
                                          {"by_chip", by_chip},
+                                         {"serving_by_metric", by_metric},
+                                         {"serving_by_engine", by_engine},
                                          {"skipped", rep->skipped}});
     if (*markdown) {
       out.text = validate::AccuracyMarkdown(*rep);
@@ -706,6 +737,7 @@ Command AddValidateCommand(CLI::App& app) {
                         fmt::format("{:+.1f}%", 100 * v.rel_error)});
       }
       out.text = Table(crow) + "\n" + Table(rows) + "\n" + Table(chip_rows) +
+                 "\n" + metric_table + "\n" + engine_table +
                  fmt::format("\n{} rows not compared (see --markdown)\n",
                              rep->skipped.size());
     }

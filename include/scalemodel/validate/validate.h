@@ -25,6 +25,10 @@ struct ValidationCase {
   std::string source;
   std::string family;  // the publication or table the row comes from
   std::string chip;    // published runs: the chip's catalog id
+  // Serving points only: the engine that ran them ("SGLang v0.3.0") and the
+  // class of what was measured (ServingMetricClass).
+  std::string engine;
+  std::string metric_class;
 };
 
 // A published training run ("gpu", "tpu") or serving point ("inference-*").
@@ -46,7 +50,11 @@ struct ValidationReport {
   std::vector<GroupSummary> by_family;        // published rows, per source
   std::vector<GroupSummary> by_chip;          // training runs, per chip
   std::vector<GroupSummary> serving_by_chip;  // serving points, per chip
-  std::vector<std::string> skipped;           // "id: reason"
+  // Serving points per metric class (group: the class's label), and per
+  // engine and class (group: "engine: label").
+  std::vector<GroupSummary> serving_by_metric;
+  std::vector<GroupSummary> serving_by_engine;
+  std::vector<std::string> skipped;  // "id: reason"
 };
 
 Result<ValidationReport> RunValidation(const catalog::Catalog& catalog);
@@ -67,6 +75,39 @@ struct TrainingRun {
 // "skip" are left out, and rows that cannot be read go to `skipped`.
 std::vector<TrainingRun> TrainingRuns(const catalog::Catalog& catalog,
                                       std::vector<std::string>* skipped);
+
+// Serving metric classes, each compared with its own estimate quantity:
+//   "tpot"        tpot_s, itl_s: the decode step at the stated load
+//   "ttft"        ttft_s: the prefill of the prompts that start together
+//   "throughput"  tokens/s at a stated batch, concurrency or rate
+//   "throughput_max"  tokens/s at the runtime's largest batch ("batch": "max")
+//   "e2e"         e2e_s: TTFT plus the output's decode steps
+// and the label reports print for each.
+std::string ServingMetricClass(const std::string& metric, bool max_batch);
+std::string ServingMetricLabel(const std::string& metric_class);
+
+// Scores one inference row (the JSON text of one element of a validation
+// file's "runs") against the static serving estimate and appends a case per
+// measured quantity to `report`; `path` names the file in messages. A row the
+// estimator cannot run is listed in report.skipped. Errors: a row that breaks
+// the schema (docs/validation-sources.md, "Serving sources"), as one
+// sentence that names the row id.
+Result<bool> ScoreServingRow(const catalog::Catalog& catalog,
+                             const std::string& path,
+                             const std::string& row_json,
+                             ValidationReport& report);
+
+// What `serve` quotes next to each number it prints: for each serving metric
+// class, the summary over the published points on `chip`, or over every
+// chip (scope "all chips") where the chip has fewer than 3; count 0 where
+// there are none at all.
+struct MetricAccuracy {
+  std::string metric_class;
+  std::string scope;  // the chip id or "all chips"
+  GroupSummary summary;
+};
+std::vector<MetricAccuracy> ServingAccuracy(const ValidationReport& report,
+                                            const std::string& chip);
 
 // docs/accuracy.md: every row, the failures too, and the summary.
 std::string AccuracyMarkdown(const ValidationReport& report);

@@ -1,0 +1,179 @@
+// Serving points (issue #15 item 6): each measured quantity is compared with
+// its own estimate quantity at the stated load, schema errors are one
+// sentence that names the row, and serve's per-metric quote comes from them.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "../testing/catalog.h"
+#include "scalemodel/estimate/inference.h"
+#include "scalemodel/ingest/hf_config.h"
+#include "scalemodel/validate/validate.h"
+
+namespace scalemodel::validate {
+namespace {
+
+using scalemodel::testing::BuiltinCatalog;
+
+// A synthetic row: Llama 3 8B on one H100, one case per load kind.
+const char* kRow = R"({
+  "id": "synthetic-llama3-8b-h100",
+  "source": "unit test", "family": "test", "engine": "TestEngine v1.2",
+  "system": "h100:1x1", "model": {"catalog": "llama3-8b"},
+  "plan": {"tp": 1, "ep": 1}, "weights": "bf16", "kv": "bf16",
+  "cases": [
+    {"batch": 32, "prompt": 1024, "output": 256,
+     "measured": {"tpot_s": 0.02, "ttft_s": 0.5, "e2e_s": 6.0,
+                  "tokens_per_s_per_chip": 1000}},
+    {"concurrency": 16, "prompt": 512, "output": 128,
+     "measured": {"itl_s": 0.015, "ttft_s": 0.05}},
+    {"rate": 4, "e2e_s": 2.0, "prompt": 512, "output": 128,
+     "measured": {"tpot_s": 0.015}}
+  ]})";
+
+estimate::ServeEstimate Estimate(double batch, double prompt, double output) {
+  auto m = ingest::FindModel(BuiltinCatalog(), "llama3-8b");
+  auto sys = BuiltinCatalog().FindSystem("h100:1x1");
+  EXPECT_TRUE(m && sys);
+  estimate::ServeConfig cfg;
+  cfg.batch = batch;
+  cfg.prompt = prompt;
+  cfg.output = output;
+  auto e = estimate::EstimateServing(m->spec, *sys, cfg);
+  EXPECT_TRUE(e.has_value());
+  return *e;
+}
+
+const ValidationCase* Find(const ValidationReport& r, const std::string& id) {
+  for (const ValidationCase& c : r.cases) {
+    if (c.id == id) return &c;
+  }
+  ADD_FAILURE() << "no case " << id;
+  return nullptr;
+}
+
+TEST(ServingValidationTest, EachMetricIsComparedWithItsOwnQuantity) {
+  ValidationReport r;
+  auto ok = ScoreServingRow(BuiltinCatalog(), "test.json", kRow, r);
+  ASSERT_TRUE(ok) << ok.error().ToString();
+  ASSERT_EQ(r.cases.size(), 7u);
+  const std::string id = "synthetic-llama3-8b-h100";
+  // A static batch: the estimate's own decode step, TTFT (prefill of the
+  // whole batch), request latency and throughput per chip.
+  const estimate::ServeEstimate b32 = Estimate(32, 1024, 256);
+  EXPECT_DOUBLE_EQ(Find(r, id + "#1.tpot_s")->predicted, b32.decode_step.si());
+  EXPECT_DOUBLE_EQ(Find(r, id + "#1.ttft_s")->predicted, b32.ttft.si());
+  EXPECT_DOUBLE_EQ(Find(r, id + "#1.e2e_s")->predicted,
+                   b32.request_latency.si());
+  EXPECT_DOUBLE_EQ(Find(r, id + "#1.tokens_per_s_per_chip")->predicted,
+                   b32.tokens_per_s_per_chip);
+  // A concurrency: the decode step at that batch, TTFT of one prompt.
+  EXPECT_DOUBLE_EQ(Find(r, id + "#2.itl_s")->predicted,
+                   Estimate(16, 512, 128).decode_step.si());
+  EXPECT_DOUBLE_EQ(Find(r, id + "#2.ttft_s")->predicted,
+                   Estimate(1, 512, 128).ttft.si());
+  // A rate: Little's law, 4/s x 2 s = 8 sequences decoding together.
+  EXPECT_DOUBLE_EQ(Find(r, id + "#3")->predicted,
+                   Estimate(8, 512, 128).decode_step.si());
+  // Classes and the engine without its version.
+  EXPECT_EQ(Find(r, id + "#1.tpot_s")->metric_class, "tpot");
+  EXPECT_EQ(Find(r, id + "#2.itl_s")->metric_class, "tpot");
+  EXPECT_EQ(Find(r, id + "#1.ttft_s")->metric_class, "ttft");
+  EXPECT_EQ(Find(r, id + "#1.e2e_s")->metric_class, "e2e");
+  EXPECT_EQ(Find(r, id + "#1.tokens_per_s_per_chip")->metric_class,
+            "throughput");
+  EXPECT_EQ(Find(r, id + "#1.tpot_s")->engine, "TestEngine");
+  EXPECT_NEAR(Find(r, id + "#1.tpot_s")->rel_error,
+              b32.decode_step.si() / 0.02 - 1, 1e-12);
+}
+
+TEST(ServingValidationTest, SummariesSplitByMetricAndEngine) {
+  ValidationReport r;
+  ASSERT_TRUE(ScoreServingRow(BuiltinCatalog(), "test.json", kRow, r));
+  Summarize(r);
+  ASSERT_EQ(r.serving_by_metric.size(), 4u);
+  EXPECT_EQ(r.serving_by_metric[0].group, ServingMetricLabel("tpot"));
+  EXPECT_EQ(r.serving_by_metric[0].count, 3);
+  EXPECT_EQ(r.serving_by_metric[1].count, 2);  // TTFT
+  EXPECT_EQ(r.serving_by_engine[0].group,
+            "TestEngine: " + ServingMetricLabel("tpot"));
+  // serve's quote: three TPOT points on h100, so the chip's own; one
+  // throughput point, so too few to quote anything but the count.
+  for (const MetricAccuracy& a : ServingAccuracy(r, "h100")) {
+    if (a.metric_class == "tpot") {
+      EXPECT_EQ(a.scope, "h100");
+      EXPECT_EQ(a.summary.count, 3);
+    }
+    if (a.metric_class == "throughput") EXPECT_EQ(a.summary.count, 1);
+  }
+  for (const MetricAccuracy& a : ServingAccuracy(r, "b200")) {
+    EXPECT_EQ(a.scope, "all chips");
+  }
+}
+
+// A row that breaks the schema: one sentence naming the file, the row and
+// the case.
+std::string SchemaError(const std::string& row) {
+  ValidationReport r;
+  auto ok = ScoreServingRow(BuiltinCatalog(), "runs.json", row, r);
+  EXPECT_FALSE(ok);
+  return ok ? "" : ok.error().ToString();
+}
+
+TEST(ServingValidationTest, SchemaErrorsAreOneSentenceWithTheRowId) {
+  const std::string head =
+      R"({"id": "bad-row", "system": "h100:1x1", "model": {"catalog":
+      "llama3-8b"}, "plan": {"tp": 1}, "cases": [)";
+  std::string e = SchemaError(head + R"({"prompt": 1, "output": 1,
+      "measured": {"tpot_s": 0.01}}]})");
+  EXPECT_NE(e.find("runs.json"), std::string::npos) << e;
+  EXPECT_NE(e.find("serving row 'bad-row' case 1: expected exactly one of "
+                   "batch, concurrency or rate, found 0"),
+            std::string::npos)
+      << e;
+  e = SchemaError(head + R"({"batch": 1, "prompt": 1, "output": 1},
+      {"batch": 1, "prompt": 1, "output": 1, "measured": {"tpot": 1}}]})");
+  EXPECT_NE(e.find("'bad-row' case 1: expected a 'measured' object"),
+            std::string::npos)
+      << e;
+  e = SchemaError(head + R"({"batch": 1, "prompt": 1, "output": 1,
+      "measured": {"tpot": 0.01}}]})");
+  EXPECT_NE(e.find("unknown measured quantity 'tpot'"), std::string::npos) << e;
+  e = SchemaError(head + R"({"rate": -2, "prompt": 1, "output": 1,
+      "measured": {"tpot_s": 0.01}}]})");
+  EXPECT_NE(e.find("expected 'rate' as a positive number, found -2"),
+            std::string::npos)
+      << e;
+  e = SchemaError(head + R"({"batch": 1, "prompt": "long", "output": 1,
+      "measured": {"tpot_s": 0.01}}]})");
+  EXPECT_NE(e.find("expected 'prompt' as a positive number"), std::string::npos)
+      << e;
+  e = SchemaError(R"({"id": "no-cases", "system": "h100:1x1", "model":
+      {"catalog": "llama3-8b"}, "plan": {"tp": 1}, "weights": "fp7"})");
+  EXPECT_NE(e.find("serving row 'no-cases': expected 'weights' as a dtype"),
+            std::string::npos)
+      << e;
+  for (const std::string& msg : {e}) {
+    EXPECT_EQ(msg.find('\n'), std::string::npos);
+  }
+}
+
+// The shipped serving points: at least 60 latency or throughput-at-a-load
+// points, every one with an engine and a metric class.
+TEST(ServingValidationTest, ShippedPointsCoverEveryMetric) {
+  auto r = RunValidation(BuiltinCatalog());
+  ASSERT_TRUE(r) << r.error().ToString();
+  int latency = 0;
+  for (const ValidationCase& c : r->cases) {
+    if (!IsServingCase(c)) continue;
+    EXPECT_FALSE(c.metric_class.empty()) << c.id;
+    EXPECT_FALSE(c.engine.empty()) << c.id;
+    if (c.metric_class != "throughput_max") ++latency;
+  }
+  EXPECT_GE(latency, 60);
+  EXPECT_GE(r->serving_by_metric.size(), 4u);
+}
+
+}  // namespace
+}  // namespace scalemodel::validate
