@@ -26,9 +26,18 @@ std::vector<PreparedRow> PrepareTrainingRows(const catalog::Catalog& cat,
 // The case for `row` with its stated layout `run`, estimated on `system`
 // (run.system, or a copy with other efficiency constants). Returns an error
 // when the estimator refuses the plan.
-Result<ValidationCase> PredictTrainingRow(const nlohmann::json& row,
-                                          const TrainingRun& run,
-                                          const hw::System& system);
+// `resolved`, when given, receives the configuration the prediction used
+// (the stated layout with the recompute policy ResolveRemat chose).
+Result<ValidationCase> PredictTrainingRow(
+    const nlohmann::json& row, const TrainingRun& run, const hw::System& system,
+    estimate::TrainingConfig* resolved = nullptr);
+
+// Only the predicted value of `row`'s measured quantity, with the
+// configuration PredictTrainingRow resolved (no recompute search, no setup
+// text): the fit's inner loop. NaN when the estimator refuses the plan.
+double PredictValue(const nlohmann::json& row, const model::ModelSpec& model,
+                    const hw::System& system,
+                    const estimate::TrainingConfig& resolved);
 
 }  // namespace scalemodel::validate::internal
 

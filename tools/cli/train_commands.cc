@@ -20,6 +20,7 @@
 #include "scalemodel/sharding/matmul.h"
 #include "scalemodel/units/format.h"
 #include "scalemodel/units/parse.h"
+#include "scalemodel/validate/crossval.h"
 #include "scalemodel/validate/validate.h"
 
 namespace scalemodel::cli {
@@ -619,22 +620,123 @@ Command AddTrainCommand(CLI::App& app) {
 
 namespace scalemodel::cli {
 
+namespace {
+
+Json SummaryJson(const std::vector<validate::GroupSummary>& v) {
+  Json out = Json::array();
+  for (const validate::GroupSummary& s : v) {
+    out.push_back({{"group", s.group},
+                   {"count", s.count},
+                   {"median_abs_rel_error", s.median_abs_rel_error},
+                   {"p90_abs_rel_error", s.p90_abs_rel_error},
+                   {"max_abs_rel_error", s.max_abs_rel_error}});
+  }
+  return out;
+}
+
+Json FitJson(const std::vector<validate::FitParameter>& params,
+             const validate::FitResult& fit) {
+  Json values = Json::object();
+  for (size_t p = 0; p < params.size(); ++p) {
+    values[params[p].name] = {{"value", fit.values[p]},
+                              {"fitted", static_cast<bool>(fit.fitted[p])}};
+  }
+  return {{"rows", fit.rows},
+          {"rms_log_error", fit.rms_log_error},
+          {"values", values}};
+}
+
+// `validate --cv MODE`: the out-of-source summary first, in-sample and as
+// shipped beside it, then each fold's fitted values.
+Result<Output> CrossValidateOutput(const catalog::Catalog& cat,
+                                   const std::string& mode_text) {
+  auto mode = validate::ParseCvMode(mode_text);
+  if (!mode) return tl::unexpected(mode.error());
+  auto cvs = validate::CrossValidate(cat, {*mode});
+  const validate::CrossValidation* cv = &cvs.front();
+  Json folds = Json::array();
+  for (const validate::FoldFit& f : cv->folds) {
+    Json j = FitJson(cv->params, f.fit);
+    j["held_out"] = f.held_out;
+    j["rows_held_out"] = f.rows_held_out;
+    folds.push_back(j);
+  }
+  Json cases = Json::array();
+  for (size_t i = 0; i < cv->out_of_sample.size(); ++i) {
+    cases.push_back({{"id", cv->out_of_sample[i].id},
+                     {"fold", cv->fold_of[i]},
+                     {"expected", cv->out_of_sample[i].expected},
+                     {"out_of_sample", cv->out_of_sample[i].predicted},
+                     {"in_sample", cv->in_sample[i].predicted},
+                     {"shipped", cv->shipped[i].predicted}});
+  }
+  Output out;
+  out.json =
+      Document({{"cv", std::string(validate::CvModeName(*mode))}},
+               {{"out_of_sample", SummaryJson(cv->out_of_sample_summary)},
+                {"in_sample", SummaryJson(cv->in_sample_summary)},
+                {"shipped", SummaryJson(cv->shipped_summary)},
+                {"all_rows_fit", FitJson(cv->params, cv->all_rows)},
+                {"folds", folds},
+                {"cases", cases}});
+  out.text = validate::CrossValidationText(*cv);
+  return out;
+}
+
+// `validate --fit`: the fit over every training row.
+Result<Output> FitOutput(const catalog::Catalog& cat) {
+  validate::ModelFit f = validate::FitModelConstants(cat);
+  Output out;
+  out.json = Document(Json::object(), FitJson(f.params, f.fit));
+  std::vector<std::vector<std::string>> rows = {
+      {"parameter", "catalog value", "fitted", "bounds"}};
+  for (size_t p = 0; p < f.params.size(); ++p) {
+    rows.push_back(
+        {f.params[p].name, fmt::format("{:.3f}", f.params[p].start),
+         f.fit.fitted[p] ? fmt::format("{:.3f}", f.fit.values[p]) : "(no rows)",
+         fmt::format("{:.2f}-{:.2f}", f.params[p].lo, f.params[p].hi)});
+  }
+  out.text = fmt::format(
+                 "Least squares on log(predicted / measured) over the {} of "
+                 "{} training rows the constants affect (rms log error "
+                 "{:.3f}):\n\n",
+                 f.fit.rows, f.training_rows, f.fit.rms_log_error) +
+             Table(rows);
+  return out;
+}
+
+}  // namespace
+
 Command AddValidateCommand(CLI::App& app) {
   Command c;
   auto markdown = std::make_shared<bool>(false);
   auto filter = std::make_shared<std::string>();
+  auto cv = std::make_shared<std::string>();
+  auto fit = std::make_shared<bool>(false);
   c.app = app.add_subcommand(
       "validate",
       "Compare predictions with the book's worked examples and the published "
       "runs shipped in data/validation.\n  scalemodel validate --markdown > "
-      "docs/accuracy.md\n  scalemodel validate --filter b200");
+      "docs/accuracy.md\n  scalemodel validate --filter b200\n  scalemodel "
+      "validate --cv source");
   c.app->add_flag("--markdown", *markdown,
                   "Print docs/accuracy.md (every case and the summary)");
   c.app->add_option("--filter", *filter,
                     "Only the cases whose id or setup contains this text "
                     "(b200, qwen3, maxtext, nemo, fsdp...), with their own "
                     "summary");
-  c.action = [markdown, filter](const catalog::Catalog& cat) -> Result<Output> {
+  c.app->add_option("--cv", *cv,
+                    "Cross-validate the training runs, leaving out one "
+                    "source, engine or (chip) family at a time: the "
+                    "unmeasured constants are fitted on the other rows "
+                    "(docs/accuracy.md)");
+  c.app->add_flag("--fit", *fit,
+                  "Fit the unmeasured constants over every training row and "
+                  "print the values (docs/accuracy.md, What is fitted)");
+  c.action = [markdown, filter, cv,
+              fit](const catalog::Catalog& cat) -> Result<Output> {
+    if (!cv->empty()) return CrossValidateOutput(cat, *cv);
+    if (*fit) return FitOutput(cat);
     auto rep = validate::RunValidation(cat);
     if (!rep) return tl::unexpected(rep.error());
     if (!filter->empty()) {
@@ -696,7 +798,14 @@ Command AddValidateCommand(CLI::App& app) {
                                          {"by_chip", by_chip},
                                          {"skipped", rep->skipped}});
     if (*markdown) {
-      out.text = validate::AccuracyMarkdown(*rep);
+      // The whole file: the cross-validation first (unfiltered only).
+      std::string headline;
+      if (filter->empty()) {
+        headline = validate::CrossValidationMarkdown(validate::CrossValidate(
+            cat, {validate::CvMode::kSource, validate::CvMode::kEngine,
+                  validate::CvMode::kFamily}));
+      }
+      out.text = validate::AccuracyMarkdown(*rep, headline);
     } else {
       std::vector<std::vector<std::string>> crow = {
           {"id", "metric", "predicted", "measured", "error"}};

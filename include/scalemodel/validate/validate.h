@@ -68,8 +68,10 @@ struct TrainingRun {
 std::vector<TrainingRun> TrainingRuns(const catalog::Catalog& catalog,
                                       std::vector<std::string>* skipped);
 
-// docs/accuracy.md: every row, the failures too, and the summary.
-std::string AccuracyMarkdown(const ValidationReport& report);
+// docs/accuracy.md: every row, the failures too, and the summary, after
+// `headline` (the cross-validation section, CrossValidationMarkdown).
+std::string AccuracyMarkdown(const ValidationReport& report,
+                             const std::string& headline = "");
 
 }  // namespace scalemodel::validate
 
