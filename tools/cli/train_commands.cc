@@ -705,6 +705,101 @@ Result<Output> FitOutput(const catalog::Catalog& cat) {
   return out;
 }
 
+// Keeps the cases whose id or setup mentions `filter` (all when empty) and
+// summarises them again; an error when none does.
+Result<bool> FilterCases(validate::ValidationReport& rep,
+                         const std::string& filter) {
+  if (filter.empty()) return true;
+  const std::string want = ToLower(filter);
+  auto has = [&](const std::string& text) {
+    return ToLower(text).find(want) != std::string::npos;
+  };
+  std::erase_if(rep.cases, [&](const validate::ValidationCase& v) {
+    return !(has(v.id) || has(v.detail) || ToLower(v.chip) == want);
+  });
+  if (rep.cases.empty()) {
+    return InvalidArgument("no validation case mentions '" + filter +
+                               "' (try a chip such as b200, a model such as "
+                               "qwen3, or a source such as maxtext)",
+                           "--filter");
+  }
+  validate::Summarize(rep);
+  return true;
+}
+
+// `validate` without --cv or --fit: every case, or those --filter picks.
+Result<Output> ValidateOutput(const catalog::Catalog& cat, bool markdown,
+                              const std::string& filter) {
+  auto rep = validate::RunValidation(cat);
+  if (!rep) return tl::unexpected(rep.error());
+  if (auto kept = FilterCases(*rep, filter); !kept) {
+    return tl::unexpected(kept.error());
+  }
+  Output out;
+  Json cases = Json::array();
+  for (const validate::ValidationCase& v : rep->cases) {
+    cases.push_back({{"id", v.id},
+                     {"group", v.group},
+                     {"metric", v.metric},
+                     {"predicted", v.predicted},
+                     {"expected", v.expected},
+                     {"rel_error", v.rel_error},
+                     {"detail", v.detail}});
+  }
+  Json summary = Json::array();
+  std::vector<std::vector<std::string>> rows = {
+      {"group", "cases", "median |err|", "p90 |err|", "max |err|"}};
+  for (const validate::GroupSummary& s : rep->summary) {
+    summary.push_back({{"group", s.group},
+                       {"count", s.count},
+                       {"median_abs_rel_error", s.median_abs_rel_error},
+                       {"p90_abs_rel_error", s.p90_abs_rel_error},
+                       {"max_abs_rel_error", s.max_abs_rel_error}});
+    rows.push_back({s.group, std::to_string(s.count),
+                    fmt::format("{:.1f}%", 100 * s.median_abs_rel_error),
+                    fmt::format("{:.1f}%", 100 * s.p90_abs_rel_error),
+                    fmt::format("{:.1f}%", 100 * s.max_abs_rel_error)});
+  }
+  Json by_chip = Json::array();
+  std::vector<std::vector<std::string>> chip_rows = {
+      {"chip", "training runs", "median |err|", "p90 |err|"}};
+  for (const validate::GroupSummary& s : rep->by_chip) {
+    by_chip.push_back({{"chip", s.group},
+                       {"count", s.count},
+                       {"median_abs_rel_error", s.median_abs_rel_error},
+                       {"p90_abs_rel_error", s.p90_abs_rel_error}});
+    chip_rows.push_back({s.group, std::to_string(s.count),
+                         fmt::format("{:.1f}%", 100 * s.median_abs_rel_error),
+                         fmt::format("{:.1f}%", 100 * s.p90_abs_rel_error)});
+  }
+  out.json = Document(Json::object(), {{"cases", cases},
+                                       {"summary", summary},
+                                       {"by_chip", by_chip},
+                                       {"skipped", rep->skipped}});
+  if (markdown) {
+    // The whole file: the cross-validation first (unfiltered only).
+    std::string headline;
+    if (filter.empty()) {
+      headline = validate::CrossValidationMarkdown(validate::CrossValidate(
+          cat, {validate::CvMode::kSource, validate::CvMode::kEngine,
+                validate::CvMode::kFamily}));
+    }
+    out.text = validate::AccuracyMarkdown(*rep, headline);
+  } else {
+    std::vector<std::vector<std::string>> crow = {
+        {"id", "metric", "predicted", "measured", "error"}};
+    for (const validate::ValidationCase& v : rep->cases) {
+      crow.push_back({v.id, v.metric, fmt::format("{:.4g}", v.predicted),
+                      fmt::format("{:.4g}", v.expected),
+                      fmt::format("{:+.1f}%", 100 * v.rel_error)});
+    }
+    out.text = Table(crow) + "\n" + Table(rows) + "\n" + Table(chip_rows) +
+               fmt::format("\n{} rows not compared (see --markdown)\n",
+                           rep->skipped.size());
+  }
+  return out;
+}
+
 }  // namespace
 
 Command AddValidateCommand(CLI::App& app) {
@@ -735,90 +830,21 @@ Command AddValidateCommand(CLI::App& app) {
                   "print the values (docs/accuracy.md, What is fitted)");
   c.action = [markdown, filter, cv,
               fit](const catalog::Catalog& cat) -> Result<Output> {
+    if ((!cv->empty() || *fit) && (*markdown || !filter->empty())) {
+      return InvalidArgument(
+          std::string(*fit ? "--fit" : "--cv") +
+              " runs on every training row and prints its own table; drop "
+              "--markdown and --filter (docs/accuracy.md has both)",
+          *fit ? "--fit" : "--cv");
+    }
+    if (!cv->empty() && *fit) {
+      return InvalidArgument(
+          "give --cv or --fit, not both (--cv prints the all-rows fit too)",
+          "--fit");
+    }
     if (!cv->empty()) return CrossValidateOutput(cat, *cv);
     if (*fit) return FitOutput(cat);
-    auto rep = validate::RunValidation(cat);
-    if (!rep) return tl::unexpected(rep.error());
-    if (!filter->empty()) {
-      const std::string want = ToLower(*filter);
-      auto has = [&](const std::string& text) {
-        return ToLower(text).find(want) != std::string::npos;
-      };
-      std::erase_if(rep->cases, [&](const validate::ValidationCase& v) {
-        return !(has(v.id) || has(v.detail) || ToLower(v.chip) == want);
-      });
-      if (rep->cases.empty()) {
-        return InvalidArgument(
-            "no validation case mentions '" + *filter +
-                "' (try a chip such as b200, a model such as qwen3, or a "
-                "source such as maxtext)",
-            "--filter");
-      }
-      validate::Summarize(*rep);
-    }
-    Output out;
-    Json cases = Json::array();
-    for (const validate::ValidationCase& v : rep->cases) {
-      cases.push_back({{"id", v.id},
-                       {"group", v.group},
-                       {"metric", v.metric},
-                       {"predicted", v.predicted},
-                       {"expected", v.expected},
-                       {"rel_error", v.rel_error},
-                       {"detail", v.detail}});
-    }
-    Json summary = Json::array();
-    std::vector<std::vector<std::string>> rows = {
-        {"group", "cases", "median |err|", "p90 |err|", "max |err|"}};
-    for (const validate::GroupSummary& s : rep->summary) {
-      summary.push_back({{"group", s.group},
-                         {"count", s.count},
-                         {"median_abs_rel_error", s.median_abs_rel_error},
-                         {"p90_abs_rel_error", s.p90_abs_rel_error},
-                         {"max_abs_rel_error", s.max_abs_rel_error}});
-      rows.push_back({s.group, std::to_string(s.count),
-                      fmt::format("{:.1f}%", 100 * s.median_abs_rel_error),
-                      fmt::format("{:.1f}%", 100 * s.p90_abs_rel_error),
-                      fmt::format("{:.1f}%", 100 * s.max_abs_rel_error)});
-    }
-    Json by_chip = Json::array();
-    std::vector<std::vector<std::string>> chip_rows = {
-        {"chip", "training runs", "median |err|", "p90 |err|"}};
-    for (const validate::GroupSummary& s : rep->by_chip) {
-      by_chip.push_back({{"chip", s.group},
-                         {"count", s.count},
-                         {"median_abs_rel_error", s.median_abs_rel_error},
-                         {"p90_abs_rel_error", s.p90_abs_rel_error}});
-      chip_rows.push_back({s.group, std::to_string(s.count),
-                           fmt::format("{:.1f}%", 100 * s.median_abs_rel_error),
-                           fmt::format("{:.1f}%", 100 * s.p90_abs_rel_error)});
-    }
-    out.json = Document(Json::object(), {{"cases", cases},
-                                         {"summary", summary},
-                                         {"by_chip", by_chip},
-                                         {"skipped", rep->skipped}});
-    if (*markdown) {
-      // The whole file: the cross-validation first (unfiltered only).
-      std::string headline;
-      if (filter->empty()) {
-        headline = validate::CrossValidationMarkdown(validate::CrossValidate(
-            cat, {validate::CvMode::kSource, validate::CvMode::kEngine,
-                  validate::CvMode::kFamily}));
-      }
-      out.text = validate::AccuracyMarkdown(*rep, headline);
-    } else {
-      std::vector<std::vector<std::string>> crow = {
-          {"id", "metric", "predicted", "measured", "error"}};
-      for (const validate::ValidationCase& v : rep->cases) {
-        crow.push_back({v.id, v.metric, fmt::format("{:.4g}", v.predicted),
-                        fmt::format("{:.4g}", v.expected),
-                        fmt::format("{:+.1f}%", 100 * v.rel_error)});
-      }
-      out.text = Table(crow) + "\n" + Table(rows) + "\n" + Table(chip_rows) +
-                 fmt::format("\n{} rows not compared (see --markdown)\n",
-                             rep->skipped.size());
-    }
-    return out;
+    return ValidateOutput(cat, *markdown, *filter);
   };
   return c;
 }
