@@ -689,7 +689,7 @@ Result<Output> FitOutput(const catalog::Catalog& cat) {
   Output out;
   out.json = Document(Json::object(), FitJson(f.params, f.fit));
   std::vector<std::vector<std::string>> rows = {
-      {"parameter", "catalog value", "fitted", "bounds"}};
+      {"parameter", "assumed before the fit", "fitted", "bounds"}};
   for (size_t p = 0; p < f.params.size(); ++p) {
     rows.push_back(
         {f.params[p].name, fmt::format("{:.3f}", f.params[p].start),

@@ -29,8 +29,11 @@ namespace scalemodel::validate {
 struct FitParameter {
   std::string name;  // "tpu_gemm"
   std::string what;  // the catalog fields and chips it stands for
-  double start = 0;  // the catalog's assumed value: used where no row fits it
-  double lo = 0;     // search bounds
+  // The value assumed before any fit (independent of the rows): where a
+  // fold has no row to fit it, the fold uses this, never the catalog value
+  // (which the fit over all rows, held-out rows included, set).
+  double start = 0;
+  double lo = 0;  // search bounds
   double hi = 0;
 };
 
@@ -46,7 +49,8 @@ const std::vector<FitParameter>& ModelFitParameters();
 FitValues StartValues(const std::vector<FitParameter>& params);
 
 // Whether model parameter `p` stands for a constant of `chip`: the chip's
-// source for that [efficiency] key starts with "assumption".
+// source for that [efficiency] key starts with "assumption" (no measurement)
+// or "fitted" (set by this procedure).
 bool FitApplies(int p, const hw::Chip& chip);
 // Writes `values` into the constants of `chip` that they stand for.
 void ApplyFit(const FitValues& values, hw::Chip& chip);
