@@ -648,6 +648,13 @@ std::string CrossValidationMarkdown(const std::vector<CrossValidation>& cvs) {
                        FitCell(first.all_rows, p), first.all_rows.rows);
   }
   out +=
+      "\nNot fitted, still assumptions: HBM streaming efficiency on TPUs, "
+      "B200 and GB200 (0.85; fitted as parameters they ran to whatever lower "
+      "bound they were given, 0.40 or 0.70, absorbing error from elsewhere, "
+      "so the rows do not determine them), the TPU per-op and collective "
+      "launch costs (2 us) and the TPU DCN efficiency (0.90, "
+      "src/net/topology.cc), which were not tried.\n";
+  out +=
       "\nThe catalog carries the fit over all rows (its source says "
       "\"fitted\"; a test fails when the two drift apart by more than "
       "0.005: rerun `scalemodel validate --fit`). The values each fold "
