@@ -12,6 +12,7 @@
 #include "scalemodel/estimate/inference.h"
 #include "scalemodel/estimate/training.h"
 #include "scalemodel/ingest/hf_config.h"
+#include "validate_internal.h"
 
 namespace scalemodel::validate {
 namespace {
@@ -641,6 +642,99 @@ void SummarizeServing(ValidationReport& report, SummarizeFn summarize) {
   }
 }
 
+// A run whose source does not state its recompute policy ran with its
+// engine's default (MaxText: full), or, where the engine has none (Megatron,
+// NeMo: no recompute) or it does not fit, the least recompute that fits by
+// our memory model (the run did fit). Updates `cfg` and `est`; returns the
+// note for the setup column.
+std::string ResolveRemat(const json& row, const TrainingRun& run,
+                         const hw::System& sys, estimate::TrainingConfig& cfg,
+                         Result<estimate::TrainingEstimate>& est) {
+  std::string remat_note;
+  auto def = model::ParseRemat(row.value("remat_default", ""));
+  if (est && !run.remat_stated && def && *def != cfg.memory.remat) {
+    estimate::TrainingConfig c2 = cfg;
+    c2.memory.remat = *def;
+    auto e2 = estimate::EstimateTraining(run.model, sys, c2);
+    if (e2) {
+      cfg = c2;
+      est = e2;
+      remat_note = std::string("; recompute not stated: ") +
+                   std::string(model::RematName(*def)) +
+                   ", the engine's default";
+    }
+  }
+  if (est && !est->feasible && !run.remat_stated) {
+    std::string fallback = remat_note;
+    remat_note.clear();
+    for (model::Remat r :
+         {model::Remat::kSelective, model::Remat::kSaveMatmulOutputs,
+          model::Remat::kFull}) {
+      estimate::TrainingConfig c2 = cfg;
+      c2.memory.remat = r;
+      auto e2 = estimate::EstimateTraining(run.model, sys, c2);
+      if (e2 && e2->feasible) {
+        cfg = c2;
+        est = e2;
+        remat_note = std::string("; recompute not stated: ") +
+                     std::string(model::RematName(r)) + ", the least that fits";
+        break;
+      }
+    }
+    if (remat_note.empty() && !fallback.empty()) {
+      remat_note = std::string("; recompute not stated and none fits: ") +
+                   std::string(model::RematName(cfg.memory.remat)) +
+                   ", the engine's default";
+    }
+  }
+  return remat_note;
+}
+
+// The first quantity the source measured (step time, tokens/s per chip,
+// TFLOP/s per chip in the source's FLOP convention, MFU) and our prediction
+// of it: {metric, predicted, expected}.
+struct Measured {
+  std::string metric;
+  double predicted = 0;
+  double expected = 0;
+};
+Measured MeasuredMetric(const json& row, const model::ModelSpec& m,
+                        const hw::System& sys,
+                        const estimate::TrainingConfig& cfg,
+                        const estimate::TrainingEstimate& est) {
+  // The source's FLOP count: model FLOPs with causal attention halved or
+  // full, or Narayanan et al.'s (2021, eq. 3) full attention with the
+  // recomputed forward counted ("hfu").
+  std::string conv = row.value("flops_convention", "model_causal");
+  const model::AttentionFlops attn = conv == "model_causal"
+                                         ? model::AttentionFlops::kCausal
+                                         : model::AttentionFlops::kFull;
+  double per_token = model::TrainFlopsPerToken(m, cfg.seq, attn);
+  if (conv == "hfu") {
+    per_token +=
+        model::Activations(m, cfg.memory.remat, cfg.seq, hw::Dtype::kBf16, attn)
+            .recompute_flops_per_token;
+  }
+  double tflops = per_token * est.tokens_per_s_per_chip / 1e12;
+  const json& meas = row["measured"];
+  Measured out;
+  for (const char* k :
+       {"step_time_s", "tokens_per_s_per_chip", "tflops_per_chip", "mfu"}) {
+    if (!meas.contains(k)) continue;
+    out.metric = k;
+    out.expected = meas[k].get<double>();
+    if (out.metric == "step_time_s") out.predicted = est.step_time.si();
+    if (out.metric == "tokens_per_s_per_chip")
+      out.predicted = est.tokens_per_s_per_chip;
+    if (out.metric == "tflops_per_chip") out.predicted = tflops;
+    if (out.metric == "mfu") {
+      out.predicted = tflops * 1e12 / sys.chip.Peak(hw::Dtype::kBf16).si();
+    }
+    break;
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string ServingMetricClass(const std::string& metric, bool max_batch) {
@@ -697,6 +791,46 @@ std::vector<MetricAccuracy> ServingAccuracy(const ValidationReport& report,
   return out;
 }
 
+namespace internal {
+
+double PredictValue(const json& row, const model::ModelSpec& model,
+                    const hw::System& sys,
+                    const estimate::TrainingConfig& cfg) {
+  auto est = estimate::EstimateTraining(model, sys, cfg);
+  if (!est) return std::nan("");
+  return MeasuredMetric(row, model, sys, cfg, *est).predicted;
+}
+
+Result<ValidationCase> PredictTrainingRow(const json& row,
+                                          const TrainingRun& run,
+                                          const hw::System& sys,
+                                          estimate::TrainingConfig* resolved) {
+  estimate::TrainingConfig cfg = run.config;
+  auto est = estimate::EstimateTraining(run.model, sys, cfg);
+  std::string remat_note = ResolveRemat(row, run, sys, cfg, est);
+  if (!est) return tl::unexpected(est.error());
+  if (resolved) *resolved = cfg;
+  Measured meas = MeasuredMetric(row, run.model, sys, cfg, *est);
+  std::string assumptions;
+  for (const json& a : row.value("assumptions", json::array())) {
+    assumptions += "; " + a.get<std::string>();
+  }
+  std::string detail = fmt::format(
+      "{} on {}, {}, batch {} x {}, mb {}, remat {}, {}{}{}",
+      row.value("model_name", ""), sys.id, cfg.par.ToString(),
+      row.value("global_batch", 0), cfg.seq, cfg.layout.micro_batch,
+      model::RematName(cfg.memory.remat), hw::DtypeName(cfg.precision.matmul),
+      est->feasible ? "" : "; predicted infeasible: " + est->reason,
+      assumptions + remat_note);
+  ValidationReport one;
+  AddCase(one, row.value("id", "?"), sys.chip.is_tpu() ? "tpu" : "gpu",
+          meas.metric, meas.predicted, meas.expected, detail,
+          row.value("source", ""), row.value("family", ""), sys.chip.id);
+  return one.cases.front();
+}
+
+}  // namespace internal
+
 Result<ValidationReport> RunValidation(const catalog::Catalog& cat) {
   ValidationReport report;
   BookCases(cat, report);
@@ -724,103 +858,12 @@ Result<ValidationReport> RunValidation(const catalog::Catalog& cat) {
         report.skipped.push_back(id + ": " + run.error().ToString());
         continue;
       }
-      estimate::TrainingConfig cfg = run->config;
-      const hw::System* sys = &run->system;
-      const model::ModelSpec& spec = run->model;
-      auto est = estimate::EstimateTraining(spec, *sys, cfg);
-      // A run whose source does not state its recompute policy ran with its
-      // engine's default (MaxText: full), or, where the engine has none
-      // (Megatron, NeMo: no recompute) or it does not fit, the least
-      // recompute that fits by our memory model (the run did fit).
-      std::string remat_note;
-      auto def = model::ParseRemat(row.value("remat_default", ""));
-      if (est && !run->remat_stated && def && *def != cfg.memory.remat) {
-        estimate::TrainingConfig c2 = cfg;
-        c2.memory.remat = *def;
-        auto e2 = estimate::EstimateTraining(spec, *sys, c2);
-        if (e2) {
-          cfg = c2;
-          est = e2;
-          remat_note = std::string("; recompute not stated: ") +
-                       std::string(model::RematName(*def)) +
-                       ", the engine's default";
-        }
-      }
-      if (est && !est->feasible && !run->remat_stated) {
-        std::string fallback = remat_note;
-        remat_note.clear();
-        for (model::Remat r :
-             {model::Remat::kSelective, model::Remat::kSaveMatmulOutputs,
-              model::Remat::kFull}) {
-          estimate::TrainingConfig c2 = cfg;
-          c2.memory.remat = r;
-          auto e2 = estimate::EstimateTraining(spec, *sys, c2);
-          if (e2 && e2->feasible) {
-            cfg = c2;
-            est = e2;
-            remat_note = std::string("; recompute not stated: ") +
-                         std::string(model::RematName(r)) +
-                         ", the least that fits";
-            break;
-          }
-        }
-        if (remat_note.empty() && !fallback.empty()) {
-          remat_note = std::string("; recompute not stated and none fits: ") +
-                       std::string(model::RematName(cfg.memory.remat)) +
-                       ", the engine's default";
-        }
-      }
-      if (!est) {
-        report.skipped.push_back(id + ": " + est.error().message);
+      auto c = internal::PredictTrainingRow(row, *run, run->system);
+      if (!c) {
+        report.skipped.push_back(id + ": " + c.error().message);
         continue;
       }
-      const model::ModelSpec& m = spec;
-      // The source's FLOP count: model FLOPs with causal attention halved
-      // or full, or Narayanan et al.'s (2021, eq. 3) full attention with the
-      // recomputed forward counted ("hfu").
-      std::string conv = row.value("flops_convention", "model_causal");
-      const model::AttentionFlops attn = conv == "model_causal"
-                                             ? model::AttentionFlops::kCausal
-                                             : model::AttentionFlops::kFull;
-      double per_token = model::TrainFlopsPerToken(m, cfg.seq, attn);
-      if (conv == "hfu") {
-        per_token += model::Activations(m, cfg.memory.remat, cfg.seq,
-                                        hw::Dtype::kBf16, attn)
-                         .recompute_flops_per_token;
-      }
-      double tflops = per_token * est->tokens_per_s_per_chip / 1e12;
-      const json& meas = row["measured"];
-      std::string metric;
-      double predicted = 0, expected = 0;
-      for (const char* k :
-           {"step_time_s", "tokens_per_s_per_chip", "tflops_per_chip", "mfu"}) {
-        if (!meas.contains(k)) continue;
-        metric = k;
-        expected = meas[k].get<double>();
-        if (metric == "step_time_s") predicted = est->step_time.si();
-        if (metric == "tokens_per_s_per_chip")
-          predicted = est->tokens_per_s_per_chip;
-        if (metric == "tflops_per_chip") predicted = tflops;
-        if (metric == "mfu") {
-          predicted = tflops * 1e12 / sys->chip.Peak(hw::Dtype::kBf16).si();
-        }
-        break;
-      }
-      std::string assumptions;
-      for (const json& a : row.value("assumptions", json::array())) {
-        assumptions += "; " + a.get<std::string>();
-      }
-      std::string detail = fmt::format(
-          "{} on {}, {}, batch {} x {}, mb {}, remat {}, {}{}{}",
-          row.value("model_name", ""), sys->id, cfg.par.ToString(),
-          row.value("global_batch", 0), cfg.seq, cfg.layout.micro_batch,
-          model::RematName(cfg.memory.remat),
-          hw::DtypeName(cfg.precision.matmul),
-          est->feasible ? "" : "; predicted infeasible: " + est->reason,
-          assumptions + remat_note);
-      AddCase(report, id, sys->chip.is_tpu() ? "tpu" : "gpu", metric, predicted,
-              expected, detail, row.value("source", ""),
-              row.value("family", ""), sys->chip.id);
+      report.cases.push_back(*c);
     }
   }
   Summarize(report);
@@ -948,10 +991,12 @@ std::string ServingMarkdown(const ValidationReport& r) {
 
 }  // namespace
 
-std::string AccuracyMarkdown(const ValidationReport& r) {
+std::string AccuracyMarkdown(const ValidationReport& r,
+                             const std::string& headline) {
   std::string out =
       "# Accuracy\n\nGenerated by `scalemodel validate --markdown > "
-      "docs/accuracy.md`; do not edit by hand.\n\n"
+      "docs/accuracy.md`; do not edit by hand.\n\n" +
+      headline + (headline.empty() ? "" : "## As shipped, in sample\n\n") +
       "Book cases run in peak mode (the book's first-order bound); published "
       "runs (data/validation, carried from shared/measured/runs.json with "
       "their sources) run in realistic mode with the layout each source "
@@ -1044,5 +1089,33 @@ std::vector<TrainingRun> TrainingRuns(const catalog::Catalog& cat,
   }
   return runs;
 }
+
+namespace internal {
+
+std::vector<PreparedRow> PrepareTrainingRows(
+    const catalog::Catalog& cat, std::vector<std::string>* skipped) {
+  std::vector<PreparedRow> rows;
+  for (const catalog::DataFile& f : cat.validation_files()) {
+    if (f.path.find("training") == std::string::npos) continue;
+    json doc = json::parse(f.contents, nullptr, false);
+    if (doc.is_discarded()) continue;
+    for (const json& row : doc.value("runs", json::array())) {
+      std::string id = row.value("id", "?");
+      if (row.contains("skip")) {
+        if (skipped) skipped->push_back(id + ": " + row["skip"].dump());
+        continue;
+      }
+      auto run = ReadTrainingRun(cat, f.path, row);
+      if (!run) {
+        if (skipped) skipped->push_back(id + ": " + run.error().ToString());
+        continue;
+      }
+      rows.push_back({row, *run});
+    }
+  }
+  return rows;
+}
+
+}  // namespace internal
 
 }  // namespace scalemodel::validate

@@ -20,6 +20,7 @@
 #include "scalemodel/sharding/matmul.h"
 #include "scalemodel/units/format.h"
 #include "scalemodel/units/parse.h"
+#include "scalemodel/validate/crossval.h"
 #include "scalemodel/validate/validate.h"
 
 namespace scalemodel::cli {
@@ -640,108 +641,242 @@ static std::pair<Json, std::string> ServingSummaries(
   return {j, Table(t)};
 }
 
+namespace {
+
+Json SummaryJson(const std::vector<validate::GroupSummary>& v) {
+  Json out = Json::array();
+  for (const validate::GroupSummary& s : v) {
+    out.push_back({{"group", s.group},
+                   {"count", s.count},
+                   {"median_abs_rel_error", s.median_abs_rel_error},
+                   {"p90_abs_rel_error", s.p90_abs_rel_error},
+                   {"max_abs_rel_error", s.max_abs_rel_error}});
+  }
+  return out;
+}
+
+Json FitJson(const std::vector<validate::FitParameter>& params,
+             const validate::FitResult& fit) {
+  Json values = Json::object();
+  for (size_t p = 0; p < params.size(); ++p) {
+    values[params[p].name] = {{"value", fit.values[p]},
+                              {"fitted", static_cast<bool>(fit.fitted[p])}};
+  }
+  return {{"rows", fit.rows},
+          {"rms_log_error", fit.rms_log_error},
+          {"values", values}};
+}
+
+// `validate --cv MODE`: the out-of-source summary first, in-sample and as
+// shipped beside it, then each fold's fitted values.
+Result<Output> CrossValidateOutput(const catalog::Catalog& cat,
+                                   const std::string& mode_text) {
+  auto mode = validate::ParseCvMode(mode_text);
+  if (!mode) return tl::unexpected(mode.error());
+  auto cvs = validate::CrossValidate(cat, {*mode});
+  const validate::CrossValidation* cv = &cvs.front();
+  Json folds = Json::array();
+  for (const validate::FoldFit& f : cv->folds) {
+    Json j = FitJson(cv->params, f.fit);
+    j["held_out"] = f.held_out;
+    j["rows_held_out"] = f.rows_held_out;
+    folds.push_back(j);
+  }
+  Json cases = Json::array();
+  for (size_t i = 0; i < cv->out_of_sample.size(); ++i) {
+    cases.push_back({{"id", cv->out_of_sample[i].id},
+                     {"fold", cv->fold_of[i]},
+                     {"expected", cv->out_of_sample[i].expected},
+                     {"out_of_sample", cv->out_of_sample[i].predicted},
+                     {"in_sample", cv->in_sample[i].predicted},
+                     {"shipped", cv->shipped[i].predicted}});
+  }
+  Output out;
+  out.json =
+      Document({{"cv", std::string(validate::CvModeName(*mode))}},
+               {{"out_of_sample", SummaryJson(cv->out_of_sample_summary)},
+                {"in_sample", SummaryJson(cv->in_sample_summary)},
+                {"shipped", SummaryJson(cv->shipped_summary)},
+                {"all_rows_fit", FitJson(cv->params, cv->all_rows)},
+                {"folds", folds},
+                {"cases", cases}});
+  out.text = validate::CrossValidationText(*cv);
+  return out;
+}
+
+// `validate --fit`: the fit over every training row.
+Result<Output> FitOutput(const catalog::Catalog& cat) {
+  validate::ModelFit f = validate::FitModelConstants(cat);
+  Output out;
+  out.json = Document(Json::object(), FitJson(f.params, f.fit));
+  std::vector<std::vector<std::string>> rows = {
+      {"parameter", "assumed before the fit", "fitted", "bounds"}};
+  for (size_t p = 0; p < f.params.size(); ++p) {
+    rows.push_back(
+        {f.params[p].name, fmt::format("{:.3f}", f.params[p].start),
+         f.fit.fitted[p] ? fmt::format("{:.3f}", f.fit.values[p]) : "(no rows)",
+         fmt::format("{:.2f}-{:.2f}", f.params[p].lo, f.params[p].hi)});
+  }
+  out.text = fmt::format(
+                 "Least squares on log(predicted / measured) over the {} of "
+                 "{} training rows the constants affect (rms log error "
+                 "{:.3f}):\n\n",
+                 f.fit.rows, f.training_rows, f.fit.rms_log_error) +
+             Table(rows);
+  return out;
+}
+
+// Keeps the cases whose id or setup mentions `filter` (all when empty) and
+// summarises them again; an error when none does.
+Result<bool> FilterCases(validate::ValidationReport& rep,
+                         const std::string& filter) {
+  if (filter.empty()) return true;
+  const std::string want = ToLower(filter);
+  auto has = [&](const std::string& text) {
+    return ToLower(text).find(want) != std::string::npos;
+  };
+  std::erase_if(rep.cases, [&](const validate::ValidationCase& v) {
+    return !(has(v.id) || has(v.detail) || ToLower(v.chip) == want);
+  });
+  if (rep.cases.empty()) {
+    return InvalidArgument("no validation case mentions '" + filter +
+                               "' (try a chip such as b200, a model such as "
+                               "qwen3, or a source such as maxtext)",
+                           "--filter");
+  }
+  validate::Summarize(rep);
+  return true;
+}
+
+// `validate` without --cv or --fit: every case, or those --filter picks.
+Result<Output> ValidateOutput(const catalog::Catalog& cat, bool markdown,
+                              const std::string& filter) {
+  auto rep = validate::RunValidation(cat);
+  if (!rep) return tl::unexpected(rep.error());
+  if (auto kept = FilterCases(*rep, filter); !kept) {
+    return tl::unexpected(kept.error());
+  }
+  Output out;
+  Json cases = Json::array();
+  for (const validate::ValidationCase& v : rep->cases) {
+    cases.push_back({{"id", v.id},
+                     {"group", v.group},
+                     {"metric", v.metric},
+                     {"predicted", v.predicted},
+                     {"expected", v.expected},
+                     {"rel_error", v.rel_error},
+                     {"detail", v.detail}});
+    if (!v.metric_class.empty()) {
+      cases.back()["engine"] = v.engine;
+      cases.back()["metric_class"] = v.metric_class;
+    }
+  }
+  Json summary = Json::array();
+  std::vector<std::vector<std::string>> rows = {
+      {"group", "cases", "median |err|", "p90 |err|", "max |err|"}};
+  for (const validate::GroupSummary& s : rep->summary) {
+    summary.push_back({{"group", s.group},
+                       {"count", s.count},
+                       {"median_abs_rel_error", s.median_abs_rel_error},
+                       {"p90_abs_rel_error", s.p90_abs_rel_error},
+                       {"max_abs_rel_error", s.max_abs_rel_error}});
+    rows.push_back({s.group, std::to_string(s.count),
+                    fmt::format("{:.1f}%", 100 * s.median_abs_rel_error),
+                    fmt::format("{:.1f}%", 100 * s.p90_abs_rel_error),
+                    fmt::format("{:.1f}%", 100 * s.max_abs_rel_error)});
+  }
+  Json by_chip = Json::array();
+  std::vector<std::vector<std::string>> chip_rows = {
+      {"chip", "training runs", "median |err|", "p90 |err|"}};
+  for (const validate::GroupSummary& s : rep->by_chip) {
+    by_chip.push_back({{"chip", s.group},
+                       {"count", s.count},
+                       {"median_abs_rel_error", s.median_abs_rel_error},
+                       {"p90_abs_rel_error", s.p90_abs_rel_error}});
+    chip_rows.push_back({s.group, std::to_string(s.count),
+                         fmt::format("{:.1f}%", 100 * s.median_abs_rel_error),
+                         fmt::format("{:.1f}%", 100 * s.p90_abs_rel_error)});
+  }
+  auto [by_metric, metric_table] =
+      ServingSummaries(rep->serving_by_metric, "serving metric");
+  auto [by_engine, engine_table] =
+      ServingSummaries(rep->serving_by_engine, "serving engine: metric");
+  out.json = Document(Json::object(), {{"cases", cases},
+                                       {"summary", summary},
+                                       {"by_chip", by_chip},
+                                       {"serving_by_metric", by_metric},
+                                       {"serving_by_engine", by_engine},
+                                       {"skipped", rep->skipped}});
+  if (markdown) {
+    // The whole file: the cross-validation first (unfiltered only).
+    std::string headline;
+    if (filter.empty()) {
+      headline = validate::CrossValidationMarkdown(validate::CrossValidate(
+          cat, {validate::CvMode::kSource, validate::CvMode::kEngine,
+                validate::CvMode::kFamily}));
+    }
+    out.text = validate::AccuracyMarkdown(*rep, headline);
+  } else {
+    std::vector<std::vector<std::string>> crow = {
+        {"id", "metric", "predicted", "measured", "error"}};
+    for (const validate::ValidationCase& v : rep->cases) {
+      crow.push_back({v.id, v.metric, fmt::format("{:.4g}", v.predicted),
+                      fmt::format("{:.4g}", v.expected),
+                      fmt::format("{:+.1f}%", 100 * v.rel_error)});
+    }
+    out.text = Table(crow) + "\n" + Table(rows) + "\n" + Table(chip_rows) +
+               "\n" + metric_table + "\n" + engine_table +
+               fmt::format("\n{} rows not compared (see --markdown)\n",
+                           rep->skipped.size());
+  }
+  return out;
+}
+
+}  // namespace
+
 Command AddValidateCommand(CLI::App& app) {
   Command c;
   auto markdown = std::make_shared<bool>(false);
   auto filter = std::make_shared<std::string>();
+  auto cv = std::make_shared<std::string>();
+  auto fit = std::make_shared<bool>(false);
   c.app = app.add_subcommand(
       "validate",
       "Compare predictions with the book's worked examples and the published "
       "runs shipped in data/validation.\n  scalemodel validate --markdown > "
-      "docs/accuracy.md\n  scalemodel validate --filter b200");
+      "docs/accuracy.md\n  scalemodel validate --filter b200\n  scalemodel "
+      "validate --cv source");
   c.app->add_flag("--markdown", *markdown,
                   "Print docs/accuracy.md (every case and the summary)");
   c.app->add_option("--filter", *filter,
                     "Only the cases whose id or setup contains this text "
                     "(b200, qwen3, maxtext, nemo, fsdp...), with their own "
                     "summary");
-  c.action = [markdown, filter](const catalog::Catalog& cat) -> Result<Output> {
-    auto rep = validate::RunValidation(cat);
-    if (!rep) return tl::unexpected(rep.error());
-    if (!filter->empty()) {
-      const std::string want = ToLower(*filter);
-      auto has = [&](const std::string& text) {
-        return ToLower(text).find(want) != std::string::npos;
-      };
-      std::erase_if(rep->cases, [&](const validate::ValidationCase& v) {
-        return !(has(v.id) || has(v.detail) || ToLower(v.chip) == want);
-      });
-      if (rep->cases.empty()) {
-        return InvalidArgument(
-            "no validation case mentions '" + *filter +
-                "' (try a chip such as b200, a model such as qwen3, or a "
-                "source such as maxtext)",
-            "--filter");
-      }
-      validate::Summarize(*rep);
+  c.app->add_option("--cv", *cv,
+                    "Cross-validate the training runs, leaving out one "
+                    "source, engine or (chip) family at a time: the "
+                    "unmeasured constants are fitted on the other rows "
+                    "(docs/accuracy.md)");
+  c.app->add_flag("--fit", *fit,
+                  "Fit the unmeasured constants over every training row and "
+                  "print the values (docs/accuracy.md, What is fitted)");
+  c.action = [markdown, filter, cv,
+              fit](const catalog::Catalog& cat) -> Result<Output> {
+    if ((!cv->empty() || *fit) && (*markdown || !filter->empty())) {
+      return InvalidArgument(
+          std::string(*fit ? "--fit" : "--cv") +
+              " runs on every training row and prints its own table; drop "
+              "--markdown and --filter (docs/accuracy.md has both)",
+          *fit ? "--fit" : "--cv");
     }
-    Output out;
-    Json cases = Json::array();
-    for (const validate::ValidationCase& v : rep->cases) {
-      cases.push_back({{"id", v.id},
-                       {"group", v.group},
-                       {"metric", v.metric},
-                       {"predicted", v.predicted},
-                       {"expected", v.expected},
-                       {"rel_error", v.rel_error},
-                       {"detail", v.detail}});
-      if (!v.metric_class.empty()) {
-        cases.back()["engine"] = v.engine;
-        cases.back()["metric_class"] = v.metric_class;
-      }
+    if (!cv->empty() && *fit) {
+      return InvalidArgument(
+          "give --cv or --fit, not both (--cv prints the all-rows fit too)",
+          "--fit");
     }
-    Json summary = Json::array();
-    std::vector<std::vector<std::string>> rows = {
-        {"group", "cases", "median |err|", "p90 |err|", "max |err|"}};
-    for (const validate::GroupSummary& s : rep->summary) {
-      summary.push_back({{"group", s.group},
-                         {"count", s.count},
-                         {"median_abs_rel_error", s.median_abs_rel_error},
-                         {"p90_abs_rel_error", s.p90_abs_rel_error},
-                         {"max_abs_rel_error", s.max_abs_rel_error}});
-      rows.push_back({s.group, std::to_string(s.count),
-                      fmt::format("{:.1f}%", 100 * s.median_abs_rel_error),
-                      fmt::format("{:.1f}%", 100 * s.p90_abs_rel_error),
-                      fmt::format("{:.1f}%", 100 * s.max_abs_rel_error)});
-    }
-    Json by_chip = Json::array();
-    std::vector<std::vector<std::string>> chip_rows = {
-        {"chip", "training runs", "median |err|", "p90 |err|"}};
-    for (const validate::GroupSummary& s : rep->by_chip) {
-      by_chip.push_back({{"chip", s.group},
-                         {"count", s.count},
-                         {"median_abs_rel_error", s.median_abs_rel_error},
-                         {"p90_abs_rel_error", s.p90_abs_rel_error}});
-      chip_rows.push_back({s.group, std::to_string(s.count),
-                           fmt::format("{:.1f}%", 100 * s.median_abs_rel_error),
-                           fmt::format("{:.1f}%", 100 * s.p90_abs_rel_error)});
-    }
-    auto [by_metric, metric_table] =
-        ServingSummaries(rep->serving_by_metric, "serving metric");
-    auto [by_engine, engine_table] =
-        ServingSummaries(rep->serving_by_engine, "serving engine: metric");
-    out.json = Document(Json::object(), {{"cases", cases},
-                                         {"summary", summary},
-                                         {"by_chip", by_chip},
-                                         {"serving_by_metric", by_metric},
-                                         {"serving_by_engine", by_engine},
-                                         {"skipped", rep->skipped}});
-    if (*markdown) {
-      out.text = validate::AccuracyMarkdown(*rep);
-    } else {
-      std::vector<std::vector<std::string>> crow = {
-          {"id", "metric", "predicted", "measured", "error"}};
-      for (const validate::ValidationCase& v : rep->cases) {
-        crow.push_back({v.id, v.metric, fmt::format("{:.4g}", v.predicted),
-                        fmt::format("{:.4g}", v.expected),
-                        fmt::format("{:+.1f}%", 100 * v.rel_error)});
-      }
-      out.text = Table(crow) + "\n" + Table(rows) + "\n" + Table(chip_rows) +
-                 "\n" + metric_table + "\n" + engine_table +
-                 fmt::format("\n{} rows not compared (see --markdown)\n",
-                             rep->skipped.size());
-    }
-    return out;
+    if (!cv->empty()) return CrossValidateOutput(cat, *cv);
+    if (*fit) return FitOutput(cat);
+    return ValidateOutput(cat, *markdown, *filter);
   };
   return c;
 }

@@ -109,8 +109,10 @@ struct MetricAccuracy {
 std::vector<MetricAccuracy> ServingAccuracy(const ValidationReport& report,
                                             const std::string& chip);
 
-// docs/accuracy.md: every row, the failures too, and the summary.
-std::string AccuracyMarkdown(const ValidationReport& report);
+// docs/accuracy.md: every row, the failures too, and the summary, after
+// `headline` (the cross-validation section, CrossValidationMarkdown).
+std::string AccuracyMarkdown(const ValidationReport& report,
+                             const std::string& headline = "");
 
 }  // namespace scalemodel::validate
 

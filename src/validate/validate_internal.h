@@ -1,0 +1,44 @@
+// Private to the validate module: one published training row, predicted on a
+// given system (the catalog's, or one whose unmeasured constants a fit
+// replaced), shared by RunValidation and the cross-validation.
+#ifndef SCALEMODEL_SRC_VALIDATE_VALIDATE_INTERNAL_H_
+#define SCALEMODEL_SRC_VALIDATE_VALIDATE_INTERNAL_H_
+
+#include <string>
+#include <vector>
+
+#include "nlohmann/json.hpp"
+#include "scalemodel/validate/validate.h"
+
+namespace scalemodel::validate::internal {
+
+// A training row of data/validation, read once.
+struct PreparedRow {
+  nlohmann::json row;
+  TrainingRun run;
+};
+
+// Every training row that can be estimated, in file order; rows that cannot
+// be read or are marked "skip" go to `skipped` ("id: reason").
+std::vector<PreparedRow> PrepareTrainingRows(const catalog::Catalog& cat,
+                                             std::vector<std::string>* skipped);
+
+// The case for `row` with its stated layout `run`, estimated on `system`
+// (run.system, or a copy with other efficiency constants). Returns an error
+// when the estimator refuses the plan.
+// `resolved`, when given, receives the configuration the prediction used
+// (the stated layout with the recompute policy ResolveRemat chose).
+Result<ValidationCase> PredictTrainingRow(
+    const nlohmann::json& row, const TrainingRun& run, const hw::System& system,
+    estimate::TrainingConfig* resolved = nullptr);
+
+// Only the predicted value of `row`'s measured quantity, with the
+// configuration PredictTrainingRow resolved (no recompute search, no setup
+// text): the fit's inner loop. NaN when the estimator refuses the plan.
+double PredictValue(const nlohmann::json& row, const model::ModelSpec& model,
+                    const hw::System& system,
+                    const estimate::TrainingConfig& resolved);
+
+}  // namespace scalemodel::validate::internal
+
+#endif  // SCALEMODEL_SRC_VALIDATE_VALIDATE_INTERNAL_H_
