@@ -88,10 +88,10 @@ TEST(CatalogTest, SystemShapeResizesACatalogSystemAndKeepsItsFabric) {
 TEST(CatalogTest, UnknownNamesSuggest) {
   EXPECT_EQ(BuiltinCatalog().FindChip("h10").error().message,
             "unknown chip 'h10' (did you mean 'h100'?); `scalemodel chips` "
-            "lists all 15");
+            "lists all 17");
   EXPECT_EQ(BuiltinCatalog().FindChip("tpu-v5").error().message,
             "unknown chip 'tpu-v5' (did you mean 'tpu-v5e'?); `scalemodel "
-            "chips` lists all 15");
+            "chips` lists all 17");
   EXPECT_EQ(BuiltinCatalog().FindSystem("tpu-v5p-pdo").error().message,
             "unknown system 'tpu-v5p-pdo' (did you mean 'tpu-v5p-pod'?); use "
             "a catalog system (`scalemodel systems`) or CHIP:SHAPE such as "

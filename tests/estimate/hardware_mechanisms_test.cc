@@ -252,6 +252,8 @@ TEST(ChipVariants, MemoryAndRates) {
       {"h100-pcie", 80e9, 2.0e12, 756.5e12, 350},
       {"h100-nvl", 94e9, 3.9e12, 835.5e12, 400},
       {"a100-40gb", 40e9, 1.555e12, 312e12, 400},
+      {"mi300x", 192e9, 5.3e12, 1307.4e12, 750},
+      {"mi325x", 256e9, 6e12, 1307.4e12, 1000},
   };
   for (const Case& c : cases) {
     const hw::Chip& chip = Chip(c.id);
