@@ -6,6 +6,7 @@
 #include "commands.h"
 #include "fmt/format.h"
 #include "scalemodel/base/strings.h"
+#include "scalemodel/estimate/efficiency.h"
 #include "scalemodel/estimate/inference.h"
 #include "scalemodel/estimate/training.h"
 #include "scalemodel/ingest/hf_config.h"
@@ -326,6 +327,10 @@ Command AddServeCommand(CLI::App& app) {
     cfg->dp = plan->dp;
     auto e = estimate::EstimateServing(m->spec, *sys, *cfg);
     if (!e) return tl::unexpected(e.error());
+    if (std::string n = estimate::PowerCapNote(sys->chip);
+        !n.empty() && o->mode != "peak") {
+      e->notes.insert(e->notes.begin(), n);
+    }
     Output out;
     out.json = Document({{"model", m->spec.id},
                          {"system", sys->id},
