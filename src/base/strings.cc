@@ -61,11 +61,19 @@ std::string Suggest(std::string_view name,
   for (const std::string& c : candidates) {
     int d = EditDistance(name, c);
     std::string lc = ToLower(c);
-    bool prefix =
-        !lname.empty() && (lc.rfind(lname, 0) == 0 || lname.rfind(lc, 0) == 0);
-    if (prefix)
+    bool prefix = false;
+    if (!lname.empty() && lc.rfind(lname, 0) == 0) {
       d = 0;  // "tpu-v5" -> "tpu-v5e" beats an equal-distance "tpu-v4"
-    if (d < best_distance) {
+      prefix = true;
+    } else if (!lc.empty() && lname.rfind(lc, 0) == 0) {
+      // A candidate the name extends ("h100" for "h100-pcei") is as far as
+      // the characters added, so a near variant ("h100-pcie") beats it.
+      d = std::min<int>(d, static_cast<int>(lname.size() - lc.size()));
+    }
+    // Among names that extend the typed one, the shortest ("h10" ->
+    // "h100", not "h100-96gb").
+    if (d < best_distance ||
+        (prefix && d == best_distance && c.size() < best.size())) {
       best_distance = d;
       best = c;
     }

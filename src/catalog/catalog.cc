@@ -355,6 +355,13 @@ Result<hw::Chip> ParseChipFile(std::string_view contents,
       root, "power", false, path, [&](TableReader& r, const std::string& c) {
         if (auto v = quantity(r, "tdp", true, c, AsWatts))
           chip.power_watts = *v;
+        if (auto v = quantity(r, "limit", false, c, AsWatts)) {
+          if (*v <= 0 || *v > chip.power_watts) {
+            r.Fail("limit", "expected a power limit above 0 W and at most tdp");
+          } else {
+            chip.power_limit_watts = *v;
+          }
+        }
       }));
   sections.push_back(ReadSection(
       root, "price", false, path, [&](TableReader& r, const std::string& c) {

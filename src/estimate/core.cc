@@ -223,8 +223,11 @@ double ElementwiseElems(const model::ModelSpec& m, const ModelConsts& mc,
   double elem =
       10 * D + 3 * f_active + 2.0 * (m.num_heads + m.num_kv_heads) * m.head_dim;
   if (m.is_moe()) elem += mc.moe_frac * 4.0 * m.moe.top_k * D;
-  if (cfg.precision.matmul == hw::Dtype::kFp8) {
-    // Every GEMM input is cast to fp8 (docs 5.2): the q/k/v and MLP inputs
+  if (cfg.precision.matmul == hw::Dtype::kFp8 ||
+      cfg.precision.matmul == hw::Dtype::kFp4 ||
+      cfg.precision.matmul == hw::Dtype::kInt8) {
+    // Every GEMM input is cast to fp8 (fp4, int8; docs 5.2): the q/k/v and
+    // MLP inputs
     // (an MoE layer's experts see top_k copies, plus the shared experts'),
     // the attention output and the MLP's hidden activations; in bf16
     // elements of Fp8CastBytes each.
@@ -233,8 +236,11 @@ double ElementwiseElems(const model::ModelSpec& m, const ModelConsts& mc,
       double expert_in = (m.moe.top_k + (m.moe.num_shared_experts > 0)) * D;
       mlp_in = (1 - mc.moe_frac) * D + mc.moe_frac * expert_in;
     }
-    elem += Fp8CastBytes(cfg.precision.fp8_recipe) / 2 *
-            (D + mlp_in + m.num_heads * m.head_dim + f_active);
+    // int8 (AQT) scales per channel from a fresh amax: tensorwise's cost.
+    const double cast = cfg.precision.matmul == hw::Dtype::kInt8
+                            ? Fp8CastBytes(Fp8Recipe::kTensorwise)
+                            : Fp8CastBytes(cfg.precision.fp8_recipe);
+    elem += cast / 2 * (D + mlp_in + m.num_heads * m.head_dim + f_active);
   }
   return elem;
 }
@@ -247,7 +253,14 @@ LayerCompute ComputeLayer(const model::ModelSpec& m, const ModelConsts& mc,
                           const TrainingConfig& cfg) {
   LayerCompute lc;
   const double D = mc.d;
-  const LayerGemms g{chip, eff, cfg.precision.matmul};
+  // The fp8 / fp4 recipe's GEMM speed (a chip that cannot run the recipe
+  // is refused before this; 0 keeps the measured rate).
+  ChipEfficiency e = eff;
+  if (const double f = Fp8RecipeGemmFactor(chip, cfg.precision.fp8_recipe);
+      f > 0 && cfg.mode == Mode::kRealistic) {
+    e.gemm_max_fp8 *= f;
+  }
+  const LayerGemms g{chip, e, cfg.precision.matmul};
   const double hbm = chip.hbm_bandwidth.si() * eff.hbm;
   double attn_proj = AttentionProjections(m, g, D, tp, t);
   double up = m.gated_mlp ? 2 : 1;
@@ -617,21 +630,20 @@ Exposure ExposeRealistic(const PlanShape& s, const CommTotals& c,
   x.fsdp = par.fsdp > 1 ? std::max({0.0, c.fsdp_total / (m * 3 * s.lps),
                                     c.fsdp_total - compute})
                         : 0.0;
-  x.dp =
-      c.dp_total > 0
-          ? std::max(c.dp_total / s.lps,
-                     c.dp_total - (cfg.habits.dp_overlap ? backward_last : 0.0))
-          : 0.0;
+  // Data-parallel overlap hides dp_overlap_fraction of what it could.
+  const double dpf = cfg.habits.dp_overlap ? cfg.habits.dp_overlap_fraction : 0;
+  x.dp = c.dp_total > 0
+             ? std::max(c.dp_total / s.lps, c.dp_total - dpf * backward_last)
+             : 0.0;
   // The parameter all-gather, layer by layer under the first forward.
-  x.gather =
-      c.dp_gather > 0
-          ? std::max(c.dp_gather / s.lps,
-                     c.dp_gather - (cfg.habits.dp_overlap ? st.stage / 3 : 0.0))
-          : 0.0;
+  x.gather = c.dp_gather > 0 ? std::max(c.dp_gather / s.lps,
+                                        c.dp_gather - dpf * st.stage / 3)
+                             : 0.0;
   if (cfg.habits.tp_comm_overlap) {
-    // Split GEMMs hide the collectives; what exceeds the GEMMs shows.
-    double gemm_mb = s.lps * s.gemm_passes * lc.gemm_fwd;
-    x.tp_mb = std::max(0.0, c.tp_mb - gemm_mb);
+    // Split GEMMs hide a fraction of the collectives, at most the GEMMs.
+    const double gemm_mb = s.lps * s.gemm_passes * lc.gemm_fwd;
+    const double f = TpOverlapFraction(cfg.habits, par.tp);
+    x.tp_mb = c.tp_mb - std::min(f * c.tp_mb, gemm_mb);
   }
   // Expert all-to-all: exposed in full, or with --ep-overlap hidden under
   // the paired microbatch's compute from the second microbatch on. On GPUs
@@ -642,9 +654,10 @@ Exposure ExposeRealistic(const PlanShape& s, const CommTotals& c,
     const double kCommUnits = 24;
     const double slow =
         eff.units > 2 * kCommUnits ? eff.units / (eff.units - kCommUnits) : 1.0;
-    const double beside = std::min(c.ep_mb, st.stage);
+    const double cover = cfg.habits.ep_overlap_fraction * st.stage;
+    const double beside = std::min(c.ep_mb, cover);
     x.ep = c.ep_mb +
-           (m - 1) * (std::max(0.0, c.ep_mb - st.stage) + beside * (slow - 1));
+           (m - 1) * (std::max(0.0, c.ep_mb - cover) + beside * (slow - 1));
   }
   x.total = m * (x.tp_mb + c.cp_exposed_mb) + x.ep + c.pp_exposed + x.fsdp +
             x.dp + x.gather + o.offload;
@@ -684,6 +697,11 @@ void SplitExposed(const PlanShape& s, const CommTotals& c, const Exposure& x,
 }
 
 }  // namespace
+
+double TpOverlapFraction(const EngineHabits& h, int tp) {
+  if (h.tp_overlap_fraction >= 0) return std::min(1.0, h.tp_overlap_fraction);
+  return tp > 1 ? (tp - 1.0) / tp : 0.0;
+}
 
 ParamShares SharesOf(const ModelConsts& mc, const Parallelism& par) {
   ParamShares sh;

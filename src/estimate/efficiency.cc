@@ -1,10 +1,13 @@
 #include "scalemodel/estimate/efficiency.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <type_traits>
 
 #include "scalemodel/base/strings.h"
+#include "scalemodel/estimate/training.h"
 #include "scalemodel/roofline/roofline.h"
 #include "scalemodel/units/format.h"
 
@@ -36,7 +39,67 @@ ChipEfficiency RealisticEfficiency(const hw::Chip& chip) {
     e.attention *= f;
     e.attention_fa2 *= f;
   }
+  // A board power limit below the TDP lowers the sustained clock further.
+  const double cap = PowerCapFactor(chip);
+  e.gemm_max *= cap;
+  e.gemm_max_fp8 *= cap;
+  e.attention *= cap;
+  e.attention_fa2 *= cap;
   return e;
+}
+
+double PowerCapFactor(const hw::Chip& chip, double watts) {
+  if (chip.is_tpu() || chip.power_watts <= 0 || !(watts > 0) ||
+      watts >= chip.power_watts) {
+    return 1.0;
+  }
+  return std::pow(watts / chip.power_watts, kPowerCapExponent);
+}
+
+double PowerCapFactor(const hw::Chip& chip) {
+  return PowerCapFactor(chip, chip.power_limit_watts);
+}
+
+std::string PowerCapNote(const hw::Chip& chip) {
+  const double w = chip.power_limit_watts;
+  if (chip.is_tpu() || !(w > 0) || w >= chip.power_watts) return "";
+  const double ratio = w / chip.power_watts;
+  return fmt::format(
+      "power limit {} W of {}'s {} W TDP: matrix throughput x {:.3f} "
+      "((limit / TDP)^{}, docs/model.md 5.6){}",
+      FormatNumber(w), chip.id, FormatNumber(chip.power_watts),
+      PowerCapFactor(chip), FormatNumber(kPowerCapExponent),
+      ratio < kPowerCapLowestPublished
+          ? "; below the lowest published point (0.571 of TDP), an "
+            "extrapolation"
+          : "");
+}
+
+// Each recipe's GEMM speed against the per-tensor-scaled fp8 GEMM that
+// gemm_max_fp8 measures (MAMF: torch._scaled_mm, one scale per tensor).
+//   rowwise 0.894: torchao's rowwise-scaled float8 GEMMs, measured end to
+//     end against tensorwise on the same job (pytorch/torchtitan commit
+//     7a04053, 2025-01: Llama 3 8B on 8 H100, torch.compile, 6,424 vs
+//     7,186 tokens/s); applied to the GEMMs alone (an upper bound on the
+//     kernel's slowdown, since the cast costs are counted apart).
+//   blockwise 1: deepseek-ai/DeepGEMM README, 1x128 / 128x128 block-scaled
+//     fp8 GEMMs at up to 1,550 TFLOP/s on H800 (0.78 of 1,979), above the
+//     per-tensor best shape (0.709): not slower.
+//   mxfp8, nvfp4 1: Blackwell's tensor cores apply the block scales
+//     (NVIDIA Transformer Engine docs, "Using FP8 and FP4 with Transformer
+//     Engine": MXFP8 / NVFP4 block scaling in hardware on Blackwell); only
+//     chips with an fp4 rate (Blackwell) run them.
+double Fp8RecipeGemmFactor(const hw::Chip& chip, Fp8Recipe r) {
+  const bool block_scaled_cores = chip.Peak(hw::Dtype::kFp4).si() > 0;
+  switch (r) {
+    case Fp8Recipe::kRowwise:
+      return 0.894;
+    case Fp8Recipe::kMxfp8:
+    case Fp8Recipe::kNvfp4:
+      return block_scaled_cores ? 1.0 : 0.0;
+    default:
+      return 1.0;
+  }
 }
 
 ChipEfficiency RealisticEfficiencyAtBoost(const hw::Chip& chip) {

@@ -136,19 +136,41 @@ std::string_view Fp8RecipeName(Fp8Recipe r) {
       return "blockwise";
     case Fp8Recipe::kMxfp8:
       return "mxfp8";
+    case Fp8Recipe::kRowwise:
+      return "rowwise";
+    case Fp8Recipe::kNvfp4:
+      return "nvfp4";
   }
   return "?";
 }
 
 Result<Fp8Recipe> ParseFp8Recipe(std::string_view text) {
-  return ParseByName(text,
-                     {Fp8Recipe::kDelayed, Fp8Recipe::kTensorwise,
-                      Fp8Recipe::kBlockwise, Fp8Recipe::kMxfp8},
-                     Fp8RecipeName, "fp8_recipe");
+  return ParseByName(
+      text,
+      {Fp8Recipe::kDelayed, Fp8Recipe::kTensorwise, Fp8Recipe::kRowwise,
+       Fp8Recipe::kBlockwise, Fp8Recipe::kMxfp8, Fp8Recipe::kNvfp4},
+      Fp8RecipeName, "fp8_recipe");
 }
 
 double Fp8CastBytes(Fp8Recipe r) {
-  return r == Fp8Recipe::kTensorwise ? 6.0 : 4.0;
+  switch (r) {
+    case Fp8Recipe::kTensorwise:
+    case Fp8Recipe::kRowwise:
+      return 6.0;
+    case Fp8Recipe::kNvfp4:
+      return 3.0;
+    default:
+      return 4.0;
+  }
+}
+
+std::string_view MfuBasisName(MfuBasis b) {
+  return b == MfuBasis::kDtype ? "dtype" : "bf16";
+}
+
+Result<MfuBasis> ParseMfuBasis(std::string_view text) {
+  return ParseByName(text, {MfuBasis::kBf16, MfuBasis::kDtype}, MfuBasisName,
+                     "mfu_basis");
 }
 
 std::string Parallelism::ToString() const {
@@ -800,6 +822,10 @@ void CoreNotes(const hw::System& sys, const TrainingConfig& cfg,
       cfg.mode != Mode::kPeak && !n.empty()) {
     est->notes.push_back(n);
   }
+  if (std::string n = PowerCapNote(sys.chip);
+      cfg.mode != Mode::kPeak && !n.empty()) {
+    est->notes.push_back(n);
+  }
   if (cfg.assume_mfu > 0) {
     est->notes.push_back("step time from an assumed MFU of " +
                          FormatNumber(cfg.assume_mfu) +
@@ -831,7 +857,11 @@ void CoreNotes(const hw::System& sys, const TrainingConfig& cfg,
 void Throughput(const hw::Chip& chip, const TrainingConfig& cfg,
                 const ModelConsts& mc, double step, int chips,
                 TrainingEstimate* est) {
-  const double C_bf16 = chip.Peak(hw::Dtype::kBf16).si();
+  double C_bf16 = chip.Peak(hw::Dtype::kBf16).si();
+  if (cfg.precision.mfu_basis == MfuBasis::kDtype &&
+      chip.Peak(cfg.precision.matmul).si() > 0) {
+    C_bf16 = chip.Peak(cfg.precision.matmul).si();
+  }
   est->model_flops_per_step = mc.model_flops_per_token * cfg.batch_tokens;
   est->hardware_flops_per_step =
       (mc.model_flops_per_token +
@@ -842,6 +872,15 @@ void Throughput(const hw::Chip& chip, const TrainingConfig& cfg,
   est->model_flops_per_s_per_chip = est->model_flops_per_step / step / chips;
   est->mfu = est->model_flops_per_s_per_chip / C_bf16;
   est->hfu = est->hardware_flops_per_step / step / chips / C_bf16;
+  if (est->mfu > 1) {
+    est->notes.push_back(fmt::format(
+        "MFU {:.0f}% is above 100% because it is stated against the bf16 "
+        "peak while the matmuls run in {} at up to {:.0f}x that rate; "
+        "--mfu-basis dtype states it against the {} peak",
+        100 * est->mfu, hw::DtypeName(cfg.precision.matmul),
+        chip.Peak(cfg.precision.matmul).si() / C_bf16,
+        hw::DtypeName(cfg.precision.matmul)));
+  }
   if (cfg.tokens > 0) {
     double steps = cfg.tokens / cfg.batch_tokens;
     est->time_to_train_s = steps * step;

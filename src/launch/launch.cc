@@ -227,6 +227,8 @@ Result<std::string> EmitMaxText(const model::ModelSpec& m,
         "recomputes a little; expect a few % more FLOPs than predicted");
   }
   if (cfg.precision.matmul == hw::Dtype::kFp8) out.Key("quantization", "fp8");
+  // AQT int8 matmuls (--precision int8).
+  if (cfg.precision.matmul == hw::Dtype::kInt8) out.Key("quantization", "int8");
   if (cfg.memory.offload_optimizer)
     out.Key("optimizer_memory_host_offload", "True");
   if (cfg.memory.offload_params)
@@ -450,13 +452,21 @@ Result<std::string> EmitMegatron(const model::ModelSpec& m,
     out.Arg("--grad-reduce-in-bf16");
   // The fused loss kernel the estimate assumed (--cross-entropy fused).
   if (!cfg.habits.unfused_cross_entropy) out.Arg("--cross-entropy-loss-fusion");
-  if (cfg.precision.matmul == hw::Dtype::kFp8) {
+  if (cfg.precision.matmul == hw::Dtype::kFp8 &&
+      cfg.precision.fp8_recipe != estimate::Fp8Recipe::kRowwise) {
     out.Flag("--fp8-format",
              cfg.precision.fp8_recipe == estimate::Fp8Recipe::kMxfp8
                  ? "e4m3"
                  : "hybrid");
     out.Flag("--fp8-recipe",
              std::string(estimate::Fp8RecipeName(cfg.precision.fp8_recipe)));
+  } else if (cfg.precision.matmul != hw::Dtype::kBf16) {
+    const bool int8 = cfg.precision.matmul == hw::Dtype::kInt8;
+    out.Comment(fmt::format(
+        "Megatron-LM has no flag for the estimate's {} matmuls; the line "
+        "runs them in bf16",
+        int8 ? std::string("int8")
+             : std::string(estimate::Fp8RecipeName(cfg.precision.fp8_recipe))));
   }
   if (cfg.memory.offload_optimizer) {
     out.Arg("--optimizer-cpu-offload");

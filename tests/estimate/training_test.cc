@@ -637,7 +637,8 @@ TEST(TrainingTest, Fp8RecipesCostTheirCasts) {
             "amax pass");
   EXPECT_EQ(*ParseFp8Recipe("MXFP8"), Fp8Recipe::kMxfp8);
   EXPECT_EQ(ParseFp8Recipe("tensorwize").error().message,
-            "expected delayed, tensorwise, blockwise or mxfp8, got "
+            "expected delayed, tensorwise, rowwise, blockwise, mxfp8 or nvfp4, "
+            "got "
             "'tensorwize' (did you mean 'tensorwise'?)");
 }
 

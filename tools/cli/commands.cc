@@ -160,4 +160,35 @@ Result<net::Mode> ParseMode(const std::string& text, const char* where) {
                          where);
 }
 
+Result<void> ApplyPowerCap(const std::string& text, hw::System* sys) {
+  if (text.empty()) return {};
+  auto w = ParseOption<double>("--power-cap", text,
+                               [](auto& t) { return units::ParseWatts(t); });
+  if (!w) return tl::unexpected(w.error());
+  const hw::Chip& chip = sys->chip;
+  if (chip.is_tpu()) {
+    return InvalidArgument(
+        chip.id +
+            " is a TPU: no published measurement of TPU throughput under a "
+            "power limit exists, so no sustained-clock derate is modelled; "
+            "power caps apply to GPUs",
+        "--power-cap");
+  }
+  if (chip.power_watts <= 0) {
+    return InvalidArgument(chip.id +
+                               " has no TDP in its catalog file ([power] "
+                               "tdp); add one to cap its power",
+                           "--power-cap");
+  }
+  if (*w > chip.power_watts) {
+    return InvalidArgument(FormatNumber(*w) + " W is above " + chip.id +
+                               "'s TDP of " + FormatNumber(chip.power_watts) +
+                               " W; give at most " +
+                               FormatNumber(chip.power_watts) + " W",
+                           "--power-cap");
+  }
+  sys->chip.power_limit_watts = *w;
+  return {};
+}
+
 }  // namespace scalemodel::cli

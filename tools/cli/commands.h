@@ -84,6 +84,12 @@ std::string Table(const std::vector<std::vector<std::string>>& rows);
 // "peak" or "realistic"; the error names `where`.
 Result<net::Mode> ParseMode(const std::string& text, const char* where);
 
+// --power-cap W (train, plan train, serve): the board power limit of every
+// chip of `sys` (hw::Chip::power_limit_watts). Empty text: unchanged. Errors:
+// not a positive power, a TPU (no published measurement), a chip without a
+// TDP, a cap above the TDP.
+Result<void> ApplyPowerCap(const std::string& text, hw::System* sys);
+
 // plan serve's options and search (serve_commands.cc), wired into the plan
 // command (train_commands.cc).
 struct ServeSearchCli {

@@ -6,6 +6,7 @@
 #include "commands.h"
 #include "fmt/format.h"
 #include "scalemodel/base/strings.h"
+#include "scalemodel/estimate/efficiency.h"
 #include "scalemodel/estimate/inference.h"
 #include "scalemodel/estimate/training.h"
 #include "scalemodel/ingest/hf_config.h"
@@ -25,7 +26,7 @@ namespace scalemodel::cli {
 struct ServeCli {
   std::string model, system, plan = "tp=1", batch = "1", prompt = "1024",
                              output = "256", weights = "bf16", kv = "bf16",
-                             mode = "realistic", emit;
+                             mode = "realistic", emit, power_cap;
   double price = 0;
 };
 
@@ -295,6 +296,9 @@ Command AddServeCommand(CLI::App& app) {
       ->capture_default_str();
   c.app->add_option("--price-per-chip-hour", o->price, "USD per chip-hour");
   c.app->add_option("--emit", o->emit, fmt::format(kEmitHelp, "this plan"));
+  c.app->add_option("--power-cap", o->power_cap,
+                    "GPU board power limit (500 W): sustained matrix "
+                    "throughput x (cap / TDP)^0.329 (docs/model.md 5.6)");
   c.action = [o](const catalog::Catalog& cat) -> Result<Output> {
     auto m = ingest::FindModel(cat, o->model);
     if (!m) return tl::unexpected(m.error());
@@ -302,6 +306,9 @@ Command AddServeCommand(CLI::App& app) {
     if (!sys)
       return tl::unexpected(
           Error{sys.error().code, sys.error().message, "--system"});
+    if (auto p = ApplyPowerCap(o->power_cap, &*sys); !p) {
+      return tl::unexpected(p.error());
+    }
     auto cfg = ParseServeCommon(o->prompt, o->output, o->weights, o->kv,
                                 o->mode, o->price);
     if (!cfg) return tl::unexpected(cfg.error());
@@ -320,6 +327,10 @@ Command AddServeCommand(CLI::App& app) {
     cfg->dp = plan->dp;
     auto e = estimate::EstimateServing(m->spec, *sys, *cfg);
     if (!e) return tl::unexpected(e.error());
+    if (std::string n = estimate::PowerCapNote(sys->chip);
+        !n.empty() && o->mode != "peak") {
+      e->notes.insert(e->notes.begin(), n);
+    }
     Output out;
     out.json = Document({{"model", m->spec.id},
                          {"system", sys->id},

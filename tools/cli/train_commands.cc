@@ -2,11 +2,13 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <optional>
 
 #include "commands.h"
 #include "fmt/format.h"
 #include "scalemodel/base/strings.h"
+#include "scalemodel/estimate/efficiency.h"
 #include "scalemodel/estimate/inference.h"
 #include "scalemodel/estimate/presets.h"
 #include "scalemodel/estimate/training.h"
@@ -41,8 +43,11 @@ struct TrainOptionsCli {
   int mtp_layers = -1;
   bool no_dp_overlap = false;
   bool ep_dedup = false;
-  bool ep_overlap = false;
-  bool tp_overlap = false;
+  // --tp-overlap / --ep-overlap: empty when not given, "default" without a
+  // value, else the fraction hidden as typed.
+  std::string tp_overlap, ep_overlap;
+  double dp_overlap = 1;
+  std::string power_cap, mfu_basis = "bf16";
   int vpp = 1;
   double assume_mfu = 0;
   double price = 0;
@@ -65,6 +70,123 @@ struct TrainInputs {
   // so, added to the estimates' notes.
   std::optional<std::string> batch_note;
 };
+
+// The inputs the hardware options set, only where they differ from the
+// defaults (the goldens of runs without them stay as they were).
+static void AddHardwareInputs(const hw::System& sys,
+                              const estimate::TrainingConfig& c, Json* j) {
+  if (sys.chip.power_limit_watts > 0) {
+    (*j)["power_limit_w"] = sys.chip.power_limit_watts;
+    (*j)["power_cap_factor"] = estimate::PowerCapFactor(sys.chip);
+  }
+  if (c.habits.tp_comm_overlap) {
+    (*j)["tp_overlap_fraction"] =
+        estimate::TpOverlapFraction(c.habits, c.par.tp);
+  }
+  if (c.habits.ep_overlap && c.habits.ep_overlap_fraction != 1) {
+    (*j)["ep_overlap_fraction"] = c.habits.ep_overlap_fraction;
+  }
+  if (c.habits.dp_overlap_fraction != 1) {
+    (*j)["dp_overlap_fraction"] = c.habits.dp_overlap_fraction;
+  }
+  if (c.precision.mfu_basis == estimate::MfuBasis::kDtype) {
+    (*j)["mfu_basis"] = "dtype";
+    (*j)["mfu_convention"] = "model FLOPs / (time x chips x dense " +
+                             std::string(hw::DtypeName(c.precision.matmul)) +
+                             " peak)";
+  }
+}
+
+// --fp8-recipe: its name, and whether the chip runs it.
+static Result<void> ApplyRecipe(const TrainOptionsCli& o, TrainInputs* in) {
+  estimate::TrainingConfig& c = in->config;
+  if (o.fp8_recipe.empty()) return {};
+  if (c.precision.matmul != hw::Dtype::kFp8) {
+    return InvalidArgument(
+        "a scaling recipe applies to fp8 matmuls; add --precision fp8 or "
+        "drop --fp8-recipe",
+        "--fp8-recipe");
+  }
+  auto recipe = estimate::ParseFp8Recipe(o.fp8_recipe);
+  if (!recipe) return tl::unexpected(recipe.error());
+  c.precision.fp8_recipe = *recipe;
+  const hw::Chip& chip = in->system.chip;
+  if (estimate::Fp8RecipeGemmFactor(chip, *recipe) <= 0) {
+    return InvalidArgument(
+        std::string(estimate::Fp8RecipeName(*recipe)) +
+            " needs Blackwell's block-scaled tensor cores (a chip with an "
+            "fp4 rate); " +
+            chip.id +
+            " has none: use delayed, tensorwise, rowwise or "
+            "blockwise",
+        "--fp8-recipe");
+  }
+  // NVFP4: the GEMMs run at the fp4 rate.
+  if (*recipe == estimate::Fp8Recipe::kNvfp4)
+    c.precision.matmul = hw::Dtype::kFp4;
+  return {};
+}
+
+// A fraction hidden given to an overlap flag, in [0, 1].
+static Result<void> CheckFraction(double f, const char* flag) {
+  if (!(f >= 0 && f <= 1)) {
+    return InvalidArgument(
+        fmt::format("expected the fraction of the communication hidden, "
+                    "from 0 to 1 (such as 0.5), got {}",
+                    FormatNumber(f)),
+        flag);
+  }
+  return {};
+}
+
+// An overlap flag's value: `dflt` without one ("default"), else a fraction.
+static Result<double> OverlapFraction(const std::string& text, double dflt,
+                                      const char* flag) {
+  if (text == "default") return dflt;
+  char* end = nullptr;
+  const double f = std::strtod(text.c_str(), &end);
+  if (text.empty() || end != text.c_str() + text.size()) {
+    return InvalidArgument(
+        "expected the fraction of the communication "
+        "hidden, from 0 to 1 (such as 0.5), got '" +
+            text + "'",
+        flag);
+  }
+  if (auto ok = CheckFraction(f, flag); !ok) return tl::unexpected(ok.error());
+  return f;
+}
+
+// --power-cap, --fp8-recipe, --mfu-basis and the overlap flags.
+static Result<void> ApplyHardwareOptions(const TrainOptionsCli& o,
+                                         TrainInputs* in) {
+  if (auto p = ApplyPowerCap(o.power_cap, &in->system); !p) {
+    return tl::unexpected(p.error());
+  }
+  if (auto r = ApplyRecipe(o, in); !r) return r;
+  estimate::TrainingConfig& c = in->config;
+  auto basis = estimate::ParseMfuBasis(o.mfu_basis);
+  if (!basis) {
+    return tl::unexpected(
+        Error{basis.error().code, basis.error().message, "--mfu-basis"});
+  }
+  c.precision.mfu_basis = *basis;
+  if (!o.tp_overlap.empty()) {
+    auto f = OverlapFraction(o.tp_overlap, -1, "--tp-overlap");
+    if (!f) return tl::unexpected(f.error());
+    c.habits.tp_comm_overlap = true;
+    c.habits.tp_overlap_fraction = *f;
+  }
+  if (!o.ep_overlap.empty()) {
+    auto f = OverlapFraction(o.ep_overlap, 1, "--ep-overlap");
+    if (!f) return tl::unexpected(f.error());
+    c.habits.ep_overlap = true;
+    c.habits.ep_overlap_fraction = *f;
+  }
+  if (auto f = CheckFraction(o.dp_overlap, "--dp-overlap"); !f) return f;
+  c.habits.dp_overlap_fraction = o.dp_overlap;
+  c.habits.dp_overlap = c.habits.dp_overlap && !o.no_dp_overlap;
+  return {};
+}
 
 static Result<TrainInputs> ResolveTrain(const catalog::Catalog& cat,
                                         const TrainOptionsCli& o,
@@ -146,9 +268,11 @@ static Result<TrainInputs> ResolveTrain(const catalog::Catalog& cat,
   c.mode = *mode == net::Mode::kPeak ? estimate::Mode::kPeak
                                      : estimate::Mode::kRealistic;
   auto prec = hw::ParseDtype(o.precision);
-  if (!prec || (*prec != hw::Dtype::kBf16 && *prec != hw::Dtype::kFp8)) {
-    return InvalidArgument("expected bf16 or fp8, got '" + o.precision + "'",
-                           "--precision");
+  if (!prec || (*prec != hw::Dtype::kBf16 && *prec != hw::Dtype::kFp8 &&
+                *prec != hw::Dtype::kInt8)) {
+    return InvalidArgument(
+        "expected bf16, fp8 or int8 (TPU AQT), got '" + o.precision + "'",
+        "--precision");
   }
   c.precision.matmul = *prec;
   auto sched = estimate::ParseSchedule(o.schedule);
@@ -196,7 +320,6 @@ static Result<TrainInputs> ResolveTrain(const catalog::Catalog& cat,
   }
   c.habits.capacity_factor = o.capacity;
   c.habits.ep_dedup = o.ep_dedup;
-  c.habits.ep_overlap = o.ep_overlap;
   if (o.last_stage_layers < 0) {
     return InvalidArgument("expected a layer count >= 1 (0: the default)",
                            "--last-stage-layers");
@@ -216,7 +339,6 @@ static Result<TrainInputs> ResolveTrain(const catalog::Catalog& cat,
         "--mtp-layers");
   }
   c.mtp_layers = o.mtp_layers;
-  c.habits.tp_comm_overlap = c.habits.tp_comm_overlap || o.tp_overlap;
   auto kernel = estimate::ParseAttentionKernel(o.attention_kernel);
   if (!kernel) return tl::unexpected(kernel.error());
   c.habits.attention_kernel = *kernel;
@@ -233,16 +355,8 @@ static Result<TrainInputs> ResolveTrain(const catalog::Catalog& cat,
   auto cp_comm = estimate::ParseCpComm(o.cp_comm);
   if (!cp_comm) return tl::unexpected(cp_comm.error());
   c.habits.cp_comm = *cp_comm;
-  if (!o.fp8_recipe.empty()) {
-    if (c.precision.matmul != hw::Dtype::kFp8) {
-      return InvalidArgument(
-          "a scaling recipe applies to fp8 matmuls; add --precision fp8 or "
-          "drop --fp8-recipe",
-          "--fp8-recipe");
-    }
-    auto recipe = estimate::ParseFp8Recipe(o.fp8_recipe);
-    if (!recipe) return tl::unexpected(recipe.error());
-    c.precision.fp8_recipe = *recipe;
+  if (auto hw = ApplyHardwareOptions(o, &in); !hw) {
+    return tl::unexpected(hw.error());
   }
   c.memory.offload_params = o.offload_params;
   c.memory.offload_optimizer = o.offload || o.offload_params;
@@ -274,7 +388,6 @@ static Result<TrainInputs> ResolveTrain(const catalog::Catalog& cat,
     }
     c.precision.grad_reduce = *grd;
   }
-  c.habits.dp_overlap = c.habits.dp_overlap && !o.no_dp_overlap;
   if (c.lora_rank > 0 && in.engine) {
     return InvalidArgument(
         "no launch line for LoRA fine-tuning: MaxText, Megatron-LM and "
@@ -332,6 +445,7 @@ static Result<TrainInputs> ResolveTrain(const catalog::Catalog& cat,
            : "model FLOPs (no recompute; multi-token-prediction modules "
              "included) / (time x chips x dense bf16 peak)"}};
   if (c.tokens > 0) in.inputs["tokens"] = c.tokens;
+  AddHardwareInputs(in.system, c, &in.inputs);
   if (!o.engine.empty() && preset) {
     in.inputs["engine"] = std::string(estimate::EngineName(*preset));
   }
@@ -386,7 +500,19 @@ static void AddTrainOptions(CLI::App* app, TrainOptionsCli& o, bool plan) {
       ->capture_default_str();
   app->add_option("--vpp", o.vpp, "Virtual pipeline stages per device")
       ->capture_default_str();
-  app->add_option("--precision", o.precision, "Matmul precision: bf16 or fp8")
+  app->add_option("--precision", o.precision,
+                  "Matmul precision: bf16, fp8 or int8 (TPU AQT)")
+      ->capture_default_str();
+  app->add_option("--power-cap", o.power_cap,
+                  "GPU board power limit (500 W): sustained matrix throughput "
+                  "x (cap / TDP)^0.329 (docs/model.md 5.6)");
+  app->add_option("--mfu-basis", o.mfu_basis,
+                  "MFU against the bf16 peak (bf16) or the matmul dtype's "
+                  "peak (dtype)")
+      ->capture_default_str();
+  app->add_option("--dp-overlap", o.dp_overlap,
+                  "Fraction of the data-parallel communication the overlap "
+                  "hides of what it could (0 to 1)")
       ->capture_default_str();
   app->add_option("--mode", o.mode,
                   "realistic (what a run measures) or peak (the book's bound)")
@@ -404,14 +530,16 @@ static void AddTrainOptions(CLI::App* app, TrainOptionsCli& o, bool plan) {
                   "padded to it, one-hot dispatch/combine einsums (GShard, "
                   "MaxText's dense path); 0 = dropless")
       ->capture_default_str();
-  app->add_flag("--tp-overlap", o.tp_overlap,
+  app->add_flag("--tp-overlap{default}", o.tp_overlap,
                 "Tensor-parallel collectives overlapped with the adjacent "
                 "GEMMs (Megatron --tp-comm-overlap, torchtitan async TP): "
-                "only what exceeds the layer's GEMMs shows");
-  app->add_flag("--ep-overlap", o.ep_overlap,
+                "(tp-1)/tp of them hide, at most the GEMMs' time; "
+                "--tp-overlap=F hides the fraction F");
+  app->add_flag("--ep-overlap{default}", o.ep_overlap,
                 "MoE: the expert all-to-all of one microbatch runs under "
                 "another's compute (Megatron "
-                "--overlap-moe-expert-parallel-comm, DeepSeek's DualPipe)");
+                "--overlap-moe-expert-parallel-comm, DeepSeek's DualPipe); "
+                "--ep-overlap=F: under the fraction F of it");
   app->add_flag("--ep-dedup", o.ep_dedup,
                 "MoE dispatch sends a token once per destination node "
                 "(DeepEP): the network carries distinct nodes, not top_k "
@@ -447,7 +575,8 @@ static void AddTrainOptions(CLI::App* app, TrainOptionsCli& o, bool plan) {
   app->add_option("--fp8-recipe", o.fp8_recipe,
                   "With --precision fp8, how inputs are scaled: delayed (the "
                   "default), tensorwise (current scaling: one more pass per "
-                  "cast), blockwise or mxfp8 (Megatron's --fp8-recipe names)");
+                  "cast), rowwise, blockwise, mxfp8 or nvfp4 (fp4 GEMMs; "
+                  "mxfp8 and nvfp4 on Blackwell)");
   o.cross_entropy_option =
       app->add_option(
              "--cross-entropy", o.cross_entropy,

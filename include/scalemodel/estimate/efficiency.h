@@ -38,10 +38,38 @@ struct ChipEfficiency {
 // linear between points, flat beyond 16K, proportional below 512.
 double AttentionSeqFactor(double seq);
 
+// Sustained matrix throughput under a board power limit, as a fraction of
+// the throughput at the chip's TDP (docs/model.md 5.6, "Power caps"):
+//   (watts / tdp)^kPowerCapExponent, 1 at or above the TDP.
+// The exponent is fitted by least squares on log(throughput ratio) against
+// log(power ratio), through the origin, over the published pairs of one die
+// sold at two board powers (dense bf16 datasheet peaks, each quoted at the
+// tensor clock that fits the part's power):
+//   GH100 (132 SMs): H100 NVL 835.5 TFLOP/s at 400 W vs H100 SXM5 989.5 at
+//     700 W: power 0.571, throughput 0.844 (NVIDIA H100 datasheet);
+//   GB100: HGX B200 2.25 PFLOP/s at 1,000 W vs GB200 2.5 at 1,200 W: power
+//     0.833, throughput 0.900 (NVIDIA DGX B200 and GB200 NVL72 datasheets).
+// alpha = sum(ln p ln t) / sum((ln p)^2) = 0.11385 / 0.34639 = 0.329: the
+// cube-root law of dynamic power (P ~ f V^2 with V ~ f). Below a power ratio
+// of kPowerCapLowestPublished the curve is an extrapolation.
+inline constexpr double kPowerCapExponent = 0.329;
+inline constexpr double kPowerCapLowestPublished = 0.571;
+// The factor at `watts` on `chip`; 1 for TPUs (no published measurement of
+// TPU throughput under a power limit: no derate), for a chip without a TDP
+// and for watts <= 0 (no cap).
+double PowerCapFactor(const hw::Chip& chip, double watts);
+// At the chip's own limit (chip.power_limit_watts; 0 = its TDP).
+double PowerCapFactor(const hw::Chip& chip);
+// One sentence for a realistic report when the chip runs below its TDP
+// (the limit, the factor, and whether the curve is extrapolated there);
+// empty otherwise.
+std::string PowerCapNote(const hw::Chip& chip);
+
 // Peak mode: all 1.0, no overheads, no quantization.
 ChipEfficiency PeakEfficiency();
 // Realistic mode: the chip's catalog constants (chip.efficiency), with
-// matrix-unit rates scaled from boost to base clock (docs/model.md 5.6).
+// matrix-unit rates scaled from boost to base clock (docs/model.md 5.6) and
+// by PowerCapFactor(chip) under a power limit below the TDP.
 ChipEfficiency RealisticEfficiency(const hw::Chip& chip);
 // The same constants as measured (near boost clock), before that scaling.
 // A field the chip's data leaves unset (only possible for a chip built

@@ -88,17 +88,42 @@ enum class CpComm { kRing, kAllGather, kAllToAll };
 std::string_view CpCommName(CpComm c);
 Result<CpComm> ParseCpComm(std::string_view text);
 
-// How fp8 GEMM inputs get their scales (Megatron's --fp8-recipe names).
-// delayed: from an amax history, inside the cast; tensorwise: per-tensor
-// current scaling, an extra amax pass over each input; blockwise / mxfp8:
-// per-block scales computed inside the cast.
-enum class Fp8Recipe { kDelayed, kTensorwise, kBlockwise, kMxfp8 };
+// How low-precision GEMM inputs get their scales (Megatron's and torchao's
+// --fp8-recipe names; docs/model.md 5.2 "Precision recipes").
+// delayed: per-tensor scales from an amax history, inside the cast;
+// tensorwise: per-tensor current scaling, an extra amax pass over each input;
+// rowwise: a scale per row (torchao's float8 rowwise), its own GEMM kernel;
+// blockwise: 1x128 / 128x128 block scales (DeepSeek-V3's fine-grained fp8);
+// mxfp8: a shared 8-bit exponent per 32 elements, scaled by Blackwell's
+// tensor cores; nvfp4: fp4 values with an fp8 scale per 16 elements, GEMMs
+// at the fp4 rate (Blackwell).
+enum class Fp8Recipe {
+  kDelayed,
+  kTensorwise,
+  kRowwise,
+  kBlockwise,
+  kMxfp8,
+  kNvfp4
+};
 std::string_view Fp8RecipeName(Fp8Recipe r);
 Result<Fp8Recipe> ParseFp8Recipe(std::string_view text);
-// HBM bytes per quantized element: read bf16 (2), write fp8 and its
-// transpose for the backward GEMMs (1 + 1); tensorwise reads it once more
-// for the amax (+2).
+// HBM bytes per quantized element: read bf16 (2), write the low-precision
+// copy and its transpose for the backward GEMMs (1 + 1, fp4: 0.5 + 0.5);
+// tensorwise and rowwise read it once more for the amax (+2).
 double Fp8CastBytes(Fp8Recipe r);
+// The recipe's GEMM speed relative to the chip's measured per-tensor-scaled
+// fp8 GEMM (gemm_max_fp8), each from a published measurement or 1 where the
+// kernel is measured no slower (efficiency.cc states the sources). 0 when
+// the chip cannot run the recipe (mxfp8 and nvfp4 need Blackwell's
+// block-scaled tensor cores: a chip with an fp4 rate).
+double Fp8RecipeGemmFactor(const hw::Chip& chip, Fp8Recipe r);
+
+// Which peak MFU is stated against: the bf16 peak (the convention of most
+// papers, and the default), or the peak of the matmul dtype (fp8, int8,
+// fp4), which can be twice or four times as large.
+enum class MfuBasis { kBf16, kDtype };
+std::string_view MfuBasisName(MfuBasis b);
+Result<MfuBasis> ParseMfuBasis(std::string_view text);
 
 // Beyond the degrees: how a replica's batch and the model's layers are cut.
 struct LayoutOptions {
@@ -116,9 +141,12 @@ struct LayoutOptions {
 
 // Number formats of the matmuls and the gradient reductions.
 struct PrecisionOptions {
-  hw::Dtype matmul = hw::Dtype::kBf16;  // bf16 or fp8
-  // With fp8: how the GEMM inputs are scaled (their cast cost).
+  // bf16, fp8, int8 (TPU AQT) or fp4 (the nvfp4 recipe).
+  hw::Dtype matmul = hw::Dtype::kBf16;
+  // With fp8 or fp4: how the GEMM inputs are scaled (their cast cost and
+  // GEMM speed, Fp8RecipeGemmFactor).
   Fp8Recipe fp8_recipe = Fp8Recipe::kDelayed;
+  MfuBasis mfu_basis = MfuBasis::kBf16;
   // Data type of the gradient reductions (data-parallel all-reduce, FSDP /
   // ZeRO reduce-scatter): bf16, or fp32 where the engine keeps fp32 weights
   // or accumulates gradients in fp32 (MaxText's default weight_dtype).
@@ -151,14 +179,21 @@ struct EngineHabits {
   bool unfused_cross_entropy = false;
   CpComm cp_comm = CpComm::kRing;
   // Tensor-parallel all-gathers and reduce-scatters overlapped with the
-  // adjacent GEMMs (Megatron --tp-comm-overlap, torchtitan async TP): only
-  // the part longer than the layer's GEMMs stays exposed.
+  // adjacent GEMMs (Megatron --tp-comm-overlap, torchtitan async TP): a
+  // fraction of them hides under the layer's GEMMs (TpOverlapFraction).
   bool tp_comm_overlap = false;
+  // The fraction of the TP collectives the overlap can hide; < 0: the
+  // structural default (TpOverlapFraction), else as given (0..1).
+  double tp_overlap_fraction = -1;
   // The data-parallel gradient reduction runs under the last microbatch's
   // backward pass (bucketed, as Megatron and PyTorch DDP/FSDP do), or after
   // it (false): what MaxText's published multi-VM and multi-slice step times
   // show (docs/model.md 5.3).
   bool dp_overlap = true;
+  // The fraction of what the data-parallel overlap could hide that it does
+  // hide (1: all but the one layer's bucket Megatron/NeMo document as
+  // exposed); --dp-overlap F.
+  double dp_overlap_fraction = 1.0;
   // Expert dispatch that sends a token once per destination node and
   // forwards it over NVLink there (DeepEP): the network carries the distinct
   // nodes a token's experts sit on, not its top_k copies.
@@ -168,6 +203,9 @@ struct EngineHabits {
   // DualPipe): only what exceeds that compute shows, plus the first
   // microbatch's, which has no partner.
   bool ep_overlap = false;
+  // The fraction of the paired microbatch's compute the expert all-to-all
+  // can hide under (1: all of it, DualPipe's claim); --ep-overlap F.
+  double ep_overlap_fraction = 1.0;
   // MoE token dropping (GShard / MaxText's dense-matmul path): every expert
   // computes capacity_factor x its fair share of tokens, and tokens reach
   // their experts through one-hot dispatch and combine einsums. 0: dropless
@@ -175,6 +213,17 @@ struct EngineHabits {
   double capacity_factor = 0;
   double load_imbalance = 1.0;  // MoE: busiest expert / mean
 };
+
+// The fraction of a tensor-parallel collective that async TP / TP comm
+// overlap can hide at degree `tp` (docs/model.md 5.3 "Overlap as
+// measured"): habits.tp_overlap_fraction when given, else (tp - 1) / tp.
+// The GEMM is decomposed into tp chunks around a ring (Wang et al., ASPLOS
+// 2023, "Overlap communication with dependent computation via
+// decomposition"; PyTorch's async TP): one of the tp steps has no GEMM
+// chunk beside it (the all-gather's first remote shard before any remote
+// chunk can start, the reduce-scatter's last partial sum after the last
+// chunk), so 1/tp of the collective stays exposed.
+double TpOverlapFraction(const EngineHabits& h, int tp);
 
 struct TrainingConfig {
   Parallelism par;
@@ -265,7 +314,9 @@ struct TrainingEstimate {
   MemoryFloor memory_floor;
   double model_flops_per_step = 0;
   double hardware_flops_per_step = 0;
-  double mfu = 0;  // model FLOPs / (time x chips x bf16 peak)
+  // model FLOPs / (time x chips x peak); the peak is bf16's or the matmul
+  // dtype's (precision.mfu_basis).
+  double mfu = 0;
   double hfu = 0;  // with recompute
   double tokens_per_s = 0;
   double tokens_per_s_per_chip = 0;

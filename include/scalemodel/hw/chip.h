@@ -148,7 +148,12 @@ struct Chip {
   // Bounds an optimizer step that runs on the host (offload).
   units::BytesPerSecond host_memory_bandwidth;
 
-  double power_watts = 0;  // 0 when unknown
+  double power_watts = 0;  // 0 when unknown: the TDP, the most it may draw
+  // The board power limit the chip runs at: the catalog's `power.limit`
+  // (a part shipped below its TDP, e.g. Grand Teton's H100 at 500 W), or a
+  // --power-cap. 0: the TDP. Realistic-mode matrix rates scale with it
+  // (estimate::PowerCapFactor).
+  double power_limit_watts = 0;
   std::optional<Price> price;
 
   // Realistic-mode constants; every field set for a catalog chip.
