@@ -596,7 +596,11 @@ Command AddServeCommand(CLI::App& app) {
       "  scalemodel serve --model llama2-13b --system tpu-v5e:2x4 --plan tp=8 "
       "--batch 8 --prompt 8192 --output 1 --mode peak\n"
       "  scalemodel serve --model llama3-70b --system h100:8x1 --plan tp=8 "
-      "--batch 64 --prompt 2048 --output 512 --weights fp8 --emit vllm");
+      "--batch 64 --prompt 2048 --output 512 --weights fp8 --emit vllm\n"
+      "  scalemodel serve --model llama3-70b --system h100:8x1 --plan tp=8 "
+      "--rate 4 --requests 1000 --prompt-dist lognormal:2048:1024 "
+      "--output-dist uniform:128:1024 --chunked-prefill --slo-ttft 2s "
+      "--slo-tpot 50ms");
   c.app->add_option("--model", o->model, "Catalog model or config.json")
       ->required();
   c.app
