@@ -23,19 +23,32 @@ hw::Dtype ComputeDtypeFor(const hw::Chip& chip, hw::Dtype w) {
   return hw::Dtype::kBf16;
 }
 
-// What every phase of a serving estimate reads.
-struct ServeContext {
-  const model::ModelSpec& m;
-  const hw::System& sys;
-  const ServeConfig& cfg;
-  const hw::Chip& chip;
+// Output-tile rows a GEMM library picks for a skinny GEMM of `rows` rows:
+// the smallest power-of-two tile of at least 8 rows that covers them
+// (cuBLASLt enumerates 8x8 ... 64x64 tiles besides the 128-row ones:
+// nvmath cublasLt.MatmulTile, efficiency.md 1.3; vLLM's fused-MoE configs
+// start at BLOCK_SIZE_M 16). Padding is then at most 2x, never the 128x of
+// a one-row GEMM on a 128-row tile.
+double SkinnyTileRows(double rows) {
+  for (double t : {8.0, 16.0, 32.0, 64.0}) {
+    if (rows <= t) return t;
+  }
+  return 128;
+}
+
+}  // namespace
+
+// What every step of a serving replica reads; built once per configuration.
+struct StepCostModel::Impl {
+  model::ModelSpec m;
+  hw::System sys;
+  ServeConfig cfg;
   ChipEfficiency eff;
   bool peak = false;
   hw::Dtype compute = hw::Dtype::kBf16;
   double C = 0;   // matrix rate at the compute dtype
   double W = 0;   // achievable HBM bandwidth
   double n = 1;   // chips per replica (tp x ep)
-  double B = 1;   // batch
   double wb = 2;  // bytes per weight
   model::ParamCounts pc;
   double L = 0, D = 0;
@@ -43,19 +56,45 @@ struct ServeContext {
   double expert_params_layer = 0;  // one routed expert of one layer
   double kv_shard = 1;             // the KV cache's split over tp
   LayoutCoefficients lay;
+  // Per-step coefficients, taken at the reference contexts (decode: prompt
+  // + output / 2; prefill: the prompt).
+  double kv_bytes_per_token = 0;      // per chip, per context token read
+  double decode_flops_per_key = 0;    // per chip, one query over one key
+  double prefill_flops_per_pair = 0;  // per chip, one causal query-key pair
+  double prefill_attn_rate = 0;       // FLOP/s of the prefill attention kernel
+  double fixed = 0;                   // per-step overhead, s
 
-  // Expected routed experts touched per MoE layer by `tokens` tokens.
+  const hw::Chip& chip() const { return sys.chip; }
+  // Expected routed experts touched per MoE layer by `tokens` tokens, each
+  // picking top_k of E at random: E (1 - (1 - k/E)^tokens).
   double Touched(double tokens) const {
     if (!m.is_moe()) return 0.0;
     double E = m.moe.num_experts, k = m.moe.top_k;
     return E * (1 - std::pow(1 - k / E, tokens));
   }
+  // One realistic GEMM without a launch cost (that is per step). Skinny
+  // GEMMs (fewer rows than the catalog tile) get a small tile and split-K,
+  // so no wave quantization: they stream their weights.
   double Gemm(double rows, double cols, double inner) const {
-    return GemmTime(chip, eff, rows, cols, inner,
-                    GemmFormat{compute, 2, wb, 2, !peak})
+    ChipEfficiency e = eff;
+    e.op_overhead = units::Seconds(0);
+    if (rows < e.tile_m) {
+      e.tile_m = static_cast<int>(SkinnyTileRows(rows));
+      e.units = 0;
+    }
+    return GemmTime(chip(), e, rows, cols, inner,
+                    GemmFormat{compute, 2, wb, 2, true})
         .si();
   }
+  double Comm(double tokens) const;
+  double RealisticMatmuls(double tokens) const;
+  double PeakMatmuls(double tokens) const;
+  double WeightBytesRead(double tokens) const;
+  double Attention(const StepWork& w) const;
+  StepParts PeakDecode(const StepWork& w) const;
 };
+
+namespace {
 
 Result<bool> CheckServePlan(const model::ModelSpec& m, const hw::System& sys,
                             const ServeConfig& cfg) {
@@ -88,22 +127,27 @@ Result<bool> CheckServePlan(const model::ModelSpec& m, const hw::System& sys,
   return true;
 }
 
+// HBM per chip held back from weights and KV cache in realistic mode
+// (activations, CUDA graphs, fragmentation): 5% of capacity.
+double ReserveBytes(const StepCostModel::Impl& x) {
+  return x.peak ? 0 : 0.05 * x.chip().hbm_capacity.si();
+}
+
 // Memory per chip: weights sharded over the replica, KV cache of the batch
 // at the full context. The book shards the KV cache over heads first, then
 // over the batch, so every tensor-parallel rank holds 1/tp of it
 // (attention data parallelism does the same for MLA's latent cache).
-void ServeMemory(const ServeContext& x, ServeEstimate* est) {
+void ServeMemory(const StepCostModel::Impl& x, ServeEstimate* est) {
   const ServeConfig& cfg = x.cfg;
-  double weight_total = x.pc.total * x.wb;
-  double weights_per_chip = weight_total / x.n;
+  double weights_per_chip = x.pc.total * x.wb / x.n;
   double kv_per_seq = model::KvCacheBytes(x.m, cfg.prompt + cfg.output, cfg.kv);
-  double kv_per_chip = x.B * kv_per_seq / (x.kv_shard * cfg.ep);
-  double capacity = x.chip.hbm_capacity.si();
-  double reserve = x.peak ? 0 : 0.05 * capacity;
+  double kv_per_chip = cfg.batch * kv_per_seq / (x.kv_shard * cfg.ep);
+  double capacity = x.chip().hbm_capacity.si();
+  double reserve = ReserveBytes(x);
   est->weights_bytes = units::Bytes(weights_per_chip);
   est->kv_cache_bytes = units::Bytes(kv_per_chip);
   est->total_bytes = units::Bytes(weights_per_chip + kv_per_chip + reserve);
-  est->capacity_bytes = x.chip.hbm_capacity;
+  est->capacity_bytes = x.chip().hbm_capacity;
   est->max_batch =
       std::max(0.0, std::floor((capacity - reserve - weights_per_chip) *
                                x.kv_shard * cfg.ep / kv_per_seq));
@@ -111,155 +155,223 @@ void ServeMemory(const ServeContext& x, ServeEstimate* est) {
     est->feasible = false;
     est->reason =
         "needs " + units::FormatBytes(est->total_bytes) +
-        " HBM per chip, has " + units::FormatBytes(x.chip.hbm_capacity) +
+        " HBM per chip, has " + units::FormatBytes(x.chip().hbm_capacity) +
         " (weights " + units::FormatBytes(est->weights_bytes) + ", KV cache " +
         units::FormatBytes(est->kv_cache_bytes) +
         "); the largest batch that fits is " + FormatNumber(est->max_batch);
   }
 }
 
+}  // namespace
+
 // Tensor-parallel all-reduce of [tokens, D] twice per layer; the expert
 // all-to-all (dispatch and combine) per MoE layer.
-double CommPerPass(const ServeContext& x, double tokens) {
-  const ServeConfig& cfg = x.cfg;
+double StepCostModel::Impl::Comm(double tokens) const {
   double t = 0;
   if (cfg.tp > 1) {
-    t += 2 * x.L * x.lay.coll[kTpAr].Time(tokens * x.D * 2, x.peak);
+    t += 2 * L * lay.coll[kTpAr].Time(tokens * D * 2, peak);
   }
   if (cfg.ep > 1) {
-    t += 2 * x.moe_layers *
-         x.lay.coll[kEpA2a].Time(
-             cfg.ep * tokens * x.m.moe.top_k * x.D * 2 / cfg.ep, x.peak);
+    t += 2 * moe_layers *
+         lay.coll[kEpA2a].Time(cfg.ep * tokens * m.moe.top_k * D * 2 / cfg.ep,
+                               peak);
   }
   return t;
 }
 
-// Realistic matmul time of one forward pass: the per-layer GEMMs at their
-// shapes, routed experts as the batch touches them, the output layer.
-double RealisticMatmuls(const ServeContext& x, double tokens) {
-  const model::ModelSpec& m = x.m;
-  const double tp = x.cfg.tp, D = x.D;
-  double qkv = m.mla ? (x.pc.attention / x.L) / D
+// Realistic matmul time of one forward pass over `tokens` tokens: the
+// per-layer GEMMs at their shapes; the routed experts as one grouped GEMM
+// (vLLM/SGLang fused MoE, TensorRT-LLM's grouped GEMM): every expert the
+// tokens touch streams its weights once and computes its rows on its own
+// tiles; the output layer.
+double StepCostModel::Impl::RealisticMatmuls(double tokens) const {
+  const double tp = cfg.tp;
+  double qkv = m.mla ? (pc.attention / L) / D
                      : (m.num_heads + 2.0 * m.num_kv_heads) * m.head_dim;
   double up = m.gated_mlp ? 2 : 1;
-  double per_layer = x.Gemm(tokens, qkv / tp, D);
+  double per_layer = Gemm(tokens, qkv / tp, D);
   if (!m.mla) {
     per_layer +=
-        x.Gemm(tokens, D, static_cast<double>(m.num_heads) * m.head_dim / tp);
+        Gemm(tokens, D, static_cast<double>(m.num_heads) * m.head_dim / tp);
   }
-  double dense_mlp = x.Gemm(tokens, up * m.ffn / tp, D) +
-                     x.Gemm(tokens, D, static_cast<double>(m.ffn) / tp);
+  double dense_mlp = Gemm(tokens, up * m.ffn / tp, D) +
+                     Gemm(tokens, D, static_cast<double>(m.ffn) / tp);
   double moe = 0;
   if (m.is_moe()) {
-    double local = x.Touched(tokens) / x.cfg.ep;
-    double per_expert = tokens * m.moe.top_k / std::max(1.0, x.Touched(tokens));
+    double touched = Touched(tokens);
+    double local = touched / cfg.ep;
+    double rows = tokens * m.moe.top_k / std::max(1.0, touched);
     double fe = m.moe.expert_ffn;
-    moe = local * (x.Gemm(per_expert, up * fe / tp, D) +
-                   x.Gemm(per_expert, D, fe / tp));
+    moe = local * (Gemm(rows, up * fe / tp, D) + Gemm(rows, D, fe / tp));
     if (m.moe.num_shared_experts > 0) {
       double fs = (m.moe.shared_ffn > 0 ? m.moe.shared_ffn : fe) *
                   m.moe.num_shared_experts;
-      moe += x.Gemm(tokens, up * fs / tp, D) + x.Gemm(tokens, D, fs / tp);
+      moe += Gemm(tokens, up * fs / tp, D) + Gemm(tokens, D, fs / tp);
     }
   }
-  double t =
-      x.L * per_layer + (x.L - x.moe_layers) * dense_mlp + x.moe_layers * moe;
-  t += x.Gemm(tokens, static_cast<double>(m.vocab) / tp, D);
-  return t;
+  double t = L * per_layer + (L - moe_layers) * dense_mlp + moe_layers * moe;
+  return t + Gemm(tokens, static_cast<double>(m.vocab) / tp, D);
 }
 
-// Matmul time of one forward pass over `tokens` tokens (per chip), and the
-// weight bytes it reads.
-double MatmulTime(const ServeContext& x, double tokens,
-                  double* weight_bytes_read) {
-  double dense_w = x.pc.matmul_total - x.pc.experts;  // incl. logits
-  double w_read =
-      dense_w + x.moe_layers * x.Touched(tokens) * x.expert_params_layer;
-  *weight_bytes_read = w_read * x.wb / x.n;
-  if (x.peak) {
-    double flops = 2 * x.pc.matmul_active * tokens / x.n;
-    return std::max(flops / x.C, *weight_bytes_read / x.W);
+// Matmul weight bytes one pass over `tokens` tokens reads per chip.
+double StepCostModel::Impl::WeightBytesRead(double tokens) const {
+  double dense_w = pc.matmul_total - pc.experts;  // incl. logits
+  return (dense_w + moe_layers * Touched(tokens) * expert_params_layer) * wb /
+         n;
+}
+
+// Peak matmul time: all FLOPs at peak or all weight bytes at HBM peak.
+double StepCostModel::Impl::PeakMatmuls(double tokens) const {
+  double flops = 2 * pc.matmul_active * tokens / n;
+  return std::max(flops / C, WeightBytesRead(tokens) / W);
+}
+
+// Peak decode (the book's formula): KV + max(FLOPs, parameter bytes), every
+// parameter's bytes counted (routed experts: those the batch touches), the
+// collectives overlapped: the step is max(that, communication), so the
+// exposed communication is the excess.
+StepParts StepCostModel::Impl::PeakDecode(const StepWork& w) const {
+  const double B = w.decode_seqs;
+  double param_bytes =
+      (pc.total - pc.experts + moe_layers * Touched(B) * expert_params_layer) *
+      wb;
+  StepParts p;
+  p.matmul = units::Seconds(
+      std::max(2 * B * pc.active / (n * C), param_bytes / (n * W)));
+  p.attention = units::Seconds(w.decode_context * kv_bytes_per_token / W);
+  double comm = Comm(B);
+  double rest = (p.matmul + p.attention).si();
+  p.communication = units::Seconds(std::max(0.0, comm - rest));
+  return p;
+}
+
+double StepCostModel::TokenTime(double tokens) const {
+  const Impl& x = *impl_;
+  if (!(tokens > 0)) return 0;
+  return (x.peak ? x.PeakMatmuls(tokens) : x.RealisticMatmuls(tokens)) +
+         x.Comm(tokens);
+}
+
+// Decode attention on paged KV: the larger of the context's KV bytes at the
+// achievable HBM bandwidth and its FLOPs (one query per sequence); prefill
+// attention: its causal FLOPs at the attention kernel's rate.
+double StepCostModel::Impl::Attention(const StepWork& w) const {
+  double kv = w.decode_context * kv_bytes_per_token / W;
+  double dflops = w.decode_context * decode_flops_per_key /
+                  chip().Peak(hw::Dtype::kBf16).si();
+  return std::max(kv, dflops) +
+         w.prefill_pairs * prefill_flops_per_pair / prefill_attn_rate;
+}
+
+double StepCostModel::ContextTime(const StepWork& w) const {
+  return impl_->Attention(w) + impl_->fixed;
+}
+
+StepParts StepCostModel::Cost(const StepWork& w) const {
+  const Impl& x = *impl_;
+  if (x.peak && w.prefill_tokens <= 0) return x.PeakDecode(w);
+  const double tokens = w.decode_seqs + w.prefill_tokens;
+  StepParts p;
+  if (tokens > 0) {
+    p.matmul = units::Seconds(x.peak ? x.PeakMatmuls(tokens)
+                                     : x.RealisticMatmuls(tokens));
+    p.communication = units::Seconds(x.Comm(tokens));
   }
-  return RealisticMatmuls(x, tokens);
+  p.attention = units::Seconds(x.Attention(w));
+  p.overhead = units::Seconds(x.fixed);
+  return p;
 }
 
-// Decode: one token per sequence at the mean context of the output.
-// Returns the step; fills the decode parts of est and the attention time.
-double DecodeStep(const ServeContext& x, ServeEstimate* est,
-                  double* attn_time_out) {
-  const ServeConfig& cfg = x.cfg;
-  const model::ModelSpec& m = x.m;
-  const double B = x.B;
-  double context = cfg.prompt + cfg.output / 2;
-  double w_read = 0;
-  double mm = MatmulTime(x, B, &w_read);
-  double kv_read =
-      B * model::KvCacheBytes(m, context, cfg.kv) / (x.kv_shard * cfg.ep);
-  double kv_time = kv_read / x.W;
-  double attn_flops =
-      B *
-      model::AttentionFlopsPerToken(m, context, model::AttentionFlops::kFull) /
-      (2 * x.n);  // one query over `context` keys: half the T x S product
-  double attn_time = attn_flops / x.chip.Peak(hw::Dtype::kBf16).si();
-  double comm = CommPerPass(x, B);
-  // Per step, the token's layers run one after another: kernel launches and
-  // norms/rotary/sampling (small memory-bound ops) add a fixed cost per layer.
-  double overhead = x.peak ? 0 : x.L * 4 * x.eff.op_overhead.si();
-  double step;
-  if (x.peak) {
-    // The book's formula, communication overlapped (perfect overlap).
-    // The book counts every parameter's bytes (routed experts: those the
-    // batch touches) and 2 FLOPs per parameter per token.
-    double param_bytes = (x.pc.total - x.pc.experts +
-                          x.moe_layers * x.Touched(B) * x.expert_params_layer) *
-                         x.wb;
-    step = std::max(
-        BookDecodeStep(B, model::KvCacheBytes(m, context, cfg.kv) / cfg.ep,
-                       x.pc.active, param_bytes, x.n, x.C, x.W),
-        comm);
-  } else {
-    step = mm + std::max(kv_time, attn_time) + comm + overhead;
-  }
-  est->decode_step = units::Seconds(step);
-  est->weight_time = units::Seconds(w_read / x.W);
-  est->kv_time = units::Seconds(kv_time);
-  est->compute_time = units::Seconds(2 * x.pc.matmul_active * B / x.n / x.C);
-  est->comm_time = units::Seconds(comm);
-  est->overhead = units::Seconds(overhead);
-  *attn_time_out = attn_time;
-  return step;
+bool StepCostModel::peak() const { return impl_->peak; }
+double StepCostModel::KvBytesPerTokenPerChip() const {
+  const Impl& x = *impl_;
+  return model::KvCacheBytesPerToken(x.m, x.cfg.kv) / (x.kv_shard * x.cfg.ep);
+}
+double StepCostModel::WeightsBytesPerChip() const {
+  return impl_->pc.total * impl_->wb / impl_->n;
+}
+double StepCostModel::KvCapacityBytesPerChip() const {
+  return std::max(0.0, impl_->chip().hbm_capacity.si() - ReserveBytes(*impl_) -
+                           WeightsBytesPerChip());
+}
+int StepCostModel::chips_per_replica() const {
+  return static_cast<int>(impl_->n);
 }
 
-// Prefill: the batch's prompts in one pass (compute-bound).
-double PrefillTime(const ServeContext& x) {
-  const ServeConfig& cfg = x.cfg;
-  double p_tokens = x.B * cfg.prompt;
-  double p_wread = 0;
-  double p_mm = MatmulTime(x, p_tokens, &p_wread);
-  double p_attn =
-      p_tokens *
-      model::AttentionFlopsPerToken(x.m, cfg.prompt,
+namespace {
+
+// The replica's constants: rates, parameter counts, collective
+// coefficients, the per-token KV and attention coefficients and the fixed
+// per-step cost.
+Result<std::shared_ptr<StepCostModel::Impl>> BuildImpl(
+    const model::ModelSpec& m, const hw::System& sys, const ServeConfig& cfg) {
+  auto ok = CheckServePlan(m, sys, cfg);
+  if (!ok) return tl::unexpected(ok.error());
+  auto x = std::make_shared<StepCostModel::Impl>();
+  x->m = m;
+  x->sys = sys;
+  x->cfg = cfg;
+  const hw::Chip& chip = x->chip();
+  x->peak = cfg.mode == Mode::kPeak;
+  x->eff = x->peak ? PeakEfficiency() : RealisticEfficiency(chip);
+  x->compute = ComputeDtypeFor(chip, cfg.weights);
+  x->C = chip.Peak(x->compute).si();
+  x->W = chip.hbm_bandwidth.si() * (x->peak ? 1.0 : x->eff.hbm);
+  x->n = cfg.tp * cfg.ep;
+  x->wb = hw::BytesPerElement(cfg.weights);
+  x->pc = model::CountParams(m);
+  x->L = m.num_layers;
+  x->D = m.d_model;
+  x->kv_shard = cfg.tp;
+  for (int l = 0; l < m.num_layers; ++l) x->moe_layers += m.IsMoeLayer(l);
+  x->expert_params_layer =
+      x->moe_layers > 0 ? x->pc.experts / x->moe_layers / m.moe.num_experts : 0;
+  Parallelism par;
+  par.tp = cfg.tp;
+  par.ep = cfg.ep;
+  par.dp = cfg.dp;
+  auto placement = PlaceParallelism(par, sys);
+  if (!placement) return tl::unexpected(placement.error());
+  x->lay = BuildCoefficients(sys, *placement, cfg.mode);
+  // Coefficients at the reference contexts: exact there, linear around them
+  // (sliding-window layers make KV bytes and attention FLOPs sublinear).
+  const double ctx = cfg.prompt + cfg.output / 2;
+  x->kv_bytes_per_token =
+      model::KvCacheBytes(m, ctx, cfg.kv) / ctx / (x->kv_shard * cfg.ep);
+  x->decode_flops_per_key =
+      model::AttentionFlopsPerToken(m, ctx, model::AttentionFlops::kFull) /
+      ctx / x->n;
+  x->prefill_flops_per_pair =
+      model::AttentionFlopsPerToken(m, cfg.prompt,
                                     model::AttentionFlops::kCausal) /
-      x.n /
-      ((x.peak ? 1.0
-               : x.eff.attention * (x.eff.attention_ramp
-                                        ? AttentionSeqFactor(cfg.prompt)
-                                        : 1.0)) *
-       x.chip.Peak(hw::Dtype::kBf16).si());
-  return p_mm + p_attn + CommPerPass(x, p_tokens) +
-         (x.peak ? 0 : x.L * 4 * x.eff.op_overhead.si());
+      (cfg.prompt / 2) / x->n;
+  x->prefill_attn_rate =
+      (x->peak ? 1.0
+               : x->eff.attention * (x->eff.attention_ramp
+                                         ? AttentionSeqFactor(cfg.prompt)
+                                         : 1.0)) *
+      chip.Peak(hw::Dtype::kBf16).si();
+  // One fixed cost per step, whatever the batch or the experts touched:
+  // decode runs as a CUDA graph (vLLM, SGLang, TensorRT-LLM), whose kernels
+  // still start one after another; four GEMM-class kernels per layer
+  // (QKV, attention output, MLP in, MLP out; a grouped MoE GEMM is one) at
+  // the chip's measured per-kernel floor (op_overhead: XLA's measured dot
+  // table, 5 us on H100/B200; efficiency.md 1.2).
+  x->fixed = x->peak ? 0 : x->L * 4 * x->eff.op_overhead.si();
+  return x;
 }
 
 // Throughput, cost, what binds, and the notes.
-void Summarize(const ServeContext& x, double step, double prefill,
-               double attn_time, ServeEstimate* est) {
+void Summarize(const StepCostModel::Impl& x, double attn_time,
+               ServeEstimate* est) {
   const ServeConfig& cfg = x.cfg;
   const int chips = x.sys.num_chips();
-  est->prefill_time = units::Seconds(prefill);
+  const double step = est->decode_step.si();
+  const double prefill = est->prefill_time.si();
   est->ttft = est->prefill_time;
   est->request_latency = units::Seconds(prefill + cfg.output * step);
   // Static batching: each replica runs prefill then `output` decode steps.
-  double per_replica = x.B * cfg.output / (prefill + cfg.output * step);
+  double per_replica = cfg.batch * cfg.output / (prefill + cfg.output * step);
   est->tokens_per_s = per_replica * cfg.dp;
   est->tokens_per_s_per_chip = est->tokens_per_s / chips;
   est->tokens_per_s_per_user = 1.0 / step;
@@ -268,7 +380,7 @@ void Summarize(const ServeContext& x, double step, double prefill,
       (x.pc.total * x.wb / x.W) * x.C / (2 * x.pc.matmul_active);
   double price = cfg.price_per_chip_hour > 0
                      ? cfg.price_per_chip_hour
-                     : (x.chip.price ? x.chip.price->usd_per_chip_hour : 0);
+                     : (x.chip().price ? x.chip().price->usd_per_chip_hour : 0);
   est->cost_per_million_tokens_usd =
       price > 0 ? price * chips / 3600 / est->tokens_per_s * 1e6
                 : std::numeric_limits<double>::quiet_NaN();
@@ -283,7 +395,8 @@ void Summarize(const ServeContext& x, double step, double prefill,
                                             : "memory-bandwidth";
   }
   const CollCoef& ar = x.lay.coll[kTpAr];
-  if (cfg.tp > 1 && ar.active && ar.per_byte * x.B * x.D * 2 < ar.latency) {
+  if (cfg.tp > 1 && ar.active &&
+      ar.per_byte * cfg.batch * x.D * 2 < ar.latency) {
     est->notes.emplace_back(
         "tensor-parallel all-reduces are latency-bound at this batch");
   }
@@ -291,47 +404,47 @@ void Summarize(const ServeContext& x, double step, double prefill,
       "decode is {} below a batch of about {:.0f} (the book's B_crit for "
       "these weights and this chip)",
       "memory-bound", est->critical_batch));
-  if (std::string n = BorrowedEfficiencyNote(x.chip); !x.peak && !n.empty()) {
+  if (std::string n = BorrowedEfficiencyNote(x.chip()); !x.peak && !n.empty()) {
     est->notes.push_back(n);
   }
 }
 
 }  // namespace
 
+Result<StepCostModel> StepCostModel::Create(const model::ModelSpec& model,
+                                            const hw::System& system,
+                                            const ServeConfig& config) {
+  auto impl = BuildImpl(model, system, config);
+  if (!impl) return tl::unexpected(impl.error());
+  return StepCostModel(*impl);
+}
+
 Result<ServeEstimate> EstimateServing(const model::ModelSpec& m,
                                       const hw::System& sys,
                                       const ServeConfig& cfg) {
-  auto ok = CheckServePlan(m, sys, cfg);
-  if (!ok) return tl::unexpected(ok.error());
-  ServeContext x{m, sys, cfg, sys.chip};
-  x.peak = cfg.mode == Mode::kPeak;
-  x.eff = x.peak ? PeakEfficiency() : RealisticEfficiency(x.chip);
-  x.compute = ComputeDtypeFor(x.chip, cfg.weights);
-  x.C = x.chip.Peak(x.compute).si();
-  x.W = x.chip.hbm_bandwidth.si() * (x.peak ? 1.0 : x.eff.hbm);
-  x.n = cfg.tp * cfg.ep;
-  x.B = cfg.batch;
-  x.wb = hw::BytesPerElement(cfg.weights);
-  x.pc = model::CountParams(m);
-  x.L = m.num_layers;
-  x.D = m.d_model;
-  x.kv_shard = cfg.tp;
-  for (int l = 0; l < m.num_layers; ++l) x.moe_layers += m.IsMoeLayer(l);
-  x.expert_params_layer =
-      x.moe_layers > 0 ? x.pc.experts / x.moe_layers / m.moe.num_experts : 0;
-  Parallelism par;
-  par.tp = cfg.tp;
-  par.ep = cfg.ep;
-  par.dp = cfg.dp;
-  auto placement = PlaceParallelism(par, sys);
-  if (!placement) return tl::unexpected(placement.error());
-  x.lay = BuildCoefficients(sys, *placement, cfg.mode);
-
+  auto sc = StepCostModel::Create(m, sys, cfg);
+  if (!sc) return tl::unexpected(sc.error());
+  const StepCostModel::Impl& x = *sc->impl_;
+  const double B = cfg.batch;
   ServeEstimate est;
   ServeMemory(x, &est);
-  double attn_time = 0;
-  const double step = DecodeStep(x, &est, &attn_time);
-  Summarize(x, step, PrefillTime(x), attn_time, &est);
+  // Decode: one token per sequence at the mean context of the output.
+  StepWork decode{B, B * (cfg.prompt + cfg.output / 2), 0, 0};
+  est.decode_parts = sc->Cost(decode);
+  est.decode_step = est.decode_parts.total();
+  est.weight_time = units::Seconds(x.WeightBytesRead(B) / x.W);
+  est.kv_time =
+      units::Seconds(decode.decode_context * x.kv_bytes_per_token / x.W);
+  est.compute_time = units::Seconds(2 * x.pc.matmul_active * B / x.n / x.C);
+  est.comm_time = units::Seconds(x.Comm(B));
+  est.overhead = units::Seconds(x.fixed);
+  // Prefill: the batch's prompts in one pass (compute-bound).
+  StepWork prefill{0, 0, B * cfg.prompt, B * cfg.prompt * cfg.prompt / 2};
+  est.prefill_parts = sc->Cost(prefill);
+  est.prefill_time = est.prefill_parts.total();
+  double attn_time = decode.decode_context * x.decode_flops_per_key /
+                     x.chip().Peak(hw::Dtype::kBf16).si();
+  Summarize(x, attn_time, &est);
   return est;
 }
 

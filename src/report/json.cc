@@ -316,6 +316,49 @@ Json ToJson(const model::ModelSpec& m, double seq, hw::Dtype kv,
   return j;
 }
 
+static Json ToJson(const estimate::Percentiles& p) {
+  return {{"p50", p.p50}, {"p90", p.p90}, {"p99", p.p99}, {"mean", p.mean}};
+}
+
+Json ToJson(const estimate::SimulationResult& r) {
+  Json series = Json::array();
+  for (const auto& [t, f] : r.kv_series) series.push_back({t, f});
+  return {{"feasible", r.feasible},
+          {"reason", r.reason},
+          {"requests", r.requests},
+          {"replicas", r.replicas},
+          {"ttft_s", ToJson(r.ttft_s)},
+          {"tpot_s", ToJson(r.tpot_s)},
+          {"itl_s", ToJson(r.itl_s)},
+          {"e2e_s", ToJson(r.e2e_s)},
+          {"duration_s", r.duration_s},
+          {"requests_per_s", r.requests_per_s},
+          {"throughput_output_tokens_per_s", r.throughput_output_tokens_per_s},
+          {"throughput_total_tokens_per_s", r.throughput_total_tokens_per_s},
+          {"output_tokens_per_s_per_chip", r.output_tokens_per_s_per_chip},
+          {"requests_per_s_per_chip", r.requests_per_s_per_chip},
+          {"goodput_requests_per_s", r.goodput_requests_per_s},
+          {"slo_attainment", r.slo_attainment},
+          {"mean_requests_in_system", r.mean_requests_in_system},
+          {"kv_cache",
+           {{"capacity_tokens", r.kv_capacity_tokens},
+            {"peak_fraction", r.kv_peak_fraction},
+            {"mean_fraction", r.kv_mean_fraction},
+            {"series_s_fraction", series}}},
+          {"preemptions", r.preemptions},
+          {"steps", r.steps},
+          {"mean_decode_batch", r.mean_decode_batch},
+          {"max_step_tokens", r.max_step_tokens},
+          {"notes", r.notes}};
+}
+
+Json ToJson(const estimate::StepParts& p) {
+  return {{"matmul_s", p.matmul.si()},
+          {"attention_s", p.attention.si()},
+          {"communication_s", p.communication.si()},
+          {"overhead_s", p.overhead.si()}};
+}
+
 Json ToJson(const estimate::ServeEstimate& e) {
   return {{"feasible", e.feasible},
           {"reason", e.reason},
@@ -333,12 +376,13 @@ Json ToJson(const estimate::ServeEstimate& e) {
             {"kv_cache_bytes", e.kv_cache_bytes.si()},
             {"total_bytes", e.total_bytes.si()},
             {"capacity_bytes", e.capacity_bytes.si()}}},
-          {"decode_breakdown",
+          {"decode_breakdown", ToJson(e.decode_parts)},
+          {"prefill_breakdown", ToJson(e.prefill_parts)},
+          {"decode_bounds",
            {{"weights_s", e.weight_time.si()},
             {"kv_cache_s", e.kv_time.si()},
             {"compute_s", e.compute_time.si()},
-            {"comm_s", e.comm_time.si()},
-            {"overhead_s", e.overhead.si()}}},
+            {"comm_s", e.comm_time.si()}}},
           {"bound", e.bound},
           {"cost_per_million_tokens_usd",
            NumberOrNull(e.cost_per_million_tokens_usd)},

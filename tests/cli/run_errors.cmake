@@ -15,6 +15,7 @@ foreach(line IN LISTS lines)
   string(SUBSTRING "${line}" ${start} -1 expected)
   # {dir} is this directory (catalogs/ holds --catalog test directories).
   string(REPLACE "{dir}" "${DIR}" args "${args}")
+  string(REPLACE "{dir}" "${DIR}" expected "${expected}")
   separate_arguments(argv UNIX_COMMAND "${args}")
   execute_process(COMMAND "${BIN}" ${argv}
                   OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)

@@ -2,10 +2,12 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 
 #include "commands.h"
 #include "fmt/format.h"
 #include "scalemodel/base/strings.h"
+#include "scalemodel/estimate/batching.h"
 #include "scalemodel/estimate/efficiency.h"
 #include "scalemodel/estimate/inference.h"
 #include "scalemodel/estimate/training.h"
@@ -23,11 +25,32 @@
 
 namespace scalemodel::cli {
 
+// The continuous-batching options (`serve --rate/--concurrency/--trace-file`).
+struct ServeSimCli {
+  std::string rate, trace_file, prompt_dist = "fixed", output_dist = "fixed",
+                                slo_ttft, slo_tpot;
+  int concurrency = 0, requests = 1000, max_num_seqs = 256,
+      max_batched_tokens = 8192;
+  bool chunked_prefill = false;
+  double prefix_hit = 0;
+  uint64_t seed = 0;
+  bool given(const CLI::App& app) const {
+    for (const char* f :
+         {"--requests", "--prompt-dist", "--output-dist", "--max-num-seqs",
+          "--max-batched-tokens", "--chunked-prefill", "--prefix-hit", "--seed",
+          "--slo-ttft", "--slo-tpot"}) {
+      if (app.count(f) > 0) return true;
+    }
+    return false;
+  }
+};
+
 struct ServeCli {
   std::string model, system, plan = "tp=1", batch = "1", prompt = "1024",
                              output = "256", weights = "bf16", kv = "bf16",
                              mode = "realistic", emit, power_cap;
   double price = 0;
+  ServeSimCli sim;
 };
 
 static constexpr const char* kEmitHelp =
@@ -90,28 +113,265 @@ static Result<estimate::ServeConfig> ParseServeCommon(
   return c;
 }
 
+// "matmul 5.96 ms + attention 2.07 ms + ...": the parts of a step, which
+// add up to it.
+static std::string PartsText(const estimate::StepParts& p) {
+  return fmt::format("matmul {} + attention {} + communication {} + fixed {}",
+                     FormatSeconds(p.matmul), FormatSeconds(p.attention),
+                     FormatSeconds(p.communication), FormatSeconds(p.overhead));
+}
+
 static std::string ServeText(const estimate::ServeEstimate& e) {
   std::string s;
   if (!e.feasible) s += "NOT FEASIBLE: " + e.reason + "\n";
   s += fmt::format(
-      "time per output token {} ({}-bound; weights {}, KV cache {}, compute "
-      "{}, communication {}, fixed {})\nTTFT {} (prefill of the batch), "
-      "request latency {}\nthroughput {:.0f} output tokens/s ({:.0f} per chip, "
-      "{:.1f} per user)\nmemory per chip: {} of {} (weights {}, KV cache {}); "
-      "max batch {:.0f}\ncost {}\n",
-      FormatSeconds(e.decode_step), e.bound, FormatSeconds(e.weight_time),
-      FormatSeconds(e.kv_time), FormatSeconds(e.compute_time),
-      FormatSeconds(e.comm_time), FormatSeconds(e.overhead),
-      FormatSeconds(e.ttft), FormatSeconds(e.request_latency), e.tokens_per_s,
-      e.tokens_per_s_per_chip, e.tokens_per_s_per_user,
-      FormatBytes(e.total_bytes), FormatBytes(e.capacity_bytes),
-      FormatBytes(e.weights_bytes), FormatBytes(e.kv_cache_bytes), e.max_batch,
+      "time per output token {} ({}-bound)\n  = {}\n  bounds: weights {}, KV "
+      "cache {}, compute {}; all collectives {}\nTTFT {} (prefill of the "
+      "batch)\n  = {}\nrequest latency {}\nthroughput {:.0f} output "
+      "tokens/s ({:.0f} per chip, {:.1f} per user)\nmemory per chip: {} of {} "
+      "(weights {}, KV cache {}); max batch {:.0f}\ncost {}\n",
+      FormatSeconds(e.decode_step), e.bound, PartsText(e.decode_parts),
+      FormatSeconds(e.weight_time), FormatSeconds(e.kv_time),
+      FormatSeconds(e.compute_time), FormatSeconds(e.comm_time),
+      FormatSeconds(e.ttft), PartsText(e.prefill_parts),
+      FormatSeconds(e.request_latency), e.tokens_per_s, e.tokens_per_s_per_chip,
+      e.tokens_per_s_per_user, FormatBytes(e.total_bytes),
+      FormatBytes(e.capacity_bytes), FormatBytes(e.weights_bytes),
+      FormatBytes(e.kv_cache_bytes), e.max_batch,
       std::isnan(e.cost_per_million_tokens_usd)
           ? std::string("unknown (no price; pass --price-per-chip-hour)")
           : fmt::format("${:.3f} per million output tokens",
                         e.cost_per_million_tokens_usd));
   for (const std::string& n : e.notes) s += "- " + n + "\n";
   return s;
+}
+
+// One trace row: CSV "arrival_s,prompt_tokens,output_tokens" or a JSON
+// object with those keys. False when the row is not that.
+static bool ParseTraceRow(std::string_view row, estimate::TraceRequest* r) {
+  double v[3];
+  if (row.substr(0, 1) == "{") {
+    try {
+      auto j = report::Json::parse(row);
+      const char* keys[] = {"arrival_s", "prompt_tokens", "output_tokens"};
+      for (int i = 0; i < 3; ++i) {
+        if (!j.contains(keys[i]) || !j[keys[i]].is_number()) return false;
+        v[i] = j[keys[i]].get<double>();
+      }
+    } catch (const std::exception&) {
+      return false;
+    }
+  } else {
+    std::vector<std::string> f = Split(row, ',');
+    if (f.size() != 3) return false;
+    for (int i = 0; i < 3; ++i) {
+      std::string t(Trim(f[i]));
+      char* end = nullptr;
+      v[i] = std::strtod(t.c_str(), &end);
+      if (t.empty() || *end != '\0') return false;
+    }
+  }
+  if (!(v[0] >= 0) || !(v[1] >= 1) || !(v[2] >= 1) || !std::isfinite(v[0]) ||
+      !std::isfinite(v[1]) || !std::isfinite(v[2])) {
+    return false;
+  }
+  *r = {v[0], v[1], v[2]};
+  return true;
+}
+
+// A trace file: one request per line, CSV (a first line naming the columns
+// is skipped) or JSONL; blank lines and lines starting with '#' skipped.
+static Result<std::vector<estimate::TraceRequest>> ReadTrace(
+    const std::string& path) {
+  std::ifstream in(path);
+  if (!in) {
+    return tl::unexpected(Error{ErrorCode::kIo,
+                                "cannot read trace file '" + path + "'",
+                                "--trace-file"});
+  }
+  std::vector<estimate::TraceRequest> out;
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n) {
+    std::string_view t = Trim(line);
+    if (t.empty() || t.front() == '#') continue;
+    if (out.empty() && t == "arrival_s,prompt_tokens,output_tokens") continue;
+    estimate::TraceRequest r;
+    if (!ParseTraceRow(t, &r)) {
+      return InvalidArgument(
+          "expected arrival_s,prompt_tokens,output_tokens (arrival >= 0 s, "
+          "lengths >= 1 token) or a JSON object with those keys, got '" +
+              Excerpt(t) + "'",
+          path + ":" + std::to_string(n));
+    }
+    out.push_back(r);
+  }
+  return out;
+}
+
+static Result<double> ParseSlo(const std::string& text, const char* where) {
+  if (text.empty()) return 0.0;
+  auto t = ParseOption<units::Seconds>(
+      where, text, [](auto& x) { return units::ParseDuration(x); });
+  if (!t) return tl::unexpected(t.error());
+  return t->si();
+}
+
+// The workload and scheduler from the flags; `cfg` gets the workload's mean
+// lengths (the step-cost model's reference context).
+static Result<estimate::Workload> ParseWorkload(const ServeSimCli& o,
+                                                estimate::ServeConfig* cfg) {
+  estimate::Workload w;
+  w.requests = o.requests;
+  w.seed = o.seed;
+  if (!o.trace_file.empty()) {
+    auto t = ReadTrace(o.trace_file);
+    if (!t) return tl::unexpected(t.error());
+    w.arrivals = estimate::Workload::kTrace;
+    w.trace = std::move(*t);
+    double p = 0, q = 0;
+    for (const auto& r : w.trace) {
+      p += r.prompt_tokens;
+      q += r.output_tokens;
+    }
+    if (!w.trace.empty()) {
+      cfg->prompt = std::max(1.0, std::round(p / w.trace.size()));
+      cfg->output = std::max(1.0, std::round(q / w.trace.size()));
+    }
+    return w;
+  }
+  if (!o.rate.empty()) {
+    char* end = nullptr;
+    w.rate_per_s = std::strtod(o.rate.c_str(), &end);
+    if (*end != '\0' || !(w.rate_per_s > 0) || !std::isfinite(w.rate_per_s)) {
+      return InvalidArgument(
+          "expected a request rate > 0 (requests/s), got '" + o.rate + "'",
+          "--rate");
+    }
+  } else {
+    w.arrivals = estimate::Workload::kConcurrency;
+    w.concurrency = o.concurrency;
+  }
+  auto p =
+      estimate::ParseLengthDist(o.prompt_dist, cfg->prompt, "--prompt-dist");
+  if (!p) return tl::unexpected(p.error());
+  auto q =
+      estimate::ParseLengthDist(o.output_dist, cfg->output, "--output-dist");
+  if (!q) return tl::unexpected(q.error());
+  w.prompt = *p;
+  w.output = *q;
+  auto mean = [](const estimate::LengthDist& d) {
+    return d.kind == estimate::LengthDist::kUniform ? (d.a + d.b) / 2 : d.a;
+  };
+  cfg->prompt = std::max(1.0, std::round(mean(*p)));
+  cfg->output = std::max(1.0, std::round(mean(*q)));
+  return w;
+}
+
+static std::string PercentileRow(const char* name,
+                                 const estimate::Percentiles& p) {
+  return fmt::format("{:<5} {:>10} {:>10} {:>10} {:>10}\n", name,
+                     FormatSeconds(units::Seconds(p.p50)),
+                     FormatSeconds(units::Seconds(p.p90)),
+                     FormatSeconds(units::Seconds(p.p99)),
+                     FormatSeconds(units::Seconds(p.mean)));
+}
+
+static std::string SimText(const estimate::SimulationResult& r,
+                           const estimate::Slo& slo) {
+  if (!r.feasible) return "NOT FEASIBLE: " + r.reason + "\n";
+  std::string s = fmt::format("{:<5} {:>10} {:>10} {:>10} {:>10}\n", "", "p50",
+                              "p90", "p99", "mean");
+  s += PercentileRow("TTFT", r.ttft_s) + PercentileRow("TPOT", r.tpot_s) +
+       PercentileRow("ITL", r.itl_s) + PercentileRow("E2E", r.e2e_s);
+  s += fmt::format(
+      "\nthroughput {:.0f} output tokens/s ({:.0f} per chip), {:.3g} "
+      "requests/s ({:.3g} per chip)\n",
+      r.throughput_output_tokens_per_s, r.output_tokens_per_s_per_chip,
+      r.requests_per_s, r.requests_per_s_per_chip);
+  if (slo.ttft_s > 0 || slo.tpot_s > 0) {
+    std::vector<std::string> met;
+    if (slo.ttft_s > 0) {
+      met.push_back("TTFT <= " + FormatSeconds(units::Seconds(slo.ttft_s)));
+    }
+    if (slo.tpot_s > 0) {
+      met.push_back("TPOT <= " + FormatSeconds(units::Seconds(slo.tpot_s)));
+    }
+    s += fmt::format(
+        "goodput {:.3g} requests/s ({:.1f}% of requests meet {})\n",
+        r.goodput_requests_per_s, 100 * r.slo_attainment, fmt::join(met, ", "));
+  }
+  s += fmt::format(
+      "KV cache: peak {:.0f}%, mean {:.0f}% of {:.0f} tokens per replica; {} "
+      "preemptions\n{} steps, {:.1f} decoding sequences per step on average, "
+      "largest step {:.0f} tokens\nrequests in the system {:.2f} on average "
+      "(throughput x mean E2E = {:.2f})\n",
+      100 * r.kv_peak_fraction, 100 * r.kv_mean_fraction, r.kv_capacity_tokens,
+      r.preemptions, r.steps, r.mean_decode_batch, r.max_step_tokens,
+      r.mean_requests_in_system, r.requests_per_s * r.e2e_s.mean);
+  for (const std::string& n : r.notes) s += "- " + n + "\n";
+  return s;
+}
+
+// serve with --rate, --concurrency or --trace-file: the continuous-batching
+// simulation (estimate::SimulateServing) instead of the static batch.
+static Result<Output> RunServeSim(const ingest::ImportedModel& m,
+                                  const hw::System& sys,
+                                  estimate::ServeConfig cfg,
+                                  const ServeCli& o) {
+  const ServeSimCli& so = o.sim;
+  auto w = ParseWorkload(so, &cfg);
+  if (!w) return tl::unexpected(w.error());
+  estimate::SchedulerOptions sched;
+  sched.max_num_seqs = so.max_num_seqs;
+  sched.max_batched_tokens = so.max_batched_tokens;
+  sched.chunked_prefill = so.chunked_prefill;
+  sched.prefix_hit = so.prefix_hit;
+  estimate::Slo slo;
+  auto ttft = ParseSlo(so.slo_ttft, "--slo-ttft");
+  if (!ttft) return tl::unexpected(ttft.error());
+  auto tpot = ParseSlo(so.slo_tpot, "--slo-tpot");
+  if (!tpot) return tl::unexpected(tpot.error());
+  slo.ttft_s = *ttft;
+  slo.tpot_s = *tpot;
+  auto sc = estimate::StepCostModel::Create(m.spec, sys, cfg);
+  if (!sc) return tl::unexpected(sc.error());
+  auto r = estimate::SimulateServing(*sc, cfg.dp, *w, sched, slo);
+  if (!r) return tl::unexpected(r.error());
+  std::string arrivals =
+      w->arrivals == estimate::Workload::kTrace ? "trace " + so.trace_file
+      : w->arrivals == estimate::Workload::kPoisson
+          ? "Poisson at " + so.rate + " requests/s"
+          : std::to_string(so.concurrency) + " concurrent clients";
+  Output out;
+  out.json = Document(
+      {{"model", m.spec.id},
+       {"system", sys.id},
+       {"plan", o.plan},
+       {"arrivals", arrivals},
+       {"requests", r->requests},
+       {"prompt_dist", so.trace_file.empty() ? so.prompt_dist : "trace"},
+       {"output_dist", so.trace_file.empty() ? so.output_dist : "trace"},
+       {"max_num_seqs", sched.max_num_seqs},
+       {"max_batched_tokens", sched.max_batched_tokens},
+       {"chunked_prefill", sched.chunked_prefill},
+       {"prefix_hit", sched.prefix_hit},
+       {"seed", so.seed},
+       {"slo_ttft_s", slo.ttft_s > 0 ? Json(slo.ttft_s) : Json(nullptr)},
+       {"slo_tpot_s", slo.tpot_s > 0 ? Json(slo.tpot_s) : Json(nullptr)},
+       {"weights", std::string(hw::DtypeName(cfg.weights))},
+       {"kv", std::string(hw::DtypeName(cfg.kv))},
+       {"mode", o.mode}},
+      report::ToJson(*r));
+  out.text = fmt::format(
+                 "{} on {} ({}): continuous batching, {} requests, {}\nmax {} "
+                 "sequences "
+                 "and {} tokens per step, chunked prefill {}, prefix-cache hit "
+                 "{:.0f}%\n\n",
+                 m.spec.name, sys.id, o.plan, r->requests, arrivals,
+                 sched.max_num_seqs, sched.max_batched_tokens,
+                 sched.chunked_prefill ? "on" : "off", 100 * sched.prefix_hit) +
+             SimText(*r, slo);
+  return out;
 }
 
 Result<Output> RunServeSearch(const catalog::Catalog& cat,
@@ -255,6 +515,74 @@ void AddServeSearchOptions(CLI::App* app, ServeSearchCli& o) {
   app->add_option("--emit", o.emit, fmt::format(kEmitHelp, "the best plan"));
 }
 
+static void AddServeSimOptions(CLI::App* app, ServeSimCli& o) {
+  app->add_option("--rate", o.rate,
+                  "Simulate continuous batching: Poisson arrivals, requests/s "
+                  "over all replicas");
+  app->add_option("--concurrency", o.concurrency,
+                  "Simulate continuous batching: this many clients, each "
+                  "sending its next request when the last finishes");
+  app->add_option("--trace-file", o.trace_file,
+                  "Simulate a trace: CSV or JSONL rows of arrival_s, "
+                  "prompt_tokens, output_tokens");
+  app->add_option("--requests", o.requests, "Requests to simulate")
+      ->capture_default_str();
+  app->add_option("--prompt-dist", o.prompt_dist,
+                  "fixed (--prompt), fixed:N, uniform:LO:HI, normal:MEAN:SD or "
+                  "lognormal:MEAN:SD")
+      ->capture_default_str();
+  app->add_option("--output-dist", o.output_dist,
+                  "As --prompt-dist, for output tokens (fixed: --output)")
+      ->capture_default_str();
+  app->add_option("--max-num-seqs", o.max_num_seqs,
+                  "Most sequences in one step (vLLM --max-num-seqs)")
+      ->capture_default_str();
+  app->add_option("--max-batched-tokens", o.max_batched_tokens,
+                  "Most tokens in one step (vLLM --max-num-batched-tokens)")
+      ->capture_default_str();
+  app->add_flag("--chunked-prefill", o.chunked_prefill,
+                "Mix prompt chunks into decode steps (vLLM V1, SGLang)");
+  app->add_option("--prefix-hit", o.prefix_hit,
+                  "Fraction of each prompt found in the prefix cache, [0, 1)")
+      ->capture_default_str();
+  app->add_option("--seed", o.seed, "Random seed of arrivals and lengths")
+      ->capture_default_str();
+  app->add_option("--slo-ttft", o.slo_ttft, "TTFT target for goodput (2s)");
+  app->add_option("--slo-tpot", o.slo_tpot, "TPOT target for goodput (50ms)");
+}
+
+// Whether serve simulates continuous batching: exactly one of --rate,
+// --concurrency and --trace-file; the other simulation flags need one.
+static Result<bool> SimulationWanted(const CLI::App& app, const ServeCli& cli) {
+  const ServeSimCli& o = cli.sim;
+  int sources = (app.count("--rate") > 0) + (app.count("--concurrency") > 0) +
+                (app.count("--trace-file") > 0);
+  if (sources > 1) {
+    return InvalidArgument(
+        "give one of --rate (open-loop arrivals), --concurrency (closed-loop "
+        "clients) and --trace-file, not several",
+        "serve");
+  }
+  if (sources == 0 && o.given(app)) {
+    return InvalidArgument(
+        "the continuous-batching options need --rate, --concurrency or "
+        "--trace-file",
+        "serve");
+  }
+  if (app.count("--concurrency") > 0 && o.concurrency < 1) {
+    return InvalidArgument("expected a concurrency of at least 1, got " +
+                               std::to_string(o.concurrency),
+                           "--concurrency");
+  }
+  if (sources == 1 && !cli.emit.empty()) {
+    return InvalidArgument(
+        "a launch line comes from the static-batch answer; drop --rate, "
+        "--concurrency and --trace-file to emit one",
+        "--emit");
+  }
+  return sources == 1;
+}
+
 Command AddServeCommand(CLI::App& app) {
   Command c;
   auto o = std::make_shared<ServeCli>();
@@ -269,7 +597,11 @@ Command AddServeCommand(CLI::App& app) {
       "  scalemodel serve --model llama2-13b --system tpu-v5e:2x4 --plan tp=8 "
       "--batch 8 --prompt 8192 --output 1 --mode peak\n"
       "  scalemodel serve --model llama3-70b --system h100:8x1 --plan tp=8 "
-      "--batch 64 --prompt 2048 --output 512 --weights fp8 --emit vllm");
+      "--batch 64 --prompt 2048 --output 512 --weights fp8 --emit vllm\n"
+      "  scalemodel serve --model llama3-70b --system h100:8x1 --plan tp=8 "
+      "--rate 4 --requests 1000 --prompt-dist lognormal:2048:1024 "
+      "--output-dist uniform:128:1024 --chunked-prefill --slo-ttft 2s "
+      "--slo-tpot 50ms");
   c.app->add_option("--model", o->model, "Catalog model or config.json")
       ->required();
   c.app
@@ -299,7 +631,8 @@ Command AddServeCommand(CLI::App& app) {
   c.app->add_option("--power-cap", o->power_cap,
                     "GPU board power limit (500 W): sustained matrix "
                     "throughput x (cap / TDP)^0.329 (docs/model.md 5.6)");
-  c.action = [o](const catalog::Catalog& cat) -> Result<Output> {
+  AddServeSimOptions(c.app, o->sim);
+  c.action = [o, app = c.app](const catalog::Catalog& cat) -> Result<Output> {
     auto m = ingest::FindModel(cat, o->model);
     if (!m) return tl::unexpected(m.error());
     auto sys = cat.FindSystem(o->system);
@@ -325,6 +658,9 @@ Command AddServeCommand(CLI::App& app) {
     cfg->tp = plan->tp;
     cfg->ep = plan->ep;
     cfg->dp = plan->dp;
+    auto simulate = SimulationWanted(*app, *o);
+    if (!simulate) return tl::unexpected(simulate.error());
+    if (*simulate) return RunServeSim(*m, *sys, *cfg, *o);
     auto e = estimate::EstimateServing(m->spec, *sys, *cfg);
     if (!e) return tl::unexpected(e.error());
     if (std::string n = estimate::PowerCapNote(sys->chip);

@@ -10,6 +10,7 @@
 #ifndef SCALEMODEL_ESTIMATE_INFERENCE_H_
 #define SCALEMODEL_ESTIMATE_INFERENCE_H_
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,22 @@ struct ServeConfig {
   double price_per_chip_hour = 0;  // 0: catalog price
 };
 
+// The parts of one engine step (docs/model.md 7.2). They add up to the step
+// time exactly: total() is the step time, by definition.
+struct StepParts {
+  // The GEMMs: per GEMM the larger of its FLOPs at the matrix-unit rate for
+  // its row count and its weight bytes at the achievable HBM bandwidth.
+  units::Seconds matmul;
+  // Paged-KV reads of the decoding sequences (or their attention FLOPs, the
+  // larger) plus the prefill tokens' attention FLOPs.
+  units::Seconds attention;
+  units::Seconds communication;  // collectives not hidden behind the rest
+  units::Seconds overhead;       // the fixed per-step cost
+  units::Seconds total() const {
+    return matmul + attention + communication + overhead;
+  }
+};
+
 struct ServeEstimate {
   bool feasible = true;
   std::string reason;
@@ -49,8 +66,12 @@ struct ServeEstimate {
   std::string
       bound;  // memory-bandwidth, compute, communication, memory-capacity
   double cost_per_million_tokens_usd = 0;  // NaN without a price
-  // Decode step parts (per step).
+  // Decode step terms (per step): the weight-streaming, KV-streaming and
+  // matrix-FLOP bounds, the whole collective time and the fixed cost. These
+  // are bounds and need not add up; decode_parts do (decode_step =
+  // decode_parts.total()), as prefill_parts add up to prefill_time.
   units::Seconds weight_time, kv_time, compute_time, comm_time, overhead;
+  StepParts decode_parts, prefill_parts;
   std::vector<std::string> notes;
 };
 
@@ -60,6 +81,65 @@ struct ServeEstimate {
 Result<ServeEstimate> EstimateServing(const model::ModelSpec& model,
                                       const hw::System& system,
                                       const ServeConfig& config);
+
+// What one engine step of a continuous-batching server computes on one
+// replica: `decode_seqs` sequences add one token each, over contexts that
+// sum to `decode_context` tokens; `prefill_tokens` prompt tokens are
+// computed, whose query-key pairs (each chunk: tokens x (cached prefix +
+// tokens / 2), causal) sum to `prefill_pairs`.
+struct StepWork {
+  double decode_seqs = 0;
+  double decode_context = 0;
+  double prefill_tokens = 0;
+  double prefill_pairs = 0;
+};
+
+// The cost of one engine step of a serving replica: the same model
+// EstimateServing uses (docs/model.md 7.2), for any mix of decode and
+// prefill tokens, as continuous batching runs them. Immutable after
+// Create, cheap to copy, safe to share between threads.
+//
+// Example:
+//   auto sc = estimate::StepCostModel::Create(llama70b, h100x8, cfg);
+//   double t = sc->Cost({.decode_seqs = 64, .decode_context = 64 * 2304})
+//                  .total().si();
+class StepCostModel {
+ public:
+  // Errors as EstimateServing's. cfg.prompt and cfg.output set the
+  // reference context at which the per-token KV and attention
+  // coefficients are taken (exact for models without sliding windows).
+  static Result<StepCostModel> Create(const model::ModelSpec& model,
+                                      const hw::System& system,
+                                      const ServeConfig& config);
+  // The step's parts; total() is its time.
+  StepParts Cost(const StepWork& work) const;
+  // matmul + communication for `tokens` tokens in the step (the part that
+  // depends only on the token count; callers may cache it by count).
+  double TokenTime(double tokens) const;
+  // attention + overhead of the step (linear in the work; cheap).
+  double ContextTime(const StepWork& work) const;
+  // Cost(work).total() == TokenTime(tokens) + ContextTime(work) up to
+  // rounding in realistic mode and in peak mode with prefill tokens; peak
+  // decode-only steps overlap communication (the book's formula), so use
+  // Cost there.
+  bool peak() const;
+  // KV-cache bytes one token of one sequence's context takes on one chip.
+  double KvBytesPerTokenPerChip() const;
+  // HBM per chip left for the KV cache after the weights and the reserve.
+  double KvCapacityBytesPerChip() const;
+  double WeightsBytesPerChip() const;
+  int chips_per_replica() const;
+
+  struct Impl;
+
+ private:
+  friend Result<ServeEstimate> EstimateServing(const model::ModelSpec&,
+                                               const hw::System&,
+                                               const ServeConfig&);
+  explicit StepCostModel(std::shared_ptr<const Impl> impl)
+      : impl_(std::move(impl)) {}
+  std::shared_ptr<const Impl> impl_;
+};
 
 // The book's decode step (inference chapter), used by peak mode:
 //   T = B KV_bytes / (n W) + max(2 B N / (n C), N_bytes / (n W)).

@@ -8,6 +8,7 @@
 
 #include "nlohmann/json.hpp"
 #include "scalemodel/catalog/catalog.h"
+#include "scalemodel/estimate/batching.h"
 #include "scalemodel/estimate/inference.h"
 #include "scalemodel/estimate/training.h"
 #include "scalemodel/hw/chip.h"
@@ -34,7 +35,13 @@ Json ToJson(const roofline::Roofline& r);
 Json ToJson(const roofline::MatmulRoofline& m);
 Json ToJson(const net::CollectiveCost& c);
 Json ToJson(const estimate::TrainingEstimate& e);
+// matmul_s, attention_s, communication_s, overhead_s: they add up to the
+// step time.
+Json ToJson(const estimate::StepParts& p);
 Json ToJson(const estimate::ServeEstimate& e);
+// The continuous-batching simulation: ttft_s, tpot_s, itl_s, e2e_s (each
+// {p50, p90, p99, mean}), throughputs, goodput, kv_cache, counters.
+Json ToJson(const estimate::SimulationResult& r);
 // A model's parameters, FLOPs, KV cache and activations at sequence length
 // `seq`, KV-cache dtype `kv` and the attention FLOP convention `conv`.
 Json ToJson(const model::ModelSpec& m, double seq, hw::Dtype kv,

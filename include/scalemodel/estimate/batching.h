@@ -1,0 +1,138 @@
+// Continuous-batching simulator (docs/model.md 7.3): requests arrive
+// (Poisson at a rate, a fixed number of closed-loop clients, or a trace),
+// a vLLM/SGLang-style scheduler forms one engine step at a time under
+// max_num_seqs, max_num_batched_tokens and the paged KV cache (chunked
+// prefill optional, preemption by recompute, prefix-cache hits), and each
+// step lasts what StepCostModel says. Output: TTFT, TPOT, inter-token and
+// end-to-end latency percentiles, throughput, goodput under SLOs and the
+// KV cache's use over time. Deterministic for a given seed.
+//
+// Example:
+//   auto sc = estimate::StepCostModel::Create(llama70b, h100x8, cfg);
+//   estimate::Workload w;
+//   w.rate_per_s = 4;
+//   w.requests = 1000;
+//   w.prompt = {estimate::LengthDist::kFixed, 2048};
+//   w.output = {estimate::LengthDist::kFixed, 512};
+//   auto r = estimate::SimulateServing(*sc, 1, w, {}, {});
+#ifndef SCALEMODEL_ESTIMATE_BATCHING_H_
+#define SCALEMODEL_ESTIMATE_BATCHING_H_
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "scalemodel/base/error.h"
+#include "scalemodel/estimate/inference.h"
+
+namespace scalemodel::estimate {
+
+// A distribution of token counts. Samples are rounded to whole tokens and
+// kept at least 1.
+struct LengthDist {
+  enum Kind { kFixed, kUniform, kNormal, kLogNormal };
+  Kind kind = kFixed;
+  double a = 1;  // fixed: the value; uniform: low; normal, lognormal: mean
+  double b = 0;  // uniform: high; normal, lognormal: standard deviation
+};
+
+// Parses "fixed" (the value `fixed_value`), "fixed:N", "uniform:LO:HI",
+// "normal:MEAN:SD" or "lognormal:MEAN:SD" (mean and standard deviation of
+// the lengths themselves, not of their logarithm). Errors name `where`: an
+// unknown kind (with "did you mean"), a missing or non-numeric field,
+// LO > HI, a mean below 1 or a negative SD.
+Result<LengthDist> ParseLengthDist(const std::string& text, double fixed_value,
+                                   const std::string& where);
+
+// One request of a trace: when it arrives (seconds from the start), its
+// prompt and output lengths in tokens.
+struct TraceRequest {
+  double arrival_s = 0;
+  double prompt_tokens = 1;
+  double output_tokens = 1;
+};
+
+struct Workload {
+  enum Arrivals { kPoisson, kConcurrency, kTrace };
+  Arrivals arrivals = kPoisson;
+  double rate_per_s = 1;  // kPoisson: requests/s over all replicas
+  int concurrency = 1;    // kConcurrency: clients, each sending its next
+                          // request when the last one finishes
+  int requests = 1000;    // kPoisson, kConcurrency: how many to simulate
+  LengthDist prompt, output;
+  std::vector<TraceRequest> trace;  // kTrace: the requests, any order
+  uint64_t seed = 0;
+};
+
+// The engine scheduler's limits (vLLM: --max-num-seqs,
+// --max-num-batched-tokens, --enable-chunked-prefill, --block-size).
+struct SchedulerOptions {
+  int max_num_seqs = 256;         // vLLM's default
+  int max_batched_tokens = 8192;  // tokens per step
+  // Off: a step is either prefills of whole prompts (first in the queue
+  // first; one prompt longer than the budget runs alone) or one decode
+  // token per running sequence, prefills first (vLLM V0). On: each step
+  // gives every running sequence its token first and fills the rest of the
+  // budget with prompt chunks (vLLM V1, SGLang).
+  bool chunked_prefill = false;
+  // Fraction of every prompt found in the prefix cache: those tokens are
+  // not computed (they still hold KV blocks: sharing is not modelled).
+  double prefix_hit = 0;
+  int block_tokens = 16;  // paged-KV block (vLLM's default)
+};
+
+// Service-level objectives for goodput; 0 = none.
+struct Slo {
+  double ttft_s = 0;
+  double tpot_s = 0;
+};
+
+struct Percentiles {
+  double p50 = 0, p90 = 0, p99 = 0, mean = 0;
+};
+
+struct SimulationResult {
+  bool feasible = true;
+  std::string reason;  // why not: a request larger than the KV cache
+  int requests = 0;    // completed (all of them, when feasible)
+  int replicas = 1;
+  Percentiles ttft_s;     // arrival -> first token
+  Percentiles tpot_s;     // (last token - first) / (output - 1), per request
+  Percentiles itl_s;      // every gap between a request's tokens
+  Percentiles e2e_s;      // arrival -> last token
+  double duration_s = 0;  // first arrival -> last completion
+  double requests_per_s = 0;
+  double throughput_output_tokens_per_s = 0;
+  double throughput_total_tokens_per_s = 0;  // prompt + output
+  double output_tokens_per_s_per_chip = 0;
+  double requests_per_s_per_chip = 0;
+  double goodput_requests_per_s = 0;  // requests meeting every SLO given
+  double slo_attainment = 1;          // their fraction
+  // Time-average of requests in the system (arrived, not finished),
+  // integrated step by step: Little's law L = requests_per_s x mean E2E.
+  double mean_requests_in_system = 0;
+  double kv_capacity_tokens = 0;  // per replica
+  double kv_peak_fraction = 0, kv_mean_fraction = 0;
+  // KV-cache use (fraction of blocks) over time, replica 0, at most ~200
+  // points (time s, fraction).
+  std::vector<std::pair<double, double>> kv_series;
+  int preemptions = 0;
+  int steps = 0;
+  double mean_decode_batch = 0;  // decoding sequences per step
+  double max_step_tokens = 0;    // largest tokens in one step
+  std::vector<std::string> notes;
+};
+
+// Simulates `replicas` identical replicas (requests dealt round-robin;
+// closed-loop clients split as evenly as they go) of the replica `cost`
+// models. Errors: a non-positive rate, concurrency, request count or
+// scheduler limit, a prefix-hit fraction outside [0, 1), an empty trace.
+Result<SimulationResult> SimulateServing(const StepCostModel& cost,
+                                         int replicas, const Workload& workload,
+                                         const SchedulerOptions& scheduler,
+                                         const Slo& slo);
+
+}  // namespace scalemodel::estimate
+
+#endif  // SCALEMODEL_ESTIMATE_BATCHING_H_

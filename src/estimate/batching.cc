@@ -1,0 +1,620 @@
+#include "scalemodel/estimate/batching.h"
+
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <limits>
+
+#include "scalemodel/base/strings.h"
+
+namespace scalemodel::estimate {
+
+namespace {
+
+// A small portable generator (splitmix64): the same stream on every
+// platform and standard library, so seeded runs and goldens are stable
+// (std::normal_distribution is implementation-defined).
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) : s_(seed) {}
+  uint64_t Next() {
+    uint64_t z = (s_ += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  }
+  // Uniform in (0, 1).
+  double Uniform() { return ((Next() >> 11) + 0.5) * 0x1.0p-53; }
+  double Normal() {  // Box-Muller
+    double u = Uniform(), v = Uniform();
+    return std::sqrt(-2 * std::log(u)) * std::cos(2 * M_PI * v);
+  }
+  double Exponential(double rate) { return -std::log(Uniform()) / rate; }
+
+ private:
+  uint64_t s_;
+};
+
+double BlocksForTokens(int tokens, int block) {
+  return (tokens + block - 1) / block;
+}
+
+double Sample(const LengthDist& d, Rng& rng) {
+  double x = d.a;
+  switch (d.kind) {
+    case LengthDist::kFixed:
+      break;
+    case LengthDist::kUniform:
+      x = std::floor(d.a + rng.Uniform() * (d.b - d.a + 1));
+      break;
+    case LengthDist::kNormal:
+      x = d.a + d.b * rng.Normal();
+      break;
+    case LengthDist::kLogNormal: {
+      // Mean m and SD s of the lengths: sigma^2 = ln(1 + s^2/m^2),
+      // mu = ln m - sigma^2 / 2.
+      double s2 = std::log(1 + d.b * d.b / (d.a * d.a));
+      x = std::exp(std::log(d.a) - s2 / 2 + std::sqrt(s2) * rng.Normal());
+      break;
+    }
+  }
+  return std::max(1.0, std::round(x));
+}
+
+// One request as the scheduler tracks it (vLLM V1's Request: tokens known
+// so far = prompt + generated, of which `computed` have KV in the cache).
+struct Req {
+  double arrival = 0;
+  int prompt = 1, output = 1;
+  int generated = 0;
+  int computed = 0;
+  int blocks = 0;
+  int client = -1;  // closed loop: whose next request follows this one
+  double first = -1, last = 0, finish = -1;
+  int tokens() const { return prompt + generated; }
+};
+
+// Samples as (value, count) runs: one step gives the same inter-token gap
+// to every sequence that also got a token in the step before, so the ITL
+// list holds about one run per step instead of one entry per token.
+using Runs = std::vector<std::pair<double, double>>;
+
+struct Scheduled {
+  int req;
+  int tokens;
+};
+
+// The per-replica simulation state and its step loop.
+class Replica {
+ public:
+  Replica(const StepCostModel& cost, const SchedulerOptions& opt,
+          double capacity_blocks, std::vector<double>* token_time)
+      : cost_(cost), opt_(opt), capacity_(capacity_blocks), tt_(token_time) {}
+
+  // Runs `reqs` (sorted by arrival for open loop; for closed loop the first
+  // `clients` start at 0 and each finish releases the client's next).
+  void Run(std::vector<Req>* reqs, int clients, Runs* itl,
+           SimulationResult* out, bool record_series);
+
+ private:
+  int BlocksFor(int tokens) const {
+    return (tokens + opt_.block_tokens - 1) / opt_.block_tokens;
+  }
+  bool Grow(int r, int new_computed);
+  void Preempt(int r);
+  bool Admissible(int r) const;
+  void ScheduleStep(std::vector<Scheduled>* step);
+  double StepTime(const std::vector<Scheduled>& step, double* tokens,
+                  double* decode) const;
+  void Finish(int r, double now);
+  int Complete(const std::vector<Scheduled>& step, double now, Runs* itl);
+
+  const StepCostModel& cost_;
+  const SchedulerOptions& opt_;
+  double capacity_;
+  std::vector<double>* tt_;
+  std::vector<Req>* reqs_ = nullptr;
+  std::deque<int> waiting_;
+  std::vector<int> running_;
+  double used_ = 0;
+  int preemptions_ = 0;
+  std::vector<int> next_of_client_;  // closed loop: next request index
+  int next_new_ = 0;                 // closed loop: next unsent request
+  std::vector<int> released_;        // closed loop: finished this step
+  Runs gaps_;  // this step: (time of the previous token, tokens)
+  void AddGap(double last) {
+    for (auto& g : gaps_) {
+      if (g.first == last) {
+        g.second += 1;
+        return;
+      }
+    }
+    gaps_.emplace_back(last, 1.0);
+  }
+};
+
+// Blocks for `new_computed` tokens of request r; false when the cache
+// cannot hold them even after preempting others.
+bool Replica::Grow(int r, int new_computed) {
+  Req& q = (*reqs_)[r];
+  int need = BlocksFor(new_computed) - q.blocks;
+  while (need > 0 && used_ + need > capacity_) {
+    // Preempt the most recently admitted request (vLLM: recompute, last in
+    // first out); when that is r itself, r waits.
+    int victim = running_.back();
+    Preempt(victim);
+    if (victim == r) return false;
+  }
+  if (need > 0) {
+    q.blocks += need;
+    used_ += need;
+  }
+  return true;
+}
+
+void Replica::Preempt(int r) {
+  Req& q = (*reqs_)[r];
+  used_ -= q.blocks;
+  q.blocks = 0;
+  q.computed = 0;
+  running_.erase(std::find(running_.begin(), running_.end(), r));
+  waiting_.push_front(r);
+  ++preemptions_;
+}
+
+// A waiting request can start when a sequence slot and the KV blocks for
+// its first chunk (chunked: at least one token) are free.
+bool Replica::Admissible(int r) const {
+  const Req& q = (*reqs_)[r];
+  if (static_cast<int>(running_.size()) >= opt_.max_num_seqs) return false;
+  // Without chunking the whole prompt is computed at once.
+  int first = opt_.chunked_prefill ? q.computed + 1 : q.tokens();
+  return used_ + BlocksFor(first) <= capacity_;
+}
+
+// Forms one step: which requests compute how many tokens.
+void Replica::ScheduleStep(std::vector<Scheduled>* step) {
+  step->clear();
+  int budget = opt_.max_batched_tokens;
+  const bool prefill_only =
+      !opt_.chunked_prefill && !waiting_.empty() && Admissible(waiting_[0]);
+  if (!prefill_only) {
+    // Running requests first, in admission order; a preemption may remove
+    // later ones, so walk by index.
+    for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
+      int r = running_[i];
+      Req& q = (*reqs_)[r];
+      int n = std::min(q.tokens() - q.computed, budget);
+      if (!opt_.chunked_prefill && n < q.tokens() - q.computed) continue;
+      if (!Grow(r, q.computed + n)) break;
+      step->push_back({r, n});
+      budget -= n;
+    }
+    if (!opt_.chunked_prefill) return;
+  }
+  while (!waiting_.empty() && budget > 0 && Admissible(waiting_[0])) {
+    int r = waiting_[0];
+    Req& q = (*reqs_)[r];
+    int need = q.tokens() - q.computed;
+    int n = opt_.chunked_prefill ? std::min(need, budget) : need;
+    if (!opt_.chunked_prefill && n > budget && !step->empty()) break;
+    if (used_ + BlocksFor(q.computed + n) - q.blocks > capacity_) {
+      if (!opt_.chunked_prefill) break;
+      // Chunked: start with what fits.
+      n = static_cast<int>(capacity_ - used_ + q.blocks) * opt_.block_tokens -
+          q.computed;
+      if (n <= 0) break;
+    }
+    waiting_.pop_front();
+    running_.push_back(r);
+    Grow(r, q.computed + n);
+    step->push_back({r, n});
+    budget -= n;
+  }
+}
+
+// The step's time from the cost model: the token-count part from the
+// cache, the context part (KV reads, attention FLOPs) from the work.
+double Replica::StepTime(const std::vector<Scheduled>& step, double* tokens,
+                         double* decode) const {
+  StepWork w;
+  for (const Scheduled& s : step) {
+    const Req& q = (*reqs_)[s.req];
+    if (s.tokens == 1 && q.generated > 0 && q.computed + 1 == q.tokens()) {
+      w.decode_seqs += 1;
+      w.decode_context += q.computed + 1;
+    } else {
+      w.prefill_tokens += s.tokens;
+      w.prefill_pairs += s.tokens * (q.computed + s.tokens / 2.0);
+    }
+  }
+  *tokens = w.decode_seqs + w.prefill_tokens;
+  *decode = w.decode_seqs;
+  if (cost_.peak() && w.prefill_tokens == 0) return cost_.Cost(w).total().si();
+  const size_t t = static_cast<size_t>(*tokens);
+  double token_time;
+  if (t < tt_->size()) {
+    double& c = (*tt_)[t];
+    if (c < 0) c = cost_.TokenTime(*tokens);
+    token_time = c;
+  } else {
+    token_time = cost_.TokenTime(*tokens);
+  }
+  return token_time + cost_.ContextTime(w);
+}
+
+void Replica::Finish(int r, double now) {
+  Req& q = (*reqs_)[r];
+  q.finish = now;
+  used_ -= q.blocks;
+  q.blocks = 0;
+  running_.erase(std::find(running_.begin(), running_.end(), r));
+  if (q.client >= 0) released_.push_back(q.client);
+}
+
+// The step ends at `now`: its requests' computed tokens advance; each that
+// has computed all its known tokens samples one; finished requests leave
+// (closed loop: their clients send the next). Returns how many finished.
+int Replica::Complete(const std::vector<Scheduled>& step, double now,
+                      Runs* itl) {
+  std::vector<Req>& R = *reqs_;
+  const int n = static_cast<int>(R.size());
+  int finished = 0;
+  // Inter-token gaps grouped by when the previous token came (a few
+  // distinct step ends per step), one run per group.
+  gaps_.clear();
+  for (const Scheduled& s : step) {
+    Req& q = R[s.req];
+    q.computed += s.tokens;
+    if (q.computed < q.tokens()) continue;
+    ++q.generated;
+    if (q.first < 0) {
+      q.first = now;
+    } else {
+      AddGap(q.last);
+    }
+    q.last = now;
+    if (q.generated >= q.output) {
+      Finish(s.req, now);
+      ++finished;
+    }
+  }
+  for (const auto& [last, count] : gaps_) itl->emplace_back(now - last, count);
+  for (int c : released_) {
+    if (next_new_ >= n) break;
+    Req& q = R[next_new_];
+    q.client = c;
+    q.arrival = now;
+    waiting_.push_back(next_new_++);
+  }
+  released_.clear();
+  return finished;
+}
+
+void Replica::Run(std::vector<Req>* reqs, int clients, Runs* itl,
+                  SimulationResult* out, bool record_series) {
+  reqs_ = reqs;
+  std::vector<Req>& R = *reqs;
+  const int n = static_cast<int>(R.size());
+  size_t next = 0;  // open loop: next arrival
+  if (clients > 0) {
+    for (int c = 0; c < std::min(clients, n); ++c) {
+      R[c].client = c;
+      R[c].arrival = 0;
+      waiting_.push_back(c);
+    }
+    next_new_ = std::min(clients, n);
+    next = R.size();
+  }
+  double now = 0, area = 0, kv_area = 0;
+  double start = clients > 0 || R.empty() ? 0 : R[0].arrival;
+  int done = 0;
+  std::vector<Scheduled> step;
+  while (done < n) {
+    while (next < R.size() && R[next].arrival <= now) {
+      area += now - R[next].arrival;  // in the system since it arrived
+      waiting_.push_back(static_cast<int>(next++));
+    }
+    if (running_.empty() && waiting_.empty()) {
+      now = R[next].arrival;  // idle until the next arrival
+      continue;
+    }
+    ScheduleStep(&step);
+    if (step.empty()) {
+      // Nothing fits: the head request is larger than the whole cache.
+      out->feasible = false;
+      out->reason = "a request of " + FormatNumber(R[waiting_[0]].tokens()) +
+                    " tokens does not fit the replica's KV cache of " +
+                    FormatNumber(capacity_ * opt_.block_tokens) + " tokens";
+      return;
+    }
+    double tokens = 0, decode = 0;
+    const double dt = StepTime(step, &tokens, &decode);
+    const double in_system =
+        static_cast<double>(running_.size() + waiting_.size());
+    area += in_system * dt;
+    kv_area += used_ * dt;
+    out->kv_peak_fraction = std::max(out->kv_peak_fraction, used_ / capacity_);
+    out->max_step_tokens = std::max(out->max_step_tokens, tokens);
+    out->mean_decode_batch += decode;
+    ++out->steps;
+    if (record_series) out->kv_series.emplace_back(now, used_ / capacity_);
+    now += dt;
+    done += Complete(step, now, itl);
+  }
+  out->preemptions += preemptions_;
+  const double end = now;
+  out->mean_requests_in_system += area;  // normalized by the caller
+  out->kv_mean_fraction +=
+      end > start ? kv_area / capacity_ / (end - start) : 0;
+}
+
+// Percentiles by linear interpolation between order statistics (numpy's
+// default), over the runs sorted by value.
+Percentiles Summarize(Runs v) {
+  Percentiles p;
+  if (v.empty()) return p;
+  std::sort(v.begin(), v.end());
+  std::vector<double> cum(v.size());
+  double n = 0, sum = 0;
+  for (size_t j = 0; j < v.size(); ++j) {
+    n += v[j].second;
+    sum += v[j].first * v[j].second;
+    cum[j] = n;
+  }
+  auto order = [&](double k) {  // the k-th smallest, from 0
+    size_t j = std::upper_bound(cum.begin(), cum.end(), k) - cum.begin();
+    return v[std::min(j, v.size() - 1)].first;
+  };
+  auto at = [&](double q) {
+    double pos = q * (n - 1);
+    double i = std::floor(pos), f = pos - i;
+    return f == 0 ? order(i) : order(i) * (1 - f) + order(i + 1) * f;
+  };
+  p.p50 = at(0.5);
+  p.p90 = at(0.9);
+  p.p99 = at(0.99);
+  p.mean = sum / n;
+  return p;
+}
+
+Result<bool> CheckInputs(const StepCostModel& cost, int replicas,
+                         const Workload& w, const SchedulerOptions& s) {
+  if (w.arrivals == Workload::kPoisson &&
+      !(w.rate_per_s > 0 && std::isfinite(w.rate_per_s))) {
+    return InvalidArgument("expected a request rate > 0 requests/s, got " +
+                               FormatNumber(w.rate_per_s),
+                           "--rate");
+  }
+  if (w.arrivals == Workload::kConcurrency && w.concurrency < 1) {
+    return InvalidArgument("expected a concurrency of at least 1, got " +
+                               std::to_string(w.concurrency),
+                           "--concurrency");
+  }
+  if (w.arrivals != Workload::kTrace && w.requests < 1) {
+    return InvalidArgument(
+        "expected at least 1 request, got " + std::to_string(w.requests),
+        "--requests");
+  }
+  if (w.arrivals == Workload::kTrace && w.trace.empty()) {
+    return InvalidArgument("the trace has no requests", "--trace-file");
+  }
+  if (s.max_num_seqs < 1) {
+    return InvalidArgument(
+        "expected at least 1 sequence, got " + std::to_string(s.max_num_seqs),
+        "--max-num-seqs");
+  }
+  if (s.max_batched_tokens < 1) {
+    return InvalidArgument("expected at least 1 token per step, got " +
+                               std::to_string(s.max_batched_tokens),
+                           "--max-batched-tokens");
+  }
+  if (!(s.prefix_hit >= 0 && s.prefix_hit < 1)) {
+    return InvalidArgument(
+        "expected a prefix-cache hit fraction >= 0 and < 1, "
+        "got " +
+            FormatNumber(s.prefix_hit),
+        "--prefix-hit");
+  }
+  if (replicas < 1 || s.block_tokens < 1 || cost.chips_per_replica() < 1) {
+    return InvalidArgument("expected at least one replica", "plan");
+  }
+  return true;
+}
+
+// The requests in arrival order (open loop) or sending order (closed).
+std::vector<Req> MakeRequests(const Workload& w) {
+  std::vector<Req> reqs;
+  Rng rng(w.seed);
+  if (w.arrivals == Workload::kTrace) {
+    std::vector<TraceRequest> t = w.trace;
+    std::stable_sort(t.begin(), t.end(), [](const auto& a, const auto& b) {
+      return a.arrival_s < b.arrival_s;
+    });
+    for (const TraceRequest& r : t) {
+      Req q;
+      q.arrival = r.arrival_s;
+      q.prompt = static_cast<int>(std::max(1.0, std::round(r.prompt_tokens)));
+      q.output = static_cast<int>(std::max(1.0, std::round(r.output_tokens)));
+      reqs.push_back(q);
+    }
+    return reqs;
+  }
+  double t = 0;
+  for (int i = 0; i < w.requests; ++i) {
+    Req q;
+    if (w.arrivals == Workload::kPoisson) {
+      t += rng.Exponential(w.rate_per_s);
+      q.arrival = t;
+    }
+    q.prompt = static_cast<int>(Sample(w.prompt, rng));
+    q.output = static_cast<int>(Sample(w.output, rng));
+    reqs.push_back(q);
+  }
+  return reqs;
+}
+
+// Latency and throughput figures from the finished requests.
+void Collect(const std::vector<std::vector<Req>>& per_replica, Runs itl,
+             const Slo& slo, int chips, SimulationResult* out) {
+  Runs ttft, tpot, e2e;
+  double out_tokens = 0, in_tokens = 0, good = 0;
+  for (const auto& reqs : per_replica) {
+    for (const Req& q : reqs) {
+      ttft.emplace_back(q.first - q.arrival, 1.0);
+      e2e.emplace_back(q.finish - q.arrival, 1.0);
+      double t = q.output > 1 ? (q.finish - q.first) / (q.output - 1) : 0;
+      if (q.output > 1) tpot.emplace_back(t, 1.0);
+      out_tokens += q.output;
+      in_tokens += q.prompt;
+      bool ok = (slo.ttft_s <= 0 || q.first - q.arrival <= slo.ttft_s) &&
+                (slo.tpot_s <= 0 || t <= slo.tpot_s);
+      good += ok;
+    }
+  }
+  out->requests = static_cast<int>(e2e.size());
+  double start = std::numeric_limits<double>::infinity(), end = 0;
+  for (const auto& reqs : per_replica) {
+    for (const Req& q : reqs) {
+      start = std::min(start, q.arrival);
+      end = std::max(end, q.finish);
+    }
+  }
+  out->duration_s = out->requests > 0 ? end - start : 0;
+  out->ttft_s = Summarize(std::move(ttft));
+  out->tpot_s = Summarize(std::move(tpot));
+  out->itl_s = Summarize(std::move(itl));
+  out->e2e_s = Summarize(std::move(e2e));
+  const double d = out->duration_s;
+  if (d > 0) {
+    out->requests_per_s = out->requests / d;
+    out->throughput_output_tokens_per_s = out_tokens / d;
+    out->throughput_total_tokens_per_s = (out_tokens + in_tokens) / d;
+    out->goodput_requests_per_s = good / d;
+    out->mean_requests_in_system /= d;
+  }
+  out->output_tokens_per_s_per_chip =
+      out->throughput_output_tokens_per_s / chips;
+  out->requests_per_s_per_chip = out->requests_per_s / chips;
+  out->slo_attainment = out->requests > 0 ? good / out->requests : 1;
+}
+
+}  // namespace
+
+Result<LengthDist> ParseLengthDist(const std::string& text, double fixed_value,
+                                   const std::string& where) {
+  std::vector<std::string> parts = Split(text, ':');
+  static const std::vector<std::string> kKinds = {"fixed", "uniform", "normal",
+                                                  "lognormal"};
+  const std::string& kind = parts[0];
+  auto it = std::find(kKinds.begin(), kKinds.end(), kind);
+  if (it == kKinds.end()) {
+    return InvalidArgument("unknown distribution '" + Excerpt(kind) + "'" +
+                               DidYouMean(kind, kKinds) +
+                               "; expected fixed, fixed:N, uniform:LO:HI, "
+                               "normal:MEAN:SD or lognormal:MEAN:SD",
+                           where);
+  }
+  LengthDist d;
+  d.kind = static_cast<LengthDist::Kind>(it - kKinds.begin());
+  const size_t want = d.kind == LengthDist::kFixed ? 1 : 2;
+  if (d.kind == LengthDist::kFixed && parts.size() == 1) {
+    d.a = fixed_value;
+    return d;
+  }
+  if (parts.size() != want + 1) {
+    return InvalidArgument("expected " + kind +
+                               (want == 1           ? ":N"
+                                : kind == "uniform" ? ":LO:HI"
+                                                    : ":MEAN:SD") +
+                               ", got '" + Excerpt(text) + "'",
+                           where);
+  }
+  double v[2] = {0, 0};
+  for (size_t i = 0; i < want; ++i) {
+    char* end = nullptr;
+    v[i] = std::strtod(parts[i + 1].c_str(), &end);
+    if (parts[i + 1].empty() || *end != '\0' || !std::isfinite(v[i])) {
+      return InvalidArgument("expected a number, got '" +
+                                 Excerpt(parts[i + 1]) + "' in '" +
+                                 Excerpt(text) + "'",
+                             where);
+    }
+  }
+  d.a = v[0];
+  d.b = v[1];
+  if (d.a < 1 || (d.kind == LengthDist::kUniform && d.b < d.a) ||
+      (d.kind != LengthDist::kUniform && d.b < 0)) {
+    return InvalidArgument(
+        "expected lengths of at least 1 token (LO <= HI, SD >= 0), got '" +
+            Excerpt(text) + "'",
+        where);
+  }
+  return d;
+}
+
+Result<SimulationResult> SimulateServing(const StepCostModel& cost,
+                                         int replicas, const Workload& w,
+                                         const SchedulerOptions& s,
+                                         const Slo& slo) {
+  auto ok = CheckInputs(cost, replicas, w, s);
+  if (!ok) return tl::unexpected(ok.error());
+  SimulationResult out;
+  out.replicas = replicas;
+  const double block_bytes = cost.KvBytesPerTokenPerChip() * s.block_tokens;
+  const double capacity =
+      std::floor(cost.KvCapacityBytesPerChip() / block_bytes);
+  out.kv_capacity_tokens = capacity * s.block_tokens;
+  // Requests dealt round-robin to the replicas (closed loop: to the
+  // clients, client c on replica c mod replicas).
+  std::vector<Req> all = MakeRequests(w);
+  std::vector<std::vector<Req>> per(replicas);
+  const bool closed = w.arrivals == Workload::kConcurrency;
+  for (size_t i = 0; i < all.size(); ++i) {
+    Req q = all[i];
+    if (BlocksForTokens(q.prompt + q.output, s.block_tokens) > capacity) {
+      out.feasible = false;
+      out.reason = "a request of " + FormatNumber(q.prompt + q.output) +
+                   " tokens does not fit the replica's KV cache of " +
+                   FormatNumber(out.kv_capacity_tokens) + " tokens";
+      return out;
+    }
+    q.computed = std::min(
+        q.prompt - 1, static_cast<int>(std::floor(q.prompt * s.prefix_hit)));
+    size_t client = closed ? i % static_cast<size_t>(w.concurrency) : i;
+    per[client % replicas].push_back(q);
+  }
+  // Token-count part of the step time, cached by count (-1: not yet).
+  std::vector<double> token_time(s.max_batched_tokens + s.max_num_seqs + 1,
+                                 -1.0);
+  Runs itl;
+  for (int r = 0; r < replicas; ++r) {
+    int clients = 0;
+    if (w.arrivals == Workload::kConcurrency) {
+      clients = w.concurrency / replicas + (r < w.concurrency % replicas);
+      if (clients == 0) continue;
+    }
+    Replica rep(cost, s, capacity, &token_time);
+    rep.Run(&per[r], clients, &itl, &out, r == 0);
+    if (!out.feasible) return out;
+  }
+  out.mean_decode_batch /= std::max(1, out.steps);
+  out.kv_mean_fraction /= replicas;
+  // Thin the series to at most ~200 points.
+  if (out.kv_series.size() > 200) {
+    std::vector<std::pair<double, double>> thin;
+    size_t stride = (out.kv_series.size() + 199) / 200;
+    for (size_t i = 0; i < out.kv_series.size(); i += stride) {
+      thin.push_back(out.kv_series[i]);
+    }
+    out.kv_series = std::move(thin);
+  }
+  Collect(per, std::move(itl), slo, cost.chips_per_replica() * replicas, &out);
+  if (out.preemptions > 0) {
+    out.notes.push_back(std::to_string(out.preemptions) +
+                        " preemptions (recompute): the KV cache ran full");
+  }
+  return out;
+}
+
+}  // namespace scalemodel::estimate
