@@ -20,7 +20,7 @@ for chip in ("h100", "tpu-v5e"):
     if b is None:
         print(f"{chip:8} no plan meets 50 ms per token")
         continue
-    print(f"{chip:8} {b.plan:10} batch {b.batch:4}  "
+    print(f"{chip:8} {b.plan:10} batch {b.batch:4.0f}  "
           f"{1e3 * b.decode_step_time_s:5.1f} ms/token  "
           f"{b.tokens_per_s_per_chip:7.0f} tokens/s/chip  "
           f"{len(r.frontier)} frontier points")

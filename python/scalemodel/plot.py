@@ -75,7 +75,7 @@ def roofline(chip, ops=(), dtype="bf16", path=None, title=None, catalog=None):
             label = (f"{int(m['b'])}x{int(m['d'])}x{int(m['f'])}" if m
                      else f"{d['flops']:.3g} FLOP")
             points.append((label, d["intensity"]))
-    lo = min([0.1] + [p[1] / 4 for p in points])
+    lo = min([1.0] + [p[1] / 4 for p in points])
     hi = max([peak / roofs[0][1] * 20] + [p[1] * 4 for p in points])
     xs = [lo * (hi / lo) ** (i / 200) for i in range(201)]
     fig, ax = plt.subplots(figsize=(7, 4.5))
@@ -83,11 +83,13 @@ def roofline(chip, ops=(), dtype="bf16", path=None, title=None, catalog=None):
         ax.plot(xs, [min(peak, bw * x) for x in xs],
                 label=f"{name} roof ({bw / 1e12:.3g} TB/s), ridge "
                       f"{peak / bw:.0f} FLOP/B")
-    for label, x in points:
+    for i, (label, x) in enumerate(points):
         y = min(peak, roofs[0][1] * x)
         ax.scatter([x], [y], zorder=3)
-        ax.annotate(label, (x, y), textcoords="offset points", xytext=(4, -10),
-                    fontsize=8)
+        # Alternately below and above, so neighbours on the flat roof do not
+        # overlap.
+        ax.annotate(label, (x, y), textcoords="offset points",
+                    xytext=(4, -12 if i % 2 == 0 else 6), fontsize=8)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("arithmetic intensity (FLOP/byte)")
