@@ -8,8 +8,6 @@ every answer, number and error sentence is the CLI's own.
 
 import json
 import os
-import shutil
-import tempfile
 
 from . import _scalemodel
 
@@ -116,12 +114,16 @@ def _raise(code, err, args):
 def _run(command, positional, options, json_report):
     needs_dir = any(isinstance(p, dict) for p in positional) or any(
         isinstance(v, dict) for v in (options or {}).values())
-    tmpdir = tempfile.mkdtemp(prefix="scalemodel-") if needs_dir else None
+    tmpdir = None
+    if needs_dir:
+        import tempfile  # only here: keeps `import scalemodel` short
+        tmpdir = tempfile.mkdtemp(prefix="scalemodel-")
     try:
         args = argv(command, positional, options, json_report, tmpdir)
         code, out, err = run_cli(args)
     finally:
         if tmpdir:
+            import shutil
             shutil.rmtree(tmpdir, ignore_errors=True)
     if code != 0:
         _raise(code, err, args)

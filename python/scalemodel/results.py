@@ -7,7 +7,6 @@ itself, equal to what `scalemodel ... --json` prints for the same inputs.
 """
 
 import copy
-import difflib
 import keyword
 
 __all__ = [
@@ -43,6 +42,7 @@ class Record:
             name[:-1]) else name
         if key in data:
             return _wrap(data[key])
+        import difflib  # only for the message
         near = difflib.get_close_matches(name, list(data), n=1)
         hint = f" (did you mean '{near[0]}'?)" if near else ""
         raise AttributeError(

@@ -21,16 +21,23 @@ LONG_SEARCH = dict(SEARCH, system="h100:8x512", threads=1)
 
 
 def test_import_is_fast():
-    code = ("import time; t = time.perf_counter(); import scalemodel; "
-            "print(time.perf_counter() - t); import sys; "
+    code = ("import time; t = time.perf_counter(); c = time.process_time(); "
+            "import scalemodel; print(time.perf_counter() - t, "
+            "time.process_time() - c); import sys; "
             "print('matplotlib' in sys.modules)")
-    times = []
-    for _ in range(3):
+    wall, cpu = [], []
+    for _ in range(5):
         out = subprocess.run([sys.executable, "-c", code], check=True,
                              capture_output=True, text=True).stdout.split()
-        times.append(float(out[0]))
-        assert out[1] == "False"  # plots load on first use
-    assert min(times) < 0.2, times
+        wall.append(float(out[0]))
+        cpu.append(float(out[1]))
+        assert out[2] == "False"  # plots load on first use
+    # The work of the import is its CPU time; wall time also counts waiting
+    # for a core, which on an oversubscribed machine (load above the core
+    # count) says nothing about the module, so it is only checked below that.
+    assert min(cpu) < 0.2, cpu
+    if os.getloadavg()[0] < (os.cpu_count() or 1):
+        assert min(wall) < 0.2, wall
 
 
 def test_nothing_on_stdout(capfd):
