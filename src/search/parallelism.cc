@@ -391,10 +391,12 @@ std::vector<Degrees> DegreeTuples(const model::ModelSpec& m,
 
 // Runs the workers over the tuples (round robin), reporting progress from
 // the calling thread; returns the workers with their counts and top plans.
+// Sets *cancelled when opt.cancelled stopped them.
 std::vector<Worker> RunWorkers(const model::ModelSpec& m, const hw::System& sys,
                                const SearchOptions& opt,
                                const estimate::ModelConsts& mc, double seqs,
-                               const std::vector<Degrees>& tuples) {
+                               const std::vector<Degrees>& tuples,
+                               bool* cancelled) {
   const TrainingConfig& base = opt.base;
   int threads = opt.threads > 0
                     ? opt.threads
@@ -402,6 +404,7 @@ std::vector<Worker> RunWorkers(const model::ModelSpec& m, const hw::System& sys,
   threads = std::min<int>(threads, std::max<size_t>(1, tuples.size()));
   std::vector<Worker> workers(threads);
   std::atomic<long> done{0};
+  std::atomic<bool> stop{false};
   std::vector<std::future<void>> futures;
   for (int w = 0; w < threads; ++w) {
     Worker& wk = workers[w];
@@ -414,7 +417,7 @@ std::vector<Worker> RunWorkers(const model::ModelSpec& m, const hw::System& sys,
                  : estimate::RealisticEfficiency(sys.chip);
     wk.seqs = seqs;
     futures.push_back(std::async(std::launch::async, [&, w] {
-      for (size_t i = w; i < tuples.size(); i += threads) {
+      for (size_t i = w; i < tuples.size() && !stop.load(); i += threads) {
         workers[w].Run(tuples[i], &done);
       }
     }));
@@ -422,6 +425,7 @@ std::vector<Worker> RunWorkers(const model::ModelSpec& m, const hw::System& sys,
   for (auto& f : futures) {
     while (f.wait_for(std::chrono::milliseconds(100)) !=
            std::future_status::ready) {
+      if (opt.cancelled && !stop.load() && opt.cancelled()) stop.store(true);
       if (opt.progress) {
         double configs = 0;
         for (const Worker& w : workers) configs += w.evaluated;
@@ -433,6 +437,7 @@ std::vector<Worker> RunWorkers(const model::ModelSpec& m, const hw::System& sys,
     }
     f.get();
   }
+  *cancelled = stop.load();
   return workers;
 }
 
@@ -462,7 +467,13 @@ Result<SearchResult> SearchTraining(const model::ModelSpec& m,
   }
   const estimate::ModelConsts mc = estimate::PrepareModel(m, base);
   std::vector<Degrees> tuples = DegreeTuples(m, sys, base);
-  std::vector<Worker> workers = RunWorkers(m, sys, opt, mc, seqs, tuples);
+  bool cancelled = false;
+  std::vector<Worker> workers =
+      RunWorkers(m, sys, opt, mc, seqs, tuples, &cancelled);
+  if (cancelled) {
+    return tl::unexpected(
+        Error{ErrorCode::kCancelled, "the search was interrupted", ""});
+  }
   const int threads = static_cast<int>(workers.size());
   SearchResult out;
   out.threads = threads;

@@ -74,6 +74,7 @@ Result<std::vector<Found>> SearchSizes(const model::ModelSpec& model,
     sopt.remats = estimate::ExactRemats(*request.launchable_by);
   }
   sopt.progress = request.progress;
+  sopt.cancelled = request.cancelled;
   std::vector<Found> merged;
   for (size_t k = 0; k < systems.size(); ++k) {
     auto r = SearchTraining(model, systems[k], sopt);

@@ -187,6 +187,28 @@ TEST(SearchTest, Deterministic) {
   EXPECT_EQ(a->configs_evaluated, b->configs_evaluated);
 }
 
+// SearchOptions::cancelled (Ctrl-C in Python) stops the workers after their
+// current layout: the search fails with kCancelled having covered a small
+// part of a space that takes seconds on one thread, and asks only once.
+TEST(SearchTest, CancelledStopsTheSearch) {
+  model::ModelSpec m = Model("llama3-405b");
+  hw::System sys = System("h100:8x256");
+  SearchOptions opt;
+  opt.base.batch_tokens = 2048 * 8192.0;
+  opt.base.seq = 8192;
+  opt.threads = 1;
+  int asked = 0;
+  double covered = 0;
+  opt.cancelled = [&] { return ++asked > 0; };
+  opt.progress = [&](double fraction, double) { covered = fraction; };
+  auto r = SearchTraining(m, sys, opt);
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().code, ErrorCode::kCancelled);
+  EXPECT_EQ(r.error().message, "the search was interrupted");
+  EXPECT_EQ(asked, 1);
+  EXPECT_LT(covered, 0.5);
+}
+
 // --emit keeps the search to the engine's exact remat policies: the plan it
 // prints is the plan it estimated.
 TEST(SearchTest, RematsCanBeRestricted) {

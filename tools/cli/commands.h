@@ -55,6 +55,10 @@ Command AddValidateCommand(CLI::App& app);
 Command AddMatmulCommand(CLI::App& app);
 Command AddModelCommand(CLI::App& app);
 
+// True once the in-process caller of RunCli (run.h) asked to stop, e.g. on
+// Ctrl-C in Python; long searches take it as their cancel check.
+bool Interrupted();
+
 // Builds the {"schema_version", "inputs", ...results} document.
 report::Json Document(const report::Json& inputs, const report::Json& results);
 

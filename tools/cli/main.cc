@@ -1,13 +1,16 @@
 // scalemodel: how fast and how expensive it is to train or serve a
 // Transformer on a TPU or GPU cluster, and how to shard it.
+//
+// The whole command line as one function, RunCli (run.h): the scalemodel
+// executable (entry.cc) and the Python module (python/) both call it.
 #include <algorithm>
-#include <cstdio>
-#include <iostream>
+#include <ostream>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "commands.h"
+#include "run.h"
 #include "scalemodel/base/strings.h"
 
 namespace {
@@ -90,35 +93,79 @@ std::string ErrorText(const CLI::App& root, const CLI::App* command,
   return e.ToString();
 }
 
+// `scalemodel --help`: what the tool does and one example per command.
+constexpr const char* kAbout =
+    "scalemodel: step time, memory, MFU and cost of training and serving "
+    "Transformers on TPU and GPU clusters, from the roofline method of "
+    "\"How to Scale Your Model\".\n\n"
+    "Examples:\n"
+    "  scalemodel chips\n"
+    "  scalemodel chip h100\n"
+    "  scalemodel system tpu-v5p:16x20x28\n"
+    "  scalemodel roofline --chip tpu-v5e --matmul 512x8192x8192\n"
+    "  scalemodel roofline --chip h100 --flops 1e12 --bytes 1GB --json\n"
+    "  scalemodel plan train --model llama3-70b --system tpu-v5p:8x16x16 "
+    "--batch-tokens 4Mi --seq 4096\n"
+    "  scalemodel train --model llama3-70b --system tpu-v5p:8x16x16 --plan "
+    "fsdp=256,tp=8 --batch-tokens 4Mi --seq 4096\n"
+    "  scalemodel serve --model llama3-70b --system h100:8x1 --plan tp=8 "
+    "--batch 64 --prompt 2048 --output 512\n"
+    "  scalemodel plan serve --model llama3-70b --chip tpu-v5e --prompt 8192 "
+    "--output 512 --tpot-max 50ms\n"
+    "  scalemodel model llama3-70b --seq 8192\n"
+    "  scalemodel matmul 'A[I_X, J] @ B[J, K_Y] -> C[I_X, K_Y]' --system "
+    "tpu-v5e:4x4 --mesh X=4,Y=4 --dims I=8192,J=8192,K=32768\n"
+    "  scalemodel model path/to/config.json --json\n"
+    "  scalemodel collective all-gather --system tpu-v5p:4x4x4 --axes x,y "
+    "--bytes 8MiB\n";
+
+// False, after writing the error with a suggestion to `err`, when `first`
+// (the first argument) is neither an option nor a command's name.
+bool KnownCommand(const std::string& first,
+                  const std::vector<scalemodel::cli::Command>& commands,
+                  std::ostream& err) {
+  if (!first.empty() && first[0] == '-') return true;
+  std::vector<std::string> names;
+  for (const scalemodel::cli::Command& c : commands) {
+    names.push_back(c.app->get_name());
+    if (c.app->get_name() == first) return true;
+  }
+  err << "error: unknown command '" << first << "'"
+      << scalemodel::DidYouMean(first, names) << "; see `scalemodel --help`\n";
+  return false;
+}
+
+// The RunHooks of the RunCli running on this thread (Interrupted).
+thread_local const scalemodel::cli::RunHooks* current_hooks = nullptr;
+
+// Sets current_hooks for one RunCli call.
+class HooksScope {
+ public:
+  explicit HooksScope(const scalemodel::cli::RunHooks* h)
+      : saved_(current_hooks) {
+    current_hooks = h;
+  }
+  ~HooksScope() { current_hooks = saved_; }
+  HooksScope(const HooksScope&) = delete;
+  HooksScope& operator=(const HooksScope&) = delete;
+
+ private:
+  const scalemodel::cli::RunHooks* saved_;
+};
+
 }  // namespace
 
-int main(int argc, char** argv) {
+bool scalemodel::cli::Interrupted() {
+  return current_hooks && current_hooks->interrupted &&
+         current_hooks->interrupted();
+}
+
+int scalemodel::cli::RunCli(const std::vector<std::string>& args,
+                            std::ostream& out, std::ostream& err,
+                            const RunHooks& hooks) {
   using namespace scalemodel;
-  CLI::App app{
-      "scalemodel: step time, memory, MFU and cost of training and serving "
-      "Transformers on TPU and GPU clusters, from the roofline method of "
-      "\"How to Scale Your Model\".\n\n"
-      "Examples:\n"
-      "  scalemodel chips\n"
-      "  scalemodel chip h100\n"
-      "  scalemodel system tpu-v5p:16x20x28\n"
-      "  scalemodel roofline --chip tpu-v5e --matmul 512x8192x8192\n"
-      "  scalemodel roofline --chip h100 --flops 1e12 --bytes 1GB --json\n"
-      "  scalemodel plan train --model llama3-70b --system tpu-v5p:8x16x16 "
-      "--batch-tokens 4Mi --seq 4096\n"
-      "  scalemodel train --model llama3-70b --system tpu-v5p:8x16x16 --plan "
-      "fsdp=256,tp=8 --batch-tokens 4Mi --seq 4096\n"
-      "  scalemodel serve --model llama3-70b --system h100:8x1 --plan tp=8 "
-      "--batch 64 --prompt 2048 --output 512\n"
-      "  scalemodel plan serve --model llama3-70b --chip tpu-v5e --prompt 8192 "
-      "--output 512 --tpot-max 50ms\n"
-      "  scalemodel model llama3-70b --seq 8192\n"
-      "  scalemodel matmul 'A[I_X, J] @ B[J, K_Y] -> C[I_X, K_Y]' --system "
-      "tpu-v5e:4x4 --mesh X=4,Y=4 --dims I=8192,J=8192,K=32768\n"
-      "  scalemodel model path/to/config.json --json\n"
-      "  scalemodel collective all-gather --system tpu-v5p:4x4x4 --axes x,y "
-      "--bytes 8MiB\n",
-      "scalemodel"};
+  HooksScope scope(&hooks);
+  CLI::App app{kAbout, "scalemodel"};
   app.set_version_flag("--version", "scalemodel 0.1.0");
   app.require_subcommand(1);
   app.fallthrough();
@@ -141,67 +188,54 @@ int main(int argc, char** argv) {
   };
 
   // An unknown command gets a suggestion rather than CLI11's generic text.
-  if (argc > 1 && argv[1][0] != '-') {
-    std::vector<std::string> names;
-    bool known = false;
-    for (const cli::Command& c : commands) {
-      names.push_back(c.app->get_name());
-      known = known || c.app->get_name() == argv[1];
-    }
-    if (!known) {
-      std::fprintf(stderr,
-                   "error: unknown command '%s'%s; see `scalemodel --help`\n",
-                   argv[1], DidYouMean(argv[1], names).c_str());
-      return 2;
-    }
-  }
+  if (!args.empty() && !KnownCommand(args[0], commands, err)) return 2;
+  // CLI11 takes the arguments last first.
+  std::vector<std::string> reversed(args.rbegin(), args.rend());
   try {
-    app.parse(argc, argv);
+    app.parse(reversed);
   } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
+    return app.exit(e, out, err);
   } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
+    return app.exit(e, out, err);
   } catch (const CLI::CallForVersion& e) {
-    return app.exit(e);
+    return app.exit(e, out, err);
   } catch (const CLI::ParseError& e) {
     std::string what = ConversionMessage(app, e.what());
-    std::fprintf(stderr, "error: %s; see `scalemodel --help`\n", what.c_str());
+    err << "error: " << what << "; see `scalemodel --help`\n";
     return 2;
   }
 
   auto catalog = catalog::Catalog::Builtin();
   if (!catalog) {
-    std::fprintf(stderr, "internal error: built-in catalog: %s\n",
-                 catalog.error().ToString().c_str());
+    err << "internal error: built-in catalog: " << catalog.error().ToString()
+        << "\n";
     return 1;
   }
   if (!globals.catalog_dir.empty()) {
     auto added = catalog->AddDirectory(globals.catalog_dir);
     if (!added) {
-      std::fprintf(stderr, "error: %s\n",
-                   ErrorText(app, nullptr, added.error()).c_str());
+      err << "error: " << ErrorText(app, nullptr, added.error()) << "\n";
       return 2;
     }
   }
   for (const cli::Command& c : commands) {
     if (!c.app->parsed()) continue;
-    Result<cli::Output> out =
+    Result<cli::Output> result =
         tl::unexpected(Error{ErrorCode::kInternal, "no result", ""});
     try {
-      out = c.action(*catalog);
+      result = c.action(*catalog);
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "internal error: %s\n", e.what());
+      err << "internal error: " << e.what() << "\n";
       return 1;
     }
-    if (!out) {
-      std::fprintf(stderr, "error: %s\n",
-                   ErrorText(app, c.app, out.error()).c_str());
-      return out.error().code == ErrorCode::kInternal ? 1 : 2;
+    if (!result) {
+      err << "error: " << ErrorText(app, c.app, result.error()) << "\n";
+      return result.error().code == ErrorCode::kInternal ? 1 : 2;
     }
     if (globals.json) {
-      std::cout << report::Dump(out->json);
+      out << report::Dump(result->json);
     } else {
-      std::cout << out->text;
+      out << result->text;
     }
     return 0;
   }

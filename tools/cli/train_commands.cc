@@ -1127,6 +1127,7 @@ Command AddPlanCommand(CLI::App& app) {
           "\rsearching: %3.0f%% of layouts, %.3g configurations, %.1f s",
           100 * fraction, configs, el);
     };
+    req.cancelled = Interrupted;
     auto res = search::PlanTraining(in->model.spec, in->system, req);
     if (printed) std::fprintf(stderr, "\n");
     if (!res) return tl::unexpected(res.error());

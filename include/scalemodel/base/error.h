@@ -9,7 +9,15 @@
 
 namespace scalemodel {
 
-enum class ErrorCode { kInvalidArgument, kNotFound, kParse, kIo, kInternal };
+// kCancelled: the caller stopped the work (search::SearchOptions::cancelled).
+enum class ErrorCode {
+  kInvalidArgument,
+  kNotFound,
+  kParse,
+  kIo,
+  kInternal,
+  kCancelled
+};
 
 // One user-facing error. `where` is a file:line ("data/chips/h100.toml:12"), a
 // JSON path ("/model/num_layers") or the name of the input; it may be empty.

@@ -50,6 +50,9 @@ struct SearchOptions {
   // Called about every 100 ms from the calling thread with the fraction of
   // the space covered and the configurations so far.
   std::function<void(double fraction, double configs)> progress;
+  // Called with `progress`; once it returns true the workers stop after
+  // their current layout and the search fails with kCancelled.
+  std::function<bool()> cancelled;
   // Test hook: called (from worker threads) with the least-memory variant of
   // every pruned block (micro batch 1, full remat, 1F1B); when it does not
   // fit, no variant of the block does.

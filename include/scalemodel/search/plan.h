@@ -57,6 +57,8 @@ struct PlanRequest {
   // Called about every 100 ms from the calling thread with the fraction of
   // the current size's space covered and the configurations so far.
   std::function<void(double fraction, double configs)> progress;
+  // Stops the search (see SearchOptions::cancelled).
+  std::function<bool()> cancelled;
   // A whole plan to estimate on the whole system and rank among the plans
   // found: usually `base` with a plan key applied (estimate::ParsePlanKey).
   std::optional<estimate::TrainingConfig> explain;

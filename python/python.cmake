@@ -1,0 +1,24 @@
+# What the Python module (python/) needs: a Python 3 with its headers
+# (Debian: python3-dev) and pybind11 (pybind11-dev). Sets
+# SCALEMODEL_WITH_PYTHON; without them the C++ build goes on without the
+# module. Included from the top CMakeLists.txt before the libraries, since the
+# module is a shared object that links them, so they are built as
+# position-independent code.
+find_package(Python3 3.9 COMPONENTS Interpreter Development.Module QUIET)
+if(Python3_FOUND)
+  find_package(pybind11 2.6 CONFIG QUIET)
+endif()
+if(Python3_FOUND AND pybind11_FOUND)
+  set(SCALEMODEL_WITH_PYTHON ON)
+  set(CMAKE_POSITION_INDEPENDENT_CODE ON)
+  message(STATUS "scalemodel: Python module for ${Python3_EXECUTABLE} "
+                 "(${Python3_VERSION}), pybind11 ${pybind11_VERSION}")
+else()
+  message(STATUS "scalemodel: Python module skipped: it needs Python 3 "
+                 "headers and pybind11 (apt-get install -y python3-dev "
+                 "pybind11-dev); -DSCALEMODEL_PYTHON=OFF silences this")
+endif()
+if(DEFINED SCALEMODEL_PYTHON_OUTPUT_DIR AND NOT SCALEMODEL_WITH_PYTHON)
+  message(FATAL_ERROR "pip install: the Python module needs Python 3 headers "
+                      "and pybind11: apt-get install -y python3-dev pybind11-dev")
+endif()

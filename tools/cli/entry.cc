@@ -1,0 +1,12 @@
+// The scalemodel executable: the command line (RunCli, main.cc) on the
+// process's stdout and stderr.
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "run.h"
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + (argc > 0 ? 1 : 0), argv + argc);
+  return scalemodel::cli::RunCli(args, std::cout, std::cerr);
+}
