@@ -57,6 +57,11 @@ struct PlanRequest {
   // Called about every 100 ms from the calling thread with the fraction of
   // the current size's space covered and the configurations so far.
   std::function<void(double fraction, double configs)> progress;
+  // What the user fixed; PlanTraining refuses, with one sentence, a
+  // constraint no plan can keep (a degree that does not divide the chips,
+  // a ZeRO level or remat policy the engine cannot run, vpp without
+  // pipeline stages, an offload level outside 0-2).
+  PlanConstraints fixed;
   // A whole plan to estimate on the whole system and rank among the plans
   // found: usually `base` with a plan key applied (estimate::ParsePlanKey).
   std::optional<estimate::TrainingConfig> explain;
