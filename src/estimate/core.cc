@@ -752,6 +752,12 @@ double ActivationsOf(const ModelConsts& mc, const PlanShape& s,
     in_flight = cfg.layout.schedule == Schedule::kGpipe
                     ? s.m
                     : std::min<double>(s.m, s.pp);
+    // The interleaved schedule's longer warm-up keeps more on the first
+    // stage: x (1 + (p - 1) / (p v)) (Korthikanti et al. 2022, section
+    // 4.2.3, for p stages of v model chunks each).
+    if (cfg.layout.schedule == Schedule::kInterleaved && s.vpp > 1) {
+      in_flight *= 1 + (s.pp - 1) / (s.pp * s.vpp);
+    }
   }
   double acts = in_flight * s.t * s.lps *
                 mc.act_bytes_per_token_layer[s.remat] /

@@ -241,18 +241,26 @@ struct Worker {
   }
 
   // Scores every micro batch, remat and schedule of one layout at one ZeRO
-  // level and offload choice, keeping the best.
+  // level and offload choice, keeping the best; skips the variants `fits`
+  // marks (they fit with less offload) and marks those that fit.
   void ScoreBlock(const Parallelism& p, const std::array<int, kNumPar>& order,
                   const LayoutCoefficients& lay, const Variants& v,
                   const std::vector<LayerCompute>& lcs, double per_replica,
-                  TrainingConfig& cfg) {
+                  TrainingConfig& cfg, std::vector<char>* fits) {
     const TrainingConfig& base = opt->base;
+    size_t idx = 0;
     for (size_t k = 0; k < v.mbs.size(); ++k) {
       cfg.layout.micro_batch = v.mbs[k];
       int microbatches = static_cast<int>(per_replica / v.mbs[k]);
       for (model::Remat r : v.remats) {
         cfg.memory.remat = r;
         for (const Sched& sc : v.scheds) {
+          char& fit = (*fits)[idx++];
+          ++evaluated;
+          if (fit) {
+            ++pruned;  // fits with less offload, which is never slower
+            continue;
+          }
           cfg.layout.schedule = sc.schedule;
           cfg.layout.vpp = sc.vpp;
           cfg.layout.last_stage_layers = sc.last;
@@ -260,12 +268,12 @@ struct Worker {
           estimate::EvaluateCore(*mc, lcs[k], lay, p, cfg, sys->chip, eff,
                                  microbatches, &res,
                                  /*detail=*/false);
-          ++evaluated;
           ++scored;
           if (!res.feasible) {
             ++infeasible;
             continue;
           }
+          fit = 1;
           if (static_cast<int>(top.size()) >= opt->top_k &&
               res.step > top.back().step_time_s) {
             continue;
@@ -287,10 +295,10 @@ struct Worker {
 
   // One placement of a degree tuple: every ZeRO level and offload choice,
   // skipping (and counting as pruned) the blocks whose memory lower bound is
-  // over HBM, and the offload choices a block without them makes pointless:
-  // when every variant of a block fits, moving state to the host only adds
-  // PCIe and host time (never less), so the more offloaded blocks are
-  // dominated.
+  // over HBM, and the variants less offload already fits: moving state to
+  // the host only adds PCIe and host time (never less), so a variant that
+  // fits with less offload dominates itself with more (`fits`, per variant
+  // across the offload choices of one ZeRO level).
   void ScoreLayout(Parallelism p, const std::array<int, kNumPar>& order,
                    const Placements& pl, const Variants& v,
                    const std::vector<LayerCompute>& lcs, double per_replica) {
@@ -301,9 +309,11 @@ struct Worker {
     TrainingConfig cfg = base;
     const double block =
         static_cast<double>(v.mbs.size()) * v.remats.size() * v.scheds.size();
+    std::vector<char> fits;
     for (int zero : v.zeros) {
       p.zero = zero;
       bool all_fit = false;
+      fits.assign(static_cast<size_t>(block), 0);
       for (Offload off : v.offloads) {
         const bool opt_off = off != Offload::kNone;
         const bool par_off = off == Offload::kParams;
@@ -326,9 +336,9 @@ struct Worker {
         }
         cfg.memory.offload_optimizer = opt_off;
         cfg.memory.offload_params = par_off;
-        const double before = infeasible;
-        ScoreBlock(p, order, lay, v, lcs, per_replica, cfg);
-        all_fit = infeasible == before;
+        ScoreBlock(p, order, lay, v, lcs, per_replica, cfg, &fits);
+        all_fit = std::all_of(fits.begin(), fits.end(),
+                              [](char f) { return f != 0; });
       }
     }
   }

@@ -168,8 +168,9 @@ TEST(Flagship, Llama3_70bOnAV5pPod) {
     cfg.seq = 4096;
     cfg.mode = mode;
     EXPECT_TRUE(SplitsSequences(cfg));
-    EXPECT_NEAR(MicrobatchTokens(cfg) * cfg.par.tp / cfg.par.product() *
-                    (cfg.par.dp * cfg.par.fsdp * cfg.par.ep),
+    EXPECT_NEAR(MicrobatchTokens(cfg) *
+                    (cfg.par.dp * cfg.par.fsdp * cfg.par.ep) /
+                    cfg.par.product(),
                 468.1, 0.1);
     auto e = EstimateTraining(m, pod, cfg);
     EXPECT_TRUE(e.has_value()) << e.error().ToString();
