@@ -1,6 +1,7 @@
 // Plan-search benchmark: configurations covered per second and wall time of
-// the full search for the three cases of issue 7. Prints one line per case;
-// docs/performance.md keeps the figures with this command:
+// the full search for the three cases of issue 7 and issue 22's MoE case.
+// Prints one line per case; docs/performance.md keeps the figures with this
+// command:
 //   ./build/plan_bench
 #include <cstdio>
 
@@ -20,6 +21,8 @@ int main() {
       {"llama3-405b", "h100:8x2048", 16.0 * 1048576, 8192},
       {"llama3-70b", "tpu-v5p:16x20x28", 4.0 * 1048576, 4096},
       {"gpt3-175b", "a100:8x128", 1536.0 * 2048, 2048},
+      // Issue 22: the MoE case, DeepSeek-V3's 15,360 x 4,096 batch.
+      {"deepseek-v3", "deepseek-h800-2048", 15360.0 * 4096, 4096},
   };
   std::printf("%-12s %-18s %12s %12s %10s %12s %8s\n", "model", "system",
               "configs", "scored", "wall_s", "configs/s", "threads");

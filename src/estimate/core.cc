@@ -5,14 +5,23 @@
 
 namespace scalemodel::estimate {
 
-StateBytes TrainingStateBytes(Mode mode) {
+StateBytes TrainingStateBytes(Mode mode, const MemoryPolicy& policy) {
   StateBytes b;
   if (mode == Mode::kPeak) {
     b.grads = 0;
     b.optimizer = 8;
     b.reserve_fraction = 0;
+    return b;
   }
+  b.weights = policy.weight_bytes;
+  b.grads = policy.grad_bytes;
+  b.optimizer = policy.master_bytes + policy.moment_bytes;
+  b.reserve_fraction = policy.reserve_fraction;
   return b;
+}
+
+double UsableCapacity(const hw::Chip& chip, const MemoryPolicy& policy) {
+  return chip.hbm_capacity.si() * (1 - policy.headroom_fraction);
 }
 
 int MtpModules(const model::ModelSpec& m, const TrainingConfig& cfg) {
@@ -339,7 +348,12 @@ PlanShape ShapeOf(const ModelConsts& mc, const Parallelism& par,
   // pp = 1).
   s.last_units = s.last_layers + mc.mtp;
   s.lps = par.pp > 1 ? std::max(s.others, s.last_units) : s.others + mc.mtp;
-  s.t = cfg.layout.micro_batch * cfg.seq / s.cp;
+  // Tokens per microbatch per rank; a replica's share of one sequence when
+  // the replicas outnumber the sequences (SplitsSequences).
+  const double replicas = static_cast<double>(par.dp) * par.fsdp * par.ep;
+  s.t = cfg.batch_tokens / cfg.seq < replicas
+            ? cfg.batch_tokens / (replicas * s.cp)
+            : cfg.layout.micro_batch * cfg.seq / s.cp;
   s.m = m;
   s.remat = static_cast<int>(cfg.memory.remat);
   s.full = cfg.memory.remat == model::Remat::kFull;
@@ -724,10 +738,9 @@ double OptimizerShards(const Parallelism& par) {
 }
 
 StateMemory StatePerChip(const ParamShares& sh, const Parallelism& par,
-                         Mode mode, bool offload_optimizer, bool offload_params,
+                         const StateBytes& sb, bool peak,
+                         bool offload_optimizer, bool offload_params,
                          double stage_layers) {
-  const StateBytes sb = TrainingStateBytes(mode);
-  const bool peak = mode == Mode::kPeak;
   StateMemory s;
   // FSDP's transiently gathered layers are not counted: engines differ
   // (PyTorch FSDP holds about two blocks, DeepSpeed caps live parameters,
@@ -757,6 +770,12 @@ double ActivationsOf(const ModelConsts& mc, const PlanShape& s,
     in_flight = cfg.layout.schedule == Schedule::kGpipe
                     ? s.m
                     : std::min<double>(s.m, s.pp);
+    // The interleaved schedule's longer warm-up keeps more on the first
+    // stage: x (1 + (p - 1) / (p v)) (Korthikanti et al. 2022, section
+    // 4.2.3, for p stages of v model chunks each).
+    if (cfg.layout.schedule == Schedule::kInterleaved && s.vpp > 1) {
+      in_flight *= 1 + (s.pp - 1) / (s.pp * s.vpp);
+    }
   }
   double acts = in_flight * s.t * s.lps *
                 mc.act_bytes_per_token_layer[s.remat] /
@@ -780,18 +799,20 @@ double ActivationsOf(const ModelConsts& mc, const PlanShape& s,
 void MemoryOf(const ModelConsts& mc, const PlanShape& s, const ParamShares& sh,
               const Parallelism& par, const TrainingConfig& cfg,
               const hw::Chip& chip, CoreResult* r) {
+  const StateBytes sb = TrainingStateBytes(cfg.mode, cfg.memory);
   const StateMemory st =
-      StatePerChip(sh, par, cfg.mode, cfg.memory.offload_optimizer,
+      StatePerChip(sh, par, sb, s.peak, cfg.memory.offload_optimizer,
                    cfg.memory.offload_params, s.lps);
   r->params = st.params;
   r->grads = st.grads;
   r->optimizer = st.optimizer;
   r->activations = ActivationsOf(mc, s, par, cfg);
   r->capacity = chip.hbm_capacity.si();
-  r->reserve = TrainingStateBytes(cfg.mode).reserve_fraction * r->capacity;
+  r->reserve = sb.reserve_fraction * r->capacity;
   r->total_mem =
       r->params + r->grads + r->optimizer + r->activations + r->reserve;
-  r->feasible = r->total_mem <= r->capacity;
+  r->headroom = cfg.memory.headroom_fraction;
+  r->feasible = r->total_mem <= UsableCapacity(chip, cfg.memory);
 }
 
 }  // namespace

@@ -39,7 +39,66 @@ std::string_view EngineName(Engine engine) {
   return "megatron";
 }
 
+void ApplyEngineMemory(Engine engine, MemoryPolicy& m) {
+  // Start from the estimator's defaults (Megatron-LM's, below), then set
+  // what the engine keeps differently. Bytes per parameter on the device;
+  // the Adam moments are fp32 (8 B) in every engine's default.
+  const MemoryPolicy defaults;
+  m.weight_bytes = defaults.weight_bytes;
+  m.grad_bytes = defaults.grad_bytes;
+  m.master_bytes = defaults.master_bytes;
+  m.moment_bytes = defaults.moment_bytes;
+  m.reserve_fraction = defaults.reserve_fraction;
+  switch (engine) {
+    case Engine::kMaxText:
+      // weight_dtype: float32 (MaxText base.yml): the weights are stored in
+      // fp32 and cast to bf16 inside the step, so there is no separate
+      // master copy; the gradients have the weights' dtype and sharding,
+      // and optax's Adam moments (mu_dtype defaults to the weights') are
+      // fp32: 4 + 4 + 8 = 16 B per parameter.
+      m.weight_bytes = 4;
+      m.grad_bytes = 4;
+      m.master_bytes = 0;
+      break;
+    case Engine::kMegatron:
+      // --bf16 keeps bf16 weights, fp32 main gradients
+      // (accumulate_allreduce_grads_in_fp32) and fp32 master weights and
+      // moments in the (distributed) optimizer: 2 + 4 + 12 = 18 B, or
+      // 6 + 12/d with the distributed optimizer (Megatron Core's
+      // distributed-optimizer guide, docs/source/api-guide/dist_optimizer.md,
+      // bytes-per-parameter table, "bf16 param, fp32 grads").
+      break;
+    case Engine::kMegatronBridge:
+      // The performance recipes set grad_reduce_in_fp32 False: the
+      // gradient buffer is bf16 (2 B); the optimizer keeps fp32 master
+      // weights, an fp32 copy of the main gradients and the moments, all
+      // sharded by the distributed optimizer: 2 + 2 + 16/d (the same
+      // guide's "fp16 parameters, fp16 gradients" row, 20 or 4 + 16/d).
+      m.grad_bytes = 2;
+      m.master_bytes = 8;
+      break;
+    case Engine::kTorchtitan:
+      // FSDP2 keeps the sharded parameters in fp32 and casts the gathered
+      // copies to bf16 (MixedPrecisionPolicy param_dtype bf16,
+      // reduce_dtype fp32; torchtitan/config/job_config.py): the fp32 shard
+      // is the master copy. Gradients fp32 and sharded like the weights,
+      // AdamW moments fp32: 4 + 4 + 8 = 16 B per parameter, all over fsdp.
+      m.weight_bytes = 4;
+      m.grad_bytes = 4;
+      m.master_bytes = 0;
+      break;
+    case Engine::kDeepSpeed:
+      // Mixed-precision Adam as the ZeRO paper counts it (Rajbhandari et
+      // al. 2020, section 3.1: 2 + 2 + 12 = 16 bytes per parameter): fp16/
+      // bf16 weights and gradients, fp32 master weights, momentum and
+      // variance; ZeRO-1/2/3 shard the last, the gradients, the weights.
+      m.grad_bytes = 2;
+      break;
+  }
+}
+
 void ApplyEnginePreset(Engine engine, TrainingConfig& c) {
+  ApplyEngineMemory(engine, c.memory);
   // Start from the estimator's defaults (bf16 reductions overlapped with the
   // backward pass, fused loss, delayed FP8 scaling, no TP overlap), then set
   // what the engine does differently.

@@ -569,6 +569,21 @@ Result<int> MicroBatchFor(const hw::System& sys, const TrainingConfig& cfg,
   return static_cast<int>(per_replica / microbatches);
 }
 
+bool SplitsSequences(const TrainingConfig& cfg) {
+  const Parallelism& par = cfg.par;
+  const double replicas = static_cast<double>(par.dp) * par.fsdp * par.ep;
+  return cfg.seq > 0 && cfg.batch_tokens / cfg.seq < replicas;
+}
+
+double MicrobatchTokens(const TrainingConfig& cfg) {
+  const Parallelism& par = cfg.par;
+  if (SplitsSequences(cfg)) {
+    return cfg.batch_tokens /
+           (static_cast<double>(par.dp) * par.fsdp * par.ep * par.cp);
+  }
+  return cfg.layout.micro_batch * cfg.seq / par.cp;
+}
+
 PlanFault FindPlanFault(const model::ModelSpec& m, const hw::System& sys,
                         const TrainingConfig& cfg) {
   const Parallelism& par = cfg.par;
@@ -595,6 +610,10 @@ PlanFault FindPlanFault(const model::ModelSpec& m, const hw::System& sys,
   const double seqs = cfg.batch_tokens / cfg.seq;
   if (std::floor(seqs) != seqs) return PlanFault::kPartialSequence;
   const int replicas = par.dp * par.fsdp * par.ep;
+  if (SplitsSequences(cfg)) {
+    return cfg.layout.micro_batch == 1 ? PlanFault::kNone
+                                       : PlanFault::kMicroBatch;
+  }
   if (std::fmod(seqs, replicas) != 0) return PlanFault::kBatchReplicas;
   if (cfg.layout.micro_batch <= 0 ||
       std::fmod(seqs / replicas, cfg.layout.micro_batch) != 0) {
@@ -806,12 +825,19 @@ void DescribeCore(const hw::System& sys, const Placements& placements,
   mem.capacity = sys.chip.hbm_capacity;
   est->feasible = r.feasible;
   if (!r.feasible) {
-    est->reason = "needs " + units::FormatBytes(mem.total) +
-                  " HBM per chip, has " + units::FormatBytes(mem.capacity) +
-                  " (" + "params " + units::FormatBytes(mem.params) +
-                  ", grads " + units::FormatBytes(mem.grads) + ", optimizer " +
-                  units::FormatBytes(mem.optimizer) + ", activations " +
-                  units::FormatBytes(mem.activations) + ")";
+    const double headroom = r.headroom;
+    est->reason =
+        "needs " + units::FormatBytes(mem.total) + " HBM per chip, has " +
+        units::FormatBytes(mem.capacity) +
+        (headroom > 0 ? fmt::format(" ({} after the {:.0f}% headroom)",
+                                    units::FormatBytes(units::Bytes(
+                                        mem.capacity.si() * (1 - headroom))),
+                                    100 * headroom)
+                      : std::string()) +
+        " (" + "params " + units::FormatBytes(mem.params) + ", grads " +
+        units::FormatBytes(mem.grads) + ", optimizer " +
+        units::FormatBytes(mem.optimizer) + ", activations " +
+        units::FormatBytes(mem.activations) + ")";
   }
 }
 
@@ -916,7 +942,7 @@ std::string Bottleneck(const CoreResult& r) {
 // runtime leaves.
 MemoryFloor FloorOf(const hw::Chip& chip, const TrainingConfig& cfg,
                     const ModelConsts& mc) {
-  const StateBytes sb = TrainingStateBytes(cfg.mode);
+  const StateBytes sb = TrainingStateBytes(cfg.mode, cfg.memory);
   const double trained = mc.lora ? mc.adapter_params : mc.total_params;
   return MinChipsByMemory(
       sb.weights * mc.total_params + (sb.grads + sb.optimizer) * trained,
@@ -1129,6 +1155,34 @@ void StructureNotes(const model::ModelSpec& m, const TrainingConfig& cfg,
 
 }  // namespace
 
+namespace {
+
+// How a plan whose replicas outnumber the sequences runs: the book's
+// fraction of a sequence per replica; an engine needs the sequence split.
+std::string SequenceShareNote(const TrainingConfig& cfg) {
+  const Parallelism& par = cfg.par;
+  const double replicas = static_cast<double>(par.dp) * par.fsdp * par.ep;
+  const double seqs = cfg.batch_tokens / cfg.seq;
+  const double chips = static_cast<double>(par.product());
+  std::string note = fmt::format(
+      "{} sequences over {} replicas: each holds {:.3g} of a {}-token "
+      "sequence ({} tokens, {} per chip), as the book shards the sequence",
+      FormatNumber(seqs), FormatNumber(replicas), seqs / replicas,
+      FormatNumber(cfg.seq),
+      FormatNumber(std::round(cfg.batch_tokens / replicas)),
+      FormatNumber(std::round(cfg.batch_tokens / chips)));
+  if (cfg.mode == Mode::kPeak) return note;
+  return note + fmt::format(
+                    "; an engine splits the sequence to run it: MaxText as "
+                    "per_device_batch_size={:.3g} with the rest of the "
+                    "split in ici_context_parallelism, Megatron with "
+                    "--context-parallel-size; this estimate does not count "
+                    "that split's K/V exchange (give cp= to count it)",
+                    seqs / chips);
+}
+
+}  // namespace
+
 Result<TrainingEstimate> EstimateTraining(const model::ModelSpec& m,
                                           const hw::System& sys,
                                           const TrainingConfig& cfg_in) {
@@ -1146,11 +1200,12 @@ Result<TrainingEstimate> EstimateTraining(const model::ModelSpec& m,
   const double seqs_per_replica =
       cfg.batch_tokens / cfg.seq / (par.dp * par.fsdp * par.ep);
   const int microbatches =
-      static_cast<int>(seqs_per_replica / cfg.layout.micro_batch);
+      SplitsSequences(cfg)
+          ? 1
+          : static_cast<int>(seqs_per_replica / cfg.layout.micro_batch);
   const ModelConsts mc = PrepareModel(m, cfg);
-  const LayerCompute lc =
-      ComputeLayer(m, mc, chip, eff, par.tp, par.ep, par.cp,
-                   cfg.layout.micro_batch * cfg.seq / par.cp, cfg);
+  const LayerCompute lc = ComputeLayer(m, mc, chip, eff, par.tp, par.ep, par.cp,
+                                       MicrobatchTokens(cfg), cfg);
   const LayoutCoefficients lay = BuildCoefficients(sys, *placement, cfg, mc);
   CoreResult r;
   EvaluateCore(mc, lc, lay, par, cfg, chip, eff, microbatches, &r);
@@ -1166,6 +1221,7 @@ Result<TrainingEstimate> EstimateTraining(const model::ModelSpec& m,
   est.critical = CriticalFor(m, sys, cfg, *placement);
   ThresholdNotes(sys, cfg, &est);
   StructureNotes(m, cfg, mc, &est);
+  if (SplitsSequences(cfg)) est.notes.push_back(SequenceShareNote(cfg));
   return est;
 }
 

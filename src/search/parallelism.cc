@@ -49,6 +49,14 @@ std::string PlanCandidate::Key() const {
   return s;
 }
 
+bool PlanConstraints::any() const {
+  for (int d : degrees) {
+    if (d > 0) return true;
+  }
+  return zero >= 0 || remat || schedule || micro_batch > 0 || vpp > 0 ||
+         offload >= 0;
+}
+
 int RankAmong(const SearchResult& r, double step) {
   int rank = 1;
   for (const PlanCandidate& p : r.plans) rank += p.step_time_s < step;
@@ -79,22 +87,38 @@ struct Degrees {
 // batch and the full-remat activations of one sequence. Over capacity: every
 // variant is infeasible, which the prune test checks.
 double PlanMemoryLowerBound(const estimate::ModelConsts& mc,
-                            const Parallelism& p, bool offload,
-                            bool offload_params, double max_stage_layers,
-                            bool peak, double seq, double capacity) {
-  const estimate::Mode mode =
-      peak ? estimate::Mode::kPeak : estimate::Mode::kRealistic;
+                            const Parallelism& p, const TrainingConfig& base,
+                            bool offload, bool offload_params,
+                            double max_stage_layers, double capacity) {
+  const bool peak = base.mode == estimate::Mode::kPeak;
+  const estimate::StateBytes sb =
+      estimate::TrainingStateBytes(base.mode, base.memory);
   const estimate::StateMemory st =
-      estimate::StatePerChip(estimate::SharesOf(mc, p), p, mode, offload,
+      estimate::StatePerChip(estimate::SharesOf(mc, p), p, sb, peak, offload,
                              offload_params, max_stage_layers);
-  double t = seq / p.cp;
+  double t = base.seq / p.cp;
   double acts =
       t * std::ceil(mc.layers / p.pp) *
           mc.act_bytes_per_token_layer[static_cast<int>(model::Remat::kFull)] /
           p.tp +
       t * mc.vocab / p.tp * 2;  // the fused loss's bf16 logits, the least
   return st.params + st.grads + st.optimizer + acts +
-         estimate::TrainingStateBytes(mode).reserve_fraction * capacity;
+         sb.reserve_fraction * capacity;
+}
+
+// What moves to host memory, least first.
+enum class Offload { kNone, kOptimizer, kParams };
+
+// The offload choices a search tries: all three when it searches offload,
+// else the base config's own.
+std::vector<Offload> OffloadChoices(const estimate::MemoryPolicy& m,
+                                    const SearchOptions& opt) {
+  if (opt.fixed.offload >= 0) return {static_cast<Offload>(opt.fixed.offload)};
+  if (opt.search_offload) {
+    return {Offload::kNone, Offload::kOptimizer, Offload::kParams};
+  }
+  if (m.offload_params) return {Offload::kParams};
+  return {m.offload_optimizer ? Offload::kOptimizer : Offload::kNone};
 }
 
 struct Worker {
@@ -133,8 +157,8 @@ struct Worker {
     std::vector<model::Remat> remats;
     std::vector<Sched> scheds;
     std::vector<int> zeros;
-    std::vector<bool> offloads;
-    double max_stage_layers = 0;  // the most layers a variant puts on a stage
+    std::vector<Offload> offloads;  // least offloaded first
+    double max_stage_layers = 0;    // the most layers a variant puts on a stage
   };
 
   // Schedule, virtual stages, and layers on the last stage. With 1F1B the
@@ -166,26 +190,45 @@ struct Worker {
     return scheds;
   }
 
+  // The schedules a fixed --schedule / --vpp leaves: GPipe runs the 1F1B
+  // variants' stage splits; virtual stages (or interleaved) need pp > 1.
+  std::vector<Sched> FixedSchedules(const Degrees& g,
+                                    const PlanConstraints& fx) const {
+    std::vector<Sched> out;
+    const bool interleaved =
+        fx.vpp > 1 || fx.schedule == Schedule::kInterleaved;
+    if (g.pp == 1 && interleaved) return out;
+    for (Sched sc : Schedules(g)) {
+      if (fx.schedule == Schedule::kGpipe && sc.schedule == Schedule::k1F1B)
+        sc.schedule = Schedule::kGpipe;
+      if (fx.schedule && g.pp > 1 && sc.schedule != *fx.schedule) continue;
+      if (fx.vpp > 0 && g.pp > 1 && sc.vpp != fx.vpp) continue;
+      out.push_back(sc);
+    }
+    return out;
+  }
+
   Variants VariantsOf(const Degrees& g, double per_replica) const {
     const TrainingConfig& base = opt->base;
     Variants v;
+    const PlanConstraints& fx = opt->fixed;
     for (int d : Divisors(static_cast<long>(per_replica))) {
-      if (d <= opt->max_micro_batch) v.mbs.push_back(d);
+      if (d <= opt->max_micro_batch &&
+          (fx.micro_batch == 0 || d == fx.micro_batch))
+        v.mbs.push_back(d);
     }
-    v.remats = opt->search_remat && !opt->remats.empty() ? opt->remats
+    v.remats = fx.remat ? std::vector<model::Remat>{*fx.remat}
+               : opt->search_remat && !opt->remats.empty() ? opt->remats
                : opt->search_remat
                    ? std::vector<model::Remat>(model::kAllRemats.begin(),
                                                model::kAllRemats.end())
                    : std::vector<model::Remat>{base.memory.remat};
-    v.scheds = Schedules(g);
-    v.zeros = {0};
-    for (int z = 1; g.dp > 1 && z <= std::min(opt->max_zero, 2); ++z) {
-      v.zeros.push_back(z);
+    v.scheds = FixedSchedules(g, fx);
+    v.zeros.clear();
+    for (int z = 0; z <= (g.dp > 1 ? std::min(opt->max_zero, 2) : 0); ++z) {
+      if (fx.zero < 0 || z == fx.zero) v.zeros.push_back(z);
     }
-    v.offloads = base.memory.offload_params ? std::vector<bool>{true}
-                 : opt->search_offload
-                     ? std::vector<bool>{false, true}
-                     : std::vector<bool>{base.memory.offload_optimizer};
+    v.offloads = OffloadChoices(base.memory, *opt);
     v.max_stage_layers = std::ceil(mc->layers / g.pp);
     for (const Sched& sc : v.scheds) {
       if (g.pp > 1 && sc.last > 0) {
@@ -198,18 +241,26 @@ struct Worker {
   }
 
   // Scores every micro batch, remat and schedule of one layout at one ZeRO
-  // level and offload choice, keeping the best.
+  // level and offload choice, keeping the best; skips the variants `fits`
+  // marks (they fit with less offload) and marks those that fit.
   void ScoreBlock(const Parallelism& p, const std::array<int, kNumPar>& order,
                   const LayoutCoefficients& lay, const Variants& v,
                   const std::vector<LayerCompute>& lcs, double per_replica,
-                  TrainingConfig& cfg) {
+                  TrainingConfig& cfg, std::vector<char>* fits) {
     const TrainingConfig& base = opt->base;
+    size_t idx = 0;
     for (size_t k = 0; k < v.mbs.size(); ++k) {
       cfg.layout.micro_batch = v.mbs[k];
       int microbatches = static_cast<int>(per_replica / v.mbs[k]);
       for (model::Remat r : v.remats) {
         cfg.memory.remat = r;
         for (const Sched& sc : v.scheds) {
+          char& fit = (*fits)[idx++];
+          ++evaluated;
+          if (fit) {
+            ++pruned;  // fits with less offload, which is never slower
+            continue;
+          }
           cfg.layout.schedule = sc.schedule;
           cfg.layout.vpp = sc.vpp;
           cfg.layout.last_stage_layers = sc.last;
@@ -217,12 +268,12 @@ struct Worker {
           estimate::EvaluateCore(*mc, lcs[k], lay, p, cfg, sys->chip, eff,
                                  microbatches, &res,
                                  /*detail=*/false);
-          ++evaluated;
           ++scored;
           if (!res.feasible) {
             ++infeasible;
             continue;
           }
+          fit = 1;
           if (static_cast<int>(top.size()) >= opt->top_k &&
               res.step > top.back().step_time_s) {
             continue;
@@ -243,39 +294,51 @@ struct Worker {
   }
 
   // One placement of a degree tuple: every ZeRO level and offload choice,
-  // skipping (and counting) the blocks whose memory lower bound is over HBM.
+  // skipping (and counting as pruned) the blocks whose memory lower bound is
+  // over HBM, and the variants less offload already fits: moving state to
+  // the host only adds PCIe and host time (never less), so a variant that
+  // fits with less offload dominates itself with more (`fits`, per variant
+  // across the offload choices of one ZeRO level).
   void ScoreLayout(Parallelism p, const std::array<int, kNumPar>& order,
                    const Placements& pl, const Variants& v,
                    const std::vector<LayerCompute>& lcs, double per_replica) {
     const TrainingConfig& base = opt->base;
-    const bool peak = base.mode == estimate::Mode::kPeak;
     const double capacity = sys->chip.hbm_capacity.si();
+    const double usable = estimate::UsableCapacity(sys->chip, base.memory);
     LayoutCoefficients lay = Coefficients(pl);
     TrainingConfig cfg = base;
+    const double block =
+        static_cast<double>(v.mbs.size()) * v.remats.size() * v.scheds.size();
+    std::vector<char> fits;
     for (int zero : v.zeros) {
       p.zero = zero;
-      for (bool off : v.offloads) {
-        double floor =
-            PlanMemoryLowerBound(*mc, p, off, base.memory.offload_params,
-                                 v.max_stage_layers, peak, base.seq, capacity);
-        double block = static_cast<double>(v.mbs.size()) * v.remats.size() *
-                       v.scheds.size();
-        if (floor > capacity) {
+      bool all_fit = false;
+      fits.assign(static_cast<size_t>(block), 0);
+      for (Offload off : v.offloads) {
+        const bool opt_off = off != Offload::kNone;
+        const bool par_off = off == Offload::kParams;
+        if (all_fit ||
+            PlanMemoryLowerBound(*mc, p, base, opt_off, par_off,
+                                 v.max_stage_layers, capacity) > usable) {
           pruned += block;
           evaluated += block;
-          if (opt->on_pruned) {
+          if (opt->on_pruned && !all_fit) {
             TrainingConfig probe = base;
             probe.par = p;
             probe.layout.micro_batch = 1;
             probe.memory.remat = model::Remat::kFull;
             probe.layout.schedule = Schedule::k1F1B;
-            probe.memory.offload_optimizer = off;
+            probe.memory.offload_optimizer = opt_off;
+            probe.memory.offload_params = par_off;
             opt->on_pruned(probe);
           }
           continue;
         }
-        cfg.memory.offload_optimizer = off;
-        ScoreBlock(p, order, lay, v, lcs, per_replica, cfg);
+        cfg.memory.offload_optimizer = opt_off;
+        cfg.memory.offload_params = par_off;
+        ScoreBlock(p, order, lay, v, lcs, per_replica, cfg, &fits);
+        all_fit = std::all_of(fits.begin(), fits.end(),
+                              [](char f) { return f != 0; });
       }
     }
   }
@@ -348,17 +411,32 @@ struct Worker {
 
 namespace {
 
+// Whether a degree tuple keeps to the user's fixed degrees.
+bool KeepsFixed(const Parallelism& p, const PlanConstraints& fx) {
+  Parallelism q = p;
+  for (int i = 0; i < kNumPar; ++i) {
+    if (fx.degrees[i] > 0 && estimate::DegreeOf(q, i) != fx.degrees[i])
+      return false;
+  }
+  return true;
+}
+
 // Degree tuples: every split of the chips that EstimateTraining would
 // accept (the same CheckPlan rules; uneven stages are allowed: the busiest
-// holds ceil(L/pp) layers and sets the pace), context parallelism up to 64.
+// holds ceil(L/pp) layers and sets the pace), context parallelism up to 64,
+// keeping to the fixed degrees. Counts into `counts` the splits the model
+// admits and those left out because the batch does not split over them.
 std::vector<Degrees> DegreeTuples(const model::ModelSpec& m,
                                   const hw::System& sys,
-                                  const TrainingConfig& base) {
+                                  const SearchOptions& opt,
+                                  SearchResult* counts) {
+  const TrainingConfig& base = opt.base;
   const int chips = sys.num_chips();
   std::vector<Degrees> tuples;
   TrainingConfig probe = base;
   probe.layout.micro_batch = 1;
   probe.layout.schedule = Schedule::k1F1B;
+  probe.layout.vpp = 1;
   for (int tp : Divisors(chips)) {
     for (int pp : Divisors(chips / tp)) {
       for (int cp : Divisors(chips / tp / pp)) {
@@ -366,7 +444,7 @@ std::vector<Degrees> DegreeTuples(const model::ModelSpec& m,
         for (int ep : Divisors(chips / tp / pp / cp)) {
           int rest = chips / tp / pp / cp / ep;
           for (int fsdp : Divisors(rest)) {
-            int dp = rest / fsdp;
+            const int dp = rest / fsdp;
             probe.par = Parallelism{};
             probe.par.tp = tp;
             probe.par.pp = pp;
@@ -374,12 +452,29 @@ std::vector<Degrees> DegreeTuples(const model::ModelSpec& m,
             probe.par.ep = ep;
             probe.par.fsdp = fsdp;
             probe.par.dp = dp;
+            if (!KeepsFixed(probe.par, opt.fixed)) continue;
             probe.layout.last_stage_layers =
                 pp > 1 ? base.layout.last_stage_layers : 0;
-            if (estimate::FindPlanFault(m, sys, probe) !=
-                estimate::PlanFault::kNone) {
-              continue;
+            const estimate::PlanFault f =
+                estimate::FindPlanFault(m, sys, probe);
+            // Plans whose replicas split sequences are the estimator's
+            // (the book's sequence sharding), not the search's: an engine
+            // launches them only with the sequence split by cp.
+            const bool unsplit = f == estimate::PlanFault::kBatchReplicas ||
+                                 (f == estimate::PlanFault::kNone &&
+                                  estimate::SplitsSequences(probe));
+            if (unsplit || f == estimate::PlanFault::kNone) {
+              counts->degree_splits += 1;
             }
+            if (unsplit) {
+              counts->splits_batch_unsplit += 1;
+              const int r = dp * fsdp * ep;
+              if (counts->fewest_unsplit_replicas == 0 ||
+                  r < counts->fewest_unsplit_replicas) {
+                counts->fewest_unsplit_replicas = r;
+              }
+            }
+            if (f != estimate::PlanFault::kNone || unsplit) continue;
             tuples.push_back({tp, pp, cp, ep, fsdp, dp});
           }
         }
@@ -466,7 +561,8 @@ Result<SearchResult> SearchTraining(const model::ModelSpec& m,
         "precision");
   }
   const estimate::ModelConsts mc = estimate::PrepareModel(m, base);
-  std::vector<Degrees> tuples = DegreeTuples(m, sys, base);
+  SearchResult out;
+  std::vector<Degrees> tuples = DegreeTuples(m, sys, opt, &out);
   bool cancelled = false;
   std::vector<Worker> workers =
       RunWorkers(m, sys, opt, mc, seqs, tuples, &cancelled);
@@ -475,7 +571,6 @@ Result<SearchResult> SearchTraining(const model::ModelSpec& m,
         Error{ErrorCode::kCancelled, "the search was interrupted", ""});
   }
   const int threads = static_cast<int>(workers.size());
-  SearchResult out;
   out.threads = threads;
   for (Worker& w : workers) {
     out.configs_evaluated += w.evaluated;

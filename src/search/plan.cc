@@ -75,6 +75,7 @@ Result<std::vector<Found>> SearchSizes(const model::ModelSpec& model,
   }
   sopt.progress = request.progress;
   sopt.cancelled = request.cancelled;
+  sopt.fixed = request.fixed;
   std::vector<Found> merged;
   for (size_t k = 0; k < systems.size(); ++k) {
     auto r = SearchTraining(model, systems[k], sopt);
@@ -85,6 +86,13 @@ Result<std::vector<Found>> SearchSizes(const model::ModelSpec& model,
     counts->configs_infeasible += r->configs_infeasible;
     counts->search_time_s += r->search_time_s;
     counts->threads = r->threads;
+    counts->degree_splits += r->degree_splits;
+    counts->splits_batch_unsplit += r->splits_batch_unsplit;
+    if (r->fewest_unsplit_replicas > 0 &&
+        (counts->fewest_unsplit_replicas == 0 ||
+         r->fewest_unsplit_replicas < counts->fewest_unsplit_replicas)) {
+      counts->fewest_unsplit_replicas = r->fewest_unsplit_replicas;
+    }
     for (PlanCandidate& p : r->plans) {
       merged.push_back({std::move(p), static_cast<int>(k)});
     }
@@ -131,6 +139,102 @@ Result<ExplainedPlan> Explain(const model::ModelSpec& model,
   return e;
 }
 
+// Fixed degrees that do not divide the chips of every system searched.
+Result<void> CheckFixedDegrees(const std::vector<hw::System>& systems,
+                               const PlanConstraints& fx) {
+  long fixed_product = 1;
+  for (int i = 0; i < estimate::kNumPar; ++i) {
+    const int d = fx.degrees[i];
+    if (d == 0) continue;
+    fixed_product *= d;
+    const std::string flag = "--" + std::string(estimate::ParName(i));
+    for (const hw::System& sys : systems) {
+      if (sys.num_chips() % d != 0) {
+        std::string divs;
+        int shown = 0;
+        for (int k = 1; k <= sys.num_chips() && shown < 12; ++k) {
+          if (sys.num_chips() % k == 0) {
+            divs += (shown++ ? ", " : "") + std::to_string(k);
+          }
+        }
+        return InvalidArgument(
+            std::to_string(d) + " does not divide the " +
+                FormatNumber(sys.num_chips()) + " chips of " + sys.id +
+                "; expected one of " + divs + (shown == 12 ? ", ..." : ""),
+            flag);
+      }
+    }
+  }
+  for (const hw::System& sys : systems) {
+    if (sys.num_chips() % fixed_product != 0) {
+      return InvalidArgument(
+          "the fixed degrees multiply to " + FormatNumber(fixed_product) +
+              ", which does not divide the " + FormatNumber(sys.num_chips()) +
+              " chips of " + sys.id + "; fix fewer degrees",
+          "plan train");
+    }
+  }
+  return {};
+}
+
+// One sentence for a constraint no plan on these systems can keep.
+Result<void> CheckConstraints(const model::ModelSpec& model,
+                              const std::vector<hw::System>& systems,
+                              const PlanRequest& request) {
+  const PlanConstraints& fx = request.fixed;
+  if (auto ok = CheckFixedDegrees(systems, fx); !ok) return ok;
+  const int pp = fx.degrees[estimate::kPp];
+  if (fx.vpp > 1 && pp == 1) {
+    return InvalidArgument(
+        "virtual stages need pipeline stages; with --pp 1 "
+        "expected --vpp 1",
+        "--vpp");
+  }
+  if (fx.vpp > 1 && fx.schedule &&
+      *fx.schedule != estimate::Schedule::kInterleaved) {
+    return InvalidArgument(
+        "--vpp " + std::to_string(fx.vpp) +
+            " needs the interleaved "
+            "schedule, got --schedule " +
+            std::string(estimate::ScheduleName(*fx.schedule)),
+        "--vpp");
+  }
+  const int max_zero = request.launchable_by
+                           ? estimate::MaxZeroLevel(*request.launchable_by)
+                           : std::min(request.max_zero, 2);
+  if (fx.zero > max_zero) {
+    const bool none = max_zero == 0 && request.launchable_by;
+    return InvalidArgument(
+        "expected a ZeRO level of " +
+            (none
+                 ? "0 (" +
+                       std::string(
+                           estimate::EngineName(*request.launchable_by)) +
+                       " has no ZeRO-1/2; its sharded data parallelism is "
+                       "--fsdp)"
+                 : "0 to " + std::to_string(max_zero) + " (ZeRO-3 is --fsdp)") +
+            ", got " + std::to_string(fx.zero),
+        "--zero");
+  }
+  if (fx.remat && request.launchable_by) {
+    const auto ok = estimate::ExactRemats(*request.launchable_by);
+    if (std::find(ok.begin(), ok.end(), *fx.remat) == ok.end()) {
+      return InvalidArgument(
+          std::string(estimate::EngineName(*request.launchable_by)) +
+              " has no remat policy " +
+              std::string(model::RematName(*fx.remat)),
+          "--remat");
+    }
+  }
+  if (fx.degrees[estimate::kEp] > 1 && !model.is_moe()) {
+    return InvalidArgument(model.id +
+                               " is dense: expert parallelism needs a "
+                               "mixture-of-experts model",
+                           "--ep");
+  }
+  return {};
+}
+
 }  // namespace
 
 Result<TrainingPlanResult> PlanTraining(const model::ModelSpec& model,
@@ -145,6 +249,9 @@ Result<TrainingPlanResult> PlanTraining(const model::ModelSpec& model,
   auto sized = SystemsFor(system, request.chip_counts);
   if (!sized) return tl::unexpected(sized.error());
   const std::vector<hw::System>& systems = *sized;
+  if (auto ok = CheckConstraints(model, systems, request); !ok) {
+    return tl::unexpected(ok.error());
+  }
   TrainingPlanResult out;
   out.price_per_chip_hour =
       request.base.price_per_chip_hour > 0

@@ -12,6 +12,7 @@
 #include "scalemodel/estimate/inference.h"
 #include "scalemodel/estimate/training.h"
 #include "scalemodel/ingest/hf_config.h"
+#include "scalemodel/validate/memory.h"
 #include "validate_internal.h"
 
 namespace scalemodel::validate {
@@ -248,6 +249,8 @@ Result<TrainingRun> ReadTrainingRun(const catalog::Catalog& cat,
     cfg.precision.fp8_recipe = *recipe;
   }
   run.remat_stated = row.value("remat_stated", true);
+  // The engine's bytes per parameter and reserve (validate/memory.cc).
+  ApplyRowMemory(row.value("engine", ""), row.value("family", ""), &cfg);
   return run;
 }
 
@@ -841,6 +844,7 @@ Result<ValidationReport> RunValidation(const catalog::Catalog& cat) {
     } catch (const json::exception& e) {
       return ParseError(std::string("not valid JSON: ") + e.what(), f.path);
     }
+    if (IsMemoryFile(f.path)) continue;  // RunMemoryValidation's
     const bool inference = f.path.find("inference") != std::string::npos;
     for (const json& row : doc.value("runs", json::array())) {
       std::string id = row.value("id", "?");

@@ -186,30 +186,37 @@ TEST(CoreState, ShardingByZeroLevelAndFsdp) {
   sh.stage = sh.trained = sh.stage_dense = sh.train_dense = 1e9;
   Parallelism dp8;
   dp8.dp = 8;
-  StateMemory z0 = StatePerChip(sh, dp8, Mode::kRealistic, false, false, 4);
+  StateMemory z0 = StatePerChip(sh, dp8, TrainingStateBytes(Mode::kRealistic),
+                                false, false, false, 4);
   EXPECT_DOUBLE_EQ(z0.params, 2e9);
   EXPECT_DOUBLE_EQ(z0.grads, 4e9);
   EXPECT_DOUBLE_EQ(z0.optimizer, 12e9);
   dp8.zero = 1;  // optimizer state sharded
-  StateMemory z1 = StatePerChip(sh, dp8, Mode::kRealistic, false, false, 4);
+  StateMemory z1 = StatePerChip(sh, dp8, TrainingStateBytes(Mode::kRealistic),
+                                false, false, false, 4);
   EXPECT_DOUBLE_EQ(z1.grads, 4e9);
   EXPECT_DOUBLE_EQ(z1.optimizer, 12e9 / 8);
   dp8.zero = 2;  // and gradients
-  StateMemory z2 = StatePerChip(sh, dp8, Mode::kRealistic, false, false, 4);
+  StateMemory z2 = StatePerChip(sh, dp8, TrainingStateBytes(Mode::kRealistic),
+                                false, false, false, 4);
   EXPECT_DOUBLE_EQ(z2.params, 2e9);
   EXPECT_DOUBLE_EQ(z2.grads, 4e9 / 8);
   EXPECT_DOUBLE_EQ(z2.optimizer, 12e9 / 8);
   Parallelism fsdp8;
   fsdp8.fsdp = 8;  // ZeRO-3: everything
-  StateMemory z3 = StatePerChip(sh, fsdp8, Mode::kRealistic, false, false, 4);
+  StateMemory z3 = StatePerChip(sh, fsdp8, TrainingStateBytes(Mode::kRealistic),
+                                false, false, false, 4);
   EXPECT_DOUBLE_EQ(z3.params, 2e9 / 8);
   EXPECT_DOUBLE_EQ(z3.grads, 4e9 / 8);
   EXPECT_DOUBLE_EQ(z3.optimizer, 12e9 / 8);
   // Optimizer offload: none on the device; parameter offload: two of the
   // stage's 4 layers' weights and one layer's gradients.
-  EXPECT_EQ(StatePerChip(sh, fsdp8, Mode::kRealistic, true, false, 4).optimizer,
+  EXPECT_EQ(StatePerChip(sh, fsdp8, TrainingStateBytes(Mode::kRealistic), false,
+                         true, false, 4)
+                .optimizer,
             0);
-  StateMemory off = StatePerChip(sh, fsdp8, Mode::kRealistic, true, true, 4);
+  StateMemory off = StatePerChip(
+      sh, fsdp8, TrainingStateBytes(Mode::kRealistic), false, true, true, 4);
   EXPECT_DOUBLE_EQ(off.params, 2 * 1e9 * 2 / 4);
   EXPECT_DOUBLE_EQ(off.grads, 1e9 * 4 / 4);
 }

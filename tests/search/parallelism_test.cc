@@ -74,7 +74,7 @@ TEST(SearchTest, BestEqualsBruteForceMinimum) {
                   }
                 }
                 for (auto [s, v, last] : sch) {
-                  for (bool off : {false, true}) {
+                  for (int off : {0, 1, 2}) {
                     estimate::TrainingConfig c = opt.base;
                     c.par.tp = tp;
                     c.par.pp = pp;
@@ -87,7 +87,8 @@ TEST(SearchTest, BestEqualsBruteForceMinimum) {
                     c.layout.schedule = s;
                     c.layout.vpp = v;
                     c.layout.last_stage_layers = last;
-                    c.memory.offload_optimizer = off;
+                    c.memory.offload_optimizer = off >= 1;
+                    c.memory.offload_params = off == 2;
                     auto e = estimate::EstimateTraining(m, sys, c);
                     ASSERT_TRUE(e.has_value()) << e.error().ToString();
                     ++count;
@@ -103,6 +104,106 @@ TEST(SearchTest, BestEqualsBruteForceMinimum) {
   }
   EXPECT_EQ(r->configs_evaluated, count);
   EXPECT_NEAR(r->plans[0].step_time_s, best, 1e-12 * best);
+}
+
+// Parameter and optimizer offload are searched: Llama 3 70B's 18 B per
+// parameter do not fit on one 8 x 80 GB node without moving state to the
+// host, and the search finds the plans that do.
+TEST(SearchTest, OffloadIsSearched) {
+  model::ModelSpec m = Model("llama3-70b");
+  hw::System sys = System("h100:8x1");
+  SearchOptions opt;
+  opt.base.batch_tokens = 8 * 4096.0;
+  opt.base.seq = 4096;
+  opt.top_k = 20;
+  auto r = SearchTraining(m, sys, opt);
+  ASSERT_TRUE(r.has_value());
+  ASSERT_FALSE(r->plans.empty());
+  bool params = false;
+  for (const PlanCandidate& p : r->plans) {
+    EXPECT_TRUE(p.config.memory.offload_optimizer ||
+                p.config.memory.offload_params)
+        << p.Key();
+    params |= p.config.memory.offload_params;
+  }
+  EXPECT_TRUE(params);
+  opt.search_offload = false;
+  auto none = SearchTraining(m, sys, opt);
+  ASSERT_TRUE(none.has_value());
+  EXPECT_TRUE(none->plans.empty());
+}
+
+// Each constraint narrows the search to plans that keep it.
+TEST(SearchTest, ConstraintsNarrowTheSearch) {
+  model::ModelSpec m = Model("megatron-gpt-1.7b");
+  hw::System sys = System("h100:8x1");
+  SearchOptions opt;
+  opt.base.batch_tokens = 16 * 2048.0;
+  opt.base.seq = 2048;
+  opt.top_k = 50;
+  auto all = SearchTraining(m, sys, opt);
+  opt.fixed.degrees[estimate::kTp] = 2;
+  opt.fixed.remat = model::Remat::kFull;
+  opt.fixed.micro_batch = 2;
+  opt.fixed.offload = 0;
+  auto some = SearchTraining(m, sys, opt);
+  ASSERT_TRUE(all && some);
+  ASSERT_FALSE(some->plans.empty());
+  EXPECT_LT(some->configs_evaluated, all->configs_evaluated);
+  for (const PlanCandidate& p : some->plans) {
+    EXPECT_EQ(p.config.par.tp, 2) << p.Key();
+    EXPECT_EQ(p.config.memory.remat, model::Remat::kFull);
+    EXPECT_EQ(p.config.layout.micro_batch, 2);
+    EXPECT_FALSE(p.config.memory.offload_optimizer);
+  }
+  opt.fixed = PlanConstraints{};
+  opt.fixed.zero = 1;
+  opt.fixed.degrees[estimate::kPp] = 2;
+  opt.fixed.schedule = estimate::Schedule::kInterleaved;
+  auto z = SearchTraining(m, sys, opt);
+  ASSERT_TRUE(z.has_value());
+  ASSERT_FALSE(z->plans.empty());
+  for (const PlanCandidate& p : z->plans) {
+    EXPECT_EQ(p.config.par.zero, 1) << p.Key();
+    EXPECT_EQ(p.config.layout.schedule, estimate::Schedule::kInterleaved);
+  }
+}
+
+// A memory headroom keeps every plan under the share of HBM left.
+TEST(SearchTest, HeadroomCapsPlanMemory) {
+  model::ModelSpec m = Model("llama3-8b");
+  hw::System sys = System("h100:8x1");
+  SearchOptions opt;
+  opt.base.batch_tokens = 32 * 8192.0;
+  opt.base.seq = 8192;
+  opt.top_k = 50;
+  opt.base.memory.headroom_fraction = 0.5;
+  auto r = SearchTraining(m, sys, opt);
+  ASSERT_TRUE(r.has_value());
+  ASSERT_FALSE(r->plans.empty());
+  for (const PlanCandidate& p : r->plans) {
+    EXPECT_LE(p.memory_bytes, 40e9) << p.Key();
+  }
+}
+
+// When no split of the chips divides the batch, the search says so by its
+// counts (the CLI's "no layout divides" sentence), not by memory.
+TEST(SearchTest, CountsLayoutsTheBatchDoesNotSplitOver) {
+  model::ModelSpec m = Model("megatron-gpt-1.7b");
+  hw::System sys = System("h100:8x1");
+  SearchOptions opt;
+  opt.base.batch_tokens = 3 * 2048.0;
+  opt.base.seq = 2048;
+  opt.fixed.degrees[estimate::kTp] = 1;
+  opt.fixed.degrees[estimate::kPp] = 1;
+  opt.fixed.degrees[estimate::kCp] = 1;
+  auto r = SearchTraining(m, sys, opt);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_TRUE(r->plans.empty());
+  EXPECT_GT(r->degree_splits, 0);
+  EXPECT_EQ(r->splits_batch_unsplit, r->degree_splits);
+  EXPECT_EQ(r->fewest_unsplit_replicas, 8);
+  EXPECT_EQ(r->configs_infeasible, 0);
 }
 
 // Every pruned block's least-memory variant really does not fit.

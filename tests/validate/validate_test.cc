@@ -11,6 +11,7 @@
 #include "../testing/catalog.h"
 #include "nlohmann/json.hpp"
 #include "scalemodel/validate/crossval.h"
+#include "scalemodel/validate/memory.h"
 
 namespace scalemodel::validate {
 namespace {
@@ -128,9 +129,37 @@ TEST(ValidateTest, AccuracyDocIsCurrent) {
   doc << in.rdbuf();
   const std::string headline = CrossValidationMarkdown(CrossValidate(
       BuiltinCatalog(), {CvMode::kSource, CvMode::kEngine, CvMode::kFamily}));
-  EXPECT_TRUE(doc.str() == AccuracyMarkdown(Report(), headline))
+  auto memory = RunMemoryValidation(BuiltinCatalog());
+  ASSERT_TRUE(memory.has_value());
+  EXPECT_TRUE(doc.str() ==
+              AccuracyMarkdown(Report(), headline) + MemoryMarkdown(*memory))
       << "docs/accuracy.md is stale: run `./build/scalemodel validate "
          "--markdown > docs/accuracy.md`";
+}
+
+// Issue 22's memory target: predicted bytes per chip within 10% (median)
+// of the published figures, every row compared.
+TEST(ValidateTest, MemoryAccuracyTarget) {
+  auto r = RunMemoryValidation(BuiltinCatalog());
+  ASSERT_TRUE(r.has_value()) << r.error().ToString();
+  EXPECT_GE(r->cases.size(), 16u);
+  EXPECT_TRUE(r->skipped.empty());
+  EXPECT_LE(r->median_abs_rel_error, 0.10);
+}
+
+// A published row's engine: its engine key, else its family.
+TEST(ValidateTest, RowEngineFromFamily) {
+  using estimate::Engine;
+  EXPECT_EQ(RowEngine("", "MaxText, v5e (multislice)"), Engine::kMaxText);
+  EXPECT_EQ(RowEngine("", "NeMo 24.07, H100 FP8"), Engine::kMegatronBridge);
+  EXPECT_EQ(RowEngine("", "Megatron-Core README, H100"), Engine::kMegatron);
+  EXPECT_EQ(RowEngine("", "DeepSpeed ZeRO-3, A100"), Engine::kDeepSpeed);
+  EXPECT_EQ(RowEngine("torchtitan", "MaxText"), Engine::kTorchtitan);
+  EXPECT_FALSE(RowEngine("", "some lab's cluster").has_value());
+  estimate::TrainingConfig cfg;
+  ApplyRowMemory("", "MaxText tiering", &cfg);
+  EXPECT_EQ(cfg.memory.weight_bytes, 4);
+  EXPECT_EQ(cfg.memory.master_bytes, 0);
 }
 
 }  // namespace

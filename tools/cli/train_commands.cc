@@ -23,6 +23,7 @@
 #include "scalemodel/units/format.h"
 #include "scalemodel/units/parse.h"
 #include "scalemodel/validate/crossval.h"
+#include "scalemodel/validate/memory.h"
 #include "scalemodel/validate/validate.h"
 
 namespace scalemodel::cli {
@@ -926,6 +927,20 @@ Result<Output> ValidateOutput(const catalog::Catalog& cat, bool markdown,
                          fmt::format("{:.1f}%", 100 * s.median_abs_rel_error),
                          fmt::format("{:.1f}%", 100 * s.p90_abs_rel_error)});
   }
+  auto mem = validate::RunMemoryValidation(cat);
+  if (!mem) return tl::unexpected(mem.error());
+  Json memory = {{"median_abs_rel_error", mem->median_abs_rel_error},
+                 {"p90_abs_rel_error", mem->p90_abs_rel_error},
+                 {"max_abs_rel_error", mem->max_abs_rel_error},
+                 {"cases", Json::array()}};
+  for (const validate::MemoryCase& m : mem->cases) {
+    memory["cases"].push_back({{"id", m.id},
+                               {"kind", m.kind},
+                               {"engine", m.engine},
+                               {"predicted_bytes", m.predicted_bytes},
+                               {"published_bytes", m.measured_bytes},
+                               {"rel_error", m.rel_error}});
+  }
   auto [by_metric, metric_table] =
       ServingSummaries(rep->serving_by_metric, "serving metric");
   auto [by_engine, engine_table] =
@@ -935,6 +950,7 @@ Result<Output> ValidateOutput(const catalog::Catalog& cat, bool markdown,
                                        {"by_chip", by_chip},
                                        {"serving_by_metric", by_metric},
                                        {"serving_by_engine", by_engine},
+                                       {"memory", memory},
                                        {"skipped", rep->skipped}});
   if (markdown) {
     // The whole file: the cross-validation first (unfiltered only).
@@ -944,7 +960,8 @@ Result<Output> ValidateOutput(const catalog::Catalog& cat, bool markdown,
           cat, {validate::CvMode::kSource, validate::CvMode::kEngine,
                 validate::CvMode::kFamily}));
     }
-    out.text = validate::AccuracyMarkdown(*rep, headline);
+    out.text = validate::AccuracyMarkdown(*rep, headline) +
+               validate::MemoryMarkdown(*mem);
   } else {
     std::vector<std::vector<std::string>> crow = {
         {"id", "metric", "predicted", "measured", "error"}};
@@ -955,6 +972,7 @@ Result<Output> ValidateOutput(const catalog::Catalog& cat, bool markdown,
     }
     out.text = Table(crow) + "\n" + Table(rows) + "\n" + Table(chip_rows) +
                "\n" + metric_table + "\n" + engine_table +
+               "\n" + validate::MemoryText(*mem) +
                fmt::format("\n{} rows not compared (see --markdown)\n",
                            rep->skipped.size());
   }
@@ -1022,8 +1040,124 @@ struct PlanOptionsCli {
   std::string explain;
   std::string chips;
   int threads = 0;
+  // Constraints (0 / -1 / empty: searched).
+  std::array<int, estimate::kNumPar> degrees{};
+  int zero = -1;
+  std::string offload, headroom;
 };
+
+// "10%" or "0.1" as a fraction of HBM kept free, in [0, 0.9].
+Result<double> ParseHeadroom(const std::string& text) {
+  std::string t(Trim(text));
+  const bool percent = !t.empty() && t.back() == '%';
+  if (percent) t.pop_back();
+  char* end = nullptr;
+  const double v = std::strtod(t.c_str(), &end);
+  const double f = percent ? v / 100 : v;
+  if (t.empty() || end != t.c_str() + t.size() || !(f >= 0) || f > 0.9) {
+    return InvalidArgument(
+        "expected a share of HBM to keep free from 0% to "
+        "90%, such as 10% or 0.1, got '" +
+            text + "'",
+        "--memory-headroom");
+  }
+  return f;
+}
+
+// The constraints plan train was given, into `fixed` and the base config's
+// headroom.
+Result<void> ReadConstraints(CLI::App* tr, const PlanOptionsCli& o,
+                             const estimate::TrainingConfig& base,
+                             search::PlanConstraints* fixed,
+                             estimate::TrainingConfig* config) {
+  for (int i = 0; i < estimate::kNumPar; ++i) {
+    if (o.degrees[i] < 0) {
+      return InvalidArgument(
+          "expected a positive degree, got " + std::to_string(o.degrees[i]),
+          "--" + std::string(estimate::ParName(i)));
+    }
+    fixed->degrees[i] = o.degrees[i];
+  }
+  if (o.zero < -1) {
+    return InvalidArgument("expected a ZeRO level 0, 1 or 2", "--zero");
+  }
+  fixed->zero = o.zero;
+  if (tr->get_option("--remat")->count() > 0) fixed->remat = base.memory.remat;
+  if (tr->get_option("--schedule")->count() > 0)
+    fixed->schedule = base.layout.schedule;
+  if (tr->get_option("--micro-batch")->count() > 0)
+    fixed->micro_batch = base.layout.micro_batch;
+  if (tr->get_option("--vpp")->count() > 0) {
+    fixed->vpp = base.layout.vpp;
+    if (base.layout.vpp > 1 && !fixed->schedule)
+      fixed->schedule = estimate::Schedule::kInterleaved;
+  }
+  if (base.memory.offload_params) {
+    fixed->offload = 2;
+  } else if (base.memory.offload_optimizer) {
+    fixed->offload = 1;
+  }
+  if (!o.offload.empty()) {
+    const std::string t = ToLower(Trim(o.offload));
+    const int level = t == "none"        ? 0
+                      : t == "optimizer" ? 1
+                      : t == "params"    ? 2
+                                         : -1;
+    if (level < 0) {
+      return InvalidArgument("expected none, optimizer or params, got '" +
+                                 o.offload + "'" +
+                                 DidYouMean(t, {"none", "optimizer", "params"}),
+                             "--offload");
+    }
+    fixed->offload = level;
+  }
+  if (!o.headroom.empty()) {
+    auto h = ParseHeadroom(o.headroom);
+    if (!h) return tl::unexpected(h.error());
+    config->memory.headroom_fraction = *h;
+  }
+  return {};
+}
 }  // namespace
+
+// Why a search found nothing: no split of the chips divides the batch, the
+// constraints leave no plan that fits, or every layout needs more HBM.
+static std::string NoPlanSentence(const TrainInputs& in,
+                                  const search::SearchResult& counts,
+                                  const search::PlanConstraints& fixed) {
+  const double seqs = in.config.batch_tokens / in.config.seq;
+  if (counts.degree_splits > 0 &&
+      counts.splits_batch_unsplit == counts.degree_splits) {
+    const double r = counts.fewest_unsplit_replicas;
+    const double up = std::ceil(seqs / r) * r;
+    return "No layout divides " + FormatNumber(seqs) +
+           " sequences over the replicas (dp x fsdp x ep) of " +
+           FormatNumber(in.system.num_chips()) + " chips" +
+           (fixed.any() ? " with the fixed degrees" : "") +
+           " (the fewest replicas a split has is " + FormatNumber(r) +
+           "). Try a batch of " + FormatNumber(up) + " sequences (" +
+           FormatNumber(up * in.config.seq) +
+           " tokens), fewer chips (--chips), or `train --mode peak --plan` "
+           "for the book's sequence sharding, where a chip holds a "
+           "fraction of a sequence.\n";
+  }
+  const std::string hbm =
+      units::FormatBytes(units::Bytes(
+          estimate::UsableCapacity(in.system.chip, in.config.memory))) +
+      (in.config.memory.headroom_fraction > 0 ? " left by the headroom"
+                                              : " available");
+  if (fixed.any()) {
+    return "No plan that keeps to the given constraints (degrees, --remat, "
+           "--schedule, --micro-batch, --vpp, --zero, --offload) fits in the " +
+           hbm + " per chip. Drop a constraint to search it.\n";
+  }
+  return "No plan fits: every layout needs more HBM per chip than the " + hbm +
+         ". Try more chips, a shorter sequence, or FP8" +
+         (in.config.lora_rank > 0
+              ? std::string(".\n")
+              : std::string("; to fine-tune, --lora 16 trains adapters "
+                            "over frozen weights.\n"));
+}
 
 Command AddPlanCommand(CLI::App& app) {
   Command c;
@@ -1056,6 +1190,18 @@ Command AddPlanCommand(CLI::App& app) {
                  "A plan (as for train --plan) to estimate and rank among the "
                  "plans found");
   tr->add_option("--threads", o->threads, "Worker threads (0: all cores)");
+  for (int i = 0; i < estimate::kNumPar; ++i) {
+    const std::string name = estimate::ParName(i);
+    tr->add_option("--" + name, o->degrees[i],
+                   "Keep the " + name + " degree at this value");
+  }
+  tr->add_option("--zero", o->zero,
+                 "Keep the data-parallel replicas at this ZeRO level (0-2)");
+  tr->add_option("--offload", o->offload,
+                 "Keep to one offload choice: none, optimizer or params "
+                 "(default: all searched)");
+  tr->add_option("--memory-headroom", o->headroom,
+                 "Share of HBM each plan leaves free, such as 10%");
   tr->add_option("--chips", o->chips,
                  "Plan on fewer chips than the system has: one count or a "
                  "list (256,512,1024) searched together; rank the sizes with "
@@ -1083,6 +1229,11 @@ Command AddPlanCommand(CLI::App& app) {
     TrainOptionsCli opts = o->train;
     auto in = ResolveTrain(cat, opts, false);
     if (!in) return tl::unexpected(in.error());
+    search::PlanConstraints fixed;
+    if (auto ok = ReadConstraints(tr, *o, in->config, &fixed, &in->config);
+        !ok) {
+      return tl::unexpected(ok.error());
+    }
     const std::optional<launch::TrainEngine> engine = in->engine;
     if (engine) {
       auto ok = launch::CheckTrainEngine(*engine, in->system);
@@ -1093,6 +1244,7 @@ Command AddPlanCommand(CLI::App& app) {
     req.top = o->top;
     req.objective = *objective;
     req.threads = o->threads;
+    req.fixed = fixed;
     // Only plans the engine can launch.
     if (engine) req.launchable_by = launch::PresetOf(*engine);
     for (const std::string& count :
@@ -1156,15 +1308,7 @@ Command AddPlanCommand(CLI::App& app) {
         FormatNumber(in->config.batch_tokens), FormatNumber(in->config.seq),
         counts.configs_evaluated, counts.configs_scored, counts.configs_pruned,
         counts.configs_infeasible, counts.search_time_s, counts.threads);
-    if (res->plans.empty()) {
-      text += "No plan fits: every layout needs more HBM per chip than the " +
-              units::FormatBytes(in->system.chip.hbm_capacity) +
-              " available. Try more chips, a shorter sequence, or FP8" +
-              (in->config.lora_rank > 0
-                   ? std::string(".\n")
-                   : std::string("; to fine-tune, --lora 16 trains adapters "
-                                 "over frozen weights.\n"));
-    }
+    if (res->plans.empty()) text += NoPlanSentence(*in, counts, fixed);
     std::vector<std::vector<std::string>> rows = {{"#", "chips", "plan", "step",
                                                    "vs best", "MFU", "memory",
                                                    "bottleneck"}};

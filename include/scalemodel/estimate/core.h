@@ -118,14 +118,15 @@ struct LayerCompute {
 
 // Training state per parameter and the share of HBM the runtime keeps back.
 // Peak mode: the book's count (bf16 weights and fp32 Adam moments, 10 bytes;
-// gradients and reserve not counted). Realistic: bf16 weights, fp32
-// gradients, fp32 master weights and moments (2 + 4 + 12), a 5% reserve.
-// Frozen (LoRA) parameters hold the weights alone.
+// gradients and reserve not counted). Realistic: the engine's bytes from
+// MemoryPolicy (default bf16 weights, fp32 gradients, fp32 master weights
+// and moments, 2 + 4 + 12, and a 5% reserve); `optimizer` is the master
+// copy and the moments. Frozen (LoRA) parameters hold the weights alone.
 struct StateBytes {
   double weights = 2, grads = 4, optimizer = 12;
   double reserve_fraction = 0.05;
 };
-StateBytes TrainingStateBytes(Mode mode);
+StateBytes TrainingStateBytes(Mode mode, const MemoryPolicy& policy = {});
 
 // Model numbers that do not depend on the plan.
 struct ModelConsts {
@@ -203,6 +204,7 @@ struct CoreResult {
   double step = 0, compute = 0, exposed = 0, bubble = 0, other = 0;
   double params = 0, grads = 0, optimizer = 0, activations = 0, reserve = 0;
   double total_mem = 0, capacity = 0;
+  double headroom = 0;    // share of capacity kept free (MemoryPolicy)
   double elem_total = 0;  // memory-bound part of compute (for the verdict)
   double pcie_time = 0;   // host offload traffic per step (one direction)
   // One layer, one microbatch, forward + backward (realistic mode; peak
@@ -241,8 +243,12 @@ struct StateMemory {
   double params = 0, grads = 0, optimizer = 0;
 };
 StateMemory StatePerChip(const ParamShares& shares, const Parallelism& par,
-                         Mode mode, bool offload_optimizer, bool offload_params,
+                         const StateBytes& bytes, bool peak,
+                         bool offload_optimizer, bool offload_params,
                          double stage_layers);
+// The HBM a plan may fill: capacity less the user's headroom
+// (MemoryPolicy::headroom_fraction).
+double UsableCapacity(const hw::Chip& chip, const MemoryPolicy& policy);
 // Saved activations at their peak per chip: the microbatches in flight on
 // the busiest stage at the remat policy's bytes, the full-remat layer's
 // working set, materialised attention scores, and the logits.

@@ -40,6 +40,13 @@ std::string_view EngineName(Engine engine);
 // explicit choices after the preset.
 void ApplyEnginePreset(Engine engine, TrainingConfig& config);
 
+// The memory part of the preset (ApplyEnginePreset calls it): bytes per
+// parameter of the stored weights, the gradient buffer, the master copy and
+// the optimizer moments, and the runtime's reserve, as the engine keeps them
+// by default (sources in presets.cc). Offload, remat and the headroom are
+// left as they are.
+void ApplyEngineMemory(Engine engine, MemoryPolicy& memory);
+
 // What `engine` can launch, for a plan search that keeps to it: the highest
 // ZeRO level for data-parallel replicas (MaxText and torchtitan: 0, their
 // data parallelism is FSDP or plain replicas; Megatron and DeepSpeed: 2) and

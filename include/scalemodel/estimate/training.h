@@ -162,6 +162,20 @@ struct MemoryPolicy {
   // PCIe for every pass that needs it, its gradient shard streams out.
   // Implies offload_optimizer.
   bool offload_params = false;
+  // Bytes per parameter the engine keeps on the device in realistic mode
+  // (peak mode counts the book's bf16 weights and fp32 Adam moments, 2 + 8,
+  // nothing else). The defaults are Megatron-LM's with --bf16: bf16
+  // weights, fp32 main gradients, fp32 master weights and Adam moments.
+  // Engine presets set them (estimate/presets.cc, each with its source).
+  double weight_bytes = 2;  // the stored weights the matmuls read
+  double grad_bytes = 4;    // the gradient buffer
+  double master_bytes = 4;  // fp32 master copy (0: weights are fp32)
+  double moment_bytes = 8;  // Adam's first and second moments
+  // HBM the runtime keeps back: allocator reserve and fragmentation, the
+  // CUDA context, communication buffers.
+  double reserve_fraction = 0.05;
+  // HBM the user keeps free on top (plan train --memory-headroom).
+  double headroom_fraction = 0;
 };
 
 // How the engine runs the step: kernels, communication schemes and overlap,
@@ -369,6 +383,17 @@ enum class PlanFault {
 };
 PlanFault FindPlanFault(const model::ModelSpec& model, const hw::System& system,
                         const TrainingConfig& config);
+
+// True when the batch has fewer whole sequences than the plan has replicas
+// (dp x fsdp x ep): each replica then holds a fraction of a sequence, as
+// the book shards LLaMA-3 70B's 1,024 sequences of 4,096 tokens over 2,240
+// FSDP replicas (its "sequence sharding"). Such a plan runs one microbatch
+// of one sequence's share (micro batch 1).
+bool SplitsSequences(const TrainingConfig& config);
+// Tokens per microbatch per rank: micro_batch x seq / cp, or a replica's
+// share of the batch, batch_tokens / (replicas x cp), when it splits
+// sequences.
+double MicrobatchTokens(const TrainingConfig& config);
 // The same as one sentence naming the values (`where`: the input's name,
 // "plan", "batch_tokens", ...); true when the plan can run.
 Result<bool> CheckPlan(const model::ModelSpec& model, const hw::System& system,

@@ -18,6 +18,7 @@
 
 #include <array>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,21 @@ namespace scalemodel::search {
 // time x chips), or by chips (fewest first, then step time). One system size
 // ranks alike under all three, so SearchTraining always keeps the fastest.
 enum class Objective { kTime, kCost, kChips };
+
+// What the user fixed (plan train --tp 8 --remat full ...): each set field
+// narrows the search to plans with that value; unset fields are searched.
+struct PlanConstraints {
+  // Degrees by estimate::ParIndex (tp, cp, ep, fsdp, dp, pp); 0: searched.
+  std::array<int, estimate::kNumPar> degrees{};
+  int zero = -1;  // ZeRO level of the data-parallel replicas; -1: searched
+  std::optional<model::Remat> remat;
+  std::optional<estimate::Schedule> schedule;
+  int micro_batch = 0;  // sequences per microbatch; 0: searched
+  int vpp = 0;          // virtual stages (> 1: interleaved); 0: searched
+  // 0 nothing, 1 the optimizer state, 2 parameters too; -1: searched.
+  int offload = -1;
+  bool any() const;
+};
 
 struct SearchOptions {
   // Batch, sequence, precision, mode, tokens, price; the layout fields are
@@ -53,6 +69,8 @@ struct SearchOptions {
   // Called with `progress`; once it returns true the workers stop after
   // their current layout and the search fails with kCancelled.
   std::function<bool()> cancelled;
+  // The user's constraints (also narrow search_offload and remats).
+  PlanConstraints fixed;
   // Test hook: called (from worker threads) with the least-memory variant of
   // every pruned block (micro batch 1, full remat, 1F1B); when it does not
   // fit, no variant of the block does.
@@ -74,6 +92,13 @@ struct SearchResult {
   double configs_scored = 0;         // of which evaluated by the model
   double configs_pruned = 0;      // of which skipped by a proven memory bound
   double configs_infeasible = 0;  // scored but over HBM
+  // Splits of the chips into degrees the model admits (heads, layers,
+  // experts, sequence), and of those the ones left out because the batch's
+  // sequences do not split over their replicas (dp x fsdp x ep); the
+  // fewest replicas among those. When every split is left out so, no plan
+  // exists whatever the memory, and the caller should say that.
+  double degree_splits = 0, splits_batch_unsplit = 0;
+  int fewest_unsplit_replicas = 0;
   double search_time_s = 0;
   int threads = 1;
 };

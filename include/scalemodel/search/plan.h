@@ -59,6 +59,11 @@ struct PlanRequest {
   std::function<void(double fraction, double configs)> progress;
   // Stops the search (see SearchOptions::cancelled).
   std::function<bool()> cancelled;
+  // What the user fixed; PlanTraining refuses, with one sentence, a
+  // constraint no plan can keep (a degree that does not divide the chips,
+  // a ZeRO level or remat policy the engine cannot run, vpp without
+  // pipeline stages, an offload level outside 0-2).
+  PlanConstraints fixed;
   // A whole plan to estimate on the whole system and rank among the plans
   // found: usually `base` with a plan key applied (estimate::ParsePlanKey).
   std::optional<estimate::TrainingConfig> explain;
