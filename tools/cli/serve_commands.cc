@@ -41,10 +41,9 @@ static Result<bool> AddServeLaunch(const std::string& engine_name,
                                    const estimate::ServeEstimate& est,
                                    Output& out) {
   if (engine_name.empty()) return true;
-  auto engine = launch::ParseServeEngine(engine_name);
-  if (!engine) return tl::unexpected(EmitError(engine.error()));
-  return PutLaunch(engine_name, launch::EmitServing(*engine, m, sys, cfg, est),
-                   out);
+  auto c = launch::EmitServingChecked(engine_name, m, sys, cfg, est);
+  if (!c) return tl::unexpected(EmitError(c.error()));
+  return PutCheckedLaunch(*c, out);
 }
 
 static Result<estimate::ServeConfig> ParseServeCommon(

@@ -480,8 +480,9 @@ static Result<bool> AddLaunch(const std::string& engine_name,
                               const estimate::TrainingEstimate& est,
                               Output& out) {
   if (!engine) return true;
-  return PutLaunch(engine_name, launch::EmitTraining(*engine, m, sys, cfg, est),
-                   out);
+  auto c = launch::EmitTrainingChecked(engine_name, m, sys, cfg, est);
+  if (!c) return tl::unexpected(EmitError(c.error()));
+  return PutCheckedLaunch(*c, out);
 }
 
 // Whether the step time is a prediction of what a run measures (realistic
@@ -797,8 +798,16 @@ Command AddPlanCommand(CLI::App& app) {
     req.top = o->top;
     req.objective = *objective;
     req.threads = o->threads;
-    // Only plans the engine can launch.
-    if (engine) req.launchable_by = launch::PresetOf(*engine);
+    // Only plans the engine can launch: its ZeRO levels and remat policies,
+    // then its validator (launch/rules.h) on each candidate.
+    if (engine) {
+      req.launchable_by = launch::PresetOf(*engine);
+      req.launchable = [&, emit = opts.emit](
+                           const hw::System& sys,
+                           const estimate::TrainingConfig& cfg) {
+        return launch::CanLaunchTraining(emit, in->model, sys, cfg);
+      };
+    }
     for (const std::string& count :
          o->chips.empty() ? std::vector<std::string>{} : Split(o->chips, ',')) {
       auto n = units::ParseCount(count);
