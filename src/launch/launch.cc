@@ -137,8 +137,8 @@ void MaxTextPipeline(LaunchText& out, const model::ModelSpec& m,
   const int per = pipelinable / (d.pp * vpp);
   if (per * d.pp * vpp != pipelinable) {
     out.Comment(fmt::format(
-        "{} of {} layers do not split over {} stages x {} repeats: {} are "
-        "pipelined, the other {} run outside the pipeline",
+        "{} pipelinable layers (of {}) do not split over {} stages x {} "
+        "repeats: {} are pipelined, the other {} run outside the pipeline",
         pipelinable, m.num_layers, d.pp, vpp, per * d.pp * vpp,
         m.num_layers - per * d.pp * vpp));
     out.Key("pipeline_parallel_layers", per * d.pp * vpp);
@@ -673,7 +673,7 @@ std::string TorchtitanConfig(const std::string& module,
 
 void TorchtitanParallelism(LaunchText& out, const estimate::TrainingConfig& cfg,
                            const Degrees& d, int replicate, int shard,
-                           bool registry) {
+                           long local, bool registry) {
   out.Flag("--parallelism.data_parallel_replicate_degree", replicate);
   out.Flag("--parallelism.data_parallel_shard_degree", shard);
   out.Flag("--parallelism.tensor_parallel_degree", d.tp);
@@ -690,8 +690,9 @@ void TorchtitanParallelism(LaunchText& out, const estimate::TrainingConfig& cfg,
     out.Flag("--parallelism.pipeline_parallel_schedule",
              kSchedules[static_cast<int>(cfg.layout.schedule)]);
     if (registry) {
+      // A count here (configs.py:232), a size in the TOML era.
       out.Flag("--parallelism.num_pp_microbatches",
-               std::max(1, cfg.layout.micro_batch));
+               std::max(1L, local / std::max(1, cfg.layout.micro_batch)));
     } else {
       out.Flag("--parallelism.pipeline_parallel_microbatch_size",
                cfg.layout.micro_batch);
@@ -764,7 +765,7 @@ Result<std::string> EmitTorchtitan(const model::ModelSpec& m,
     out.Flag("--training.local_batch_size", local);
     out.Flag("--training.global_batch_size", gbs);
   }
-  TorchtitanParallelism(out, cfg, d, replicate, shard, registry);
+  TorchtitanParallelism(out, cfg, d, replicate, shard, local, registry);
   TorchtitanRemat(out, cfg.memory.remat, registry);
   TorchtitanNotes(out, m, cfg, d);
   if (cfg.memory.offload_optimizer) out.Arg("--training.enable_cpu_offload");
@@ -911,7 +912,11 @@ Result<std::string> EmitSglang(const model::ModelSpec& m,
 Result<std::string> EngineName(std::string_view text) {
   const size_t at = text.find('@');
   if (at == std::string_view::npos) return ToLower(text);
-  if (auto v = ParseEngineVersion(text); !v) return tl::unexpected(v.error());
+  // An unknown engine gets the caller's "did you mean"; a known one with an
+  // unknown version the list of versions.
+  if (ParseEngineVersion(text.substr(0, at))) {
+    if (auto v = ParseEngineVersion(text); !v) return tl::unexpected(v.error());
+  }
   return ToLower(text.substr(0, at));
 }
 
@@ -926,8 +931,8 @@ Result<TrainEngine> ParseTrainEngine(std::string_view text) {
   if (t == "maxtext") return TrainEngine::kMaxText;
   if (t == "megatron" || t == "megatron-lm") return TrainEngine::kMegatron;
   if (t == "torchtitan") return TrainEngine::kTorchtitan;
-  return InvalidArgument("unknown training engine '" + std::string(text) + "'" +
-                             DidYouMean(text, kNames) +
+  return InvalidArgument("unknown training engine '" + t + "'" +
+                             DidYouMean(t, kNames) +
                              "; expected maxtext, megatron or torchtitan",
                          "engine");
 }
@@ -939,8 +944,8 @@ Result<ServeEngine> ParseServeEngine(std::string_view text) {
   const std::string t = *name;
   if (t == "vllm") return ServeEngine::kVllm;
   if (t == "sglang") return ServeEngine::kSglang;
-  return InvalidArgument("unknown serving engine '" + std::string(text) + "'" +
-                             DidYouMean(text, kNames) +
+  return InvalidArgument("unknown serving engine '" + t + "'" +
+                             DidYouMean(t, kNames) +
                              "; expected vllm or sglang",
                          "engine");
 }

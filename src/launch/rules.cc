@@ -37,7 +37,7 @@ std::vector<EngineRule> MegatronRules() {
         a + ":430"),
       R("megatron.heads-tp", "attention heads divide by tp", t + ":1323"),
       R("megatron.groups-tp", "query groups divide by tp", t + ":1339"),
-      R("megatron.experts-ep", "experts divide by ep", a + ":1602"),
+      R("megatron.experts-ep", "experts divide by ep", a + ":1600-1603"),
       R("megatron.layers-pp",
         "without an uneven split or a layout the layers divide by pp, and "
         "the layers per stage by --num-layers-per-virtual-pipeline-stage",
@@ -63,24 +63,26 @@ std::vector<EngineRule> MegatronRules() {
         "the global batch divides by micro batch x data-parallel size",
         "NVIDIA/Megatron-LM core_v0.19.0 "
         "megatron/core/num_microbatches_calculator.py:381"),
-      R("megatron.fsdp2-no-pp", "--use-torch-fsdp2 needs pp = 1", a + ":1001"),
-      R("megatron.fsdp2-no-ep", "--use-torch-fsdp2 needs ep = 1", a + ":1003"),
+      R("megatron.fsdp2-no-pp", "--use-torch-fsdp2 needs pp = 1",
+        a + ":1000-1001"),
+      R("megatron.fsdp2-no-ep", "--use-torch-fsdp2 needs ep = 1",
+        a + ":1002-1003"),
       R("megatron.fsdp2-flags",
         "--use-torch-fsdp2 needs --no-gradient-accumulation-fusion, "
         "--ckpt-format torch_dist or torch_dcp and untied embeddings, and "
         "excludes --use-distributed-optimizer",
-        a + ":1005-1011"),
+        a + ":1004-1011"),
       R("megatron.fsdp2-env",
         "--use-torch-fsdp2 needs CUDA_DEVICE_MAX_CONNECTIONS other than 1",
         a + ":1014-1015"),
       R("megatron.cuda-max-connections",
         "tp > 1 or cp > 1 before Blackwell (without FSDP or EP overlap) "
         "needs CUDA_DEVICE_MAX_CONNECTIONS=1",
-        a + ":1416-1439"),
+        a + ":1413-1439"),
       R("megatron.overlap-param-gather",
         "--overlap-param-gather needs the distributed optimizer and "
         "--overlap-grad-reduce",
-        a + ":989-995"),
+        a + ":990-995"),
       R("megatron.tp-comm-overlap-sp",
         "--tp-comm-overlap needs --sequence-parallel", a + ":1401-1402"),
       R("megatron.cp-comm-type",

@@ -30,8 +30,9 @@ struct ServeCli {
 };
 
 static constexpr const char* kEmitHelp =
-    "Print the launch line for {} instead of the report: vllm or sglang "
-    "(--json adds it as \"launch\")";
+    "Print the launch line for {} instead of the report, checked by the "
+    "engine's rules: vllm or sglang, optionally @VERSION (docs/launch.md; "
+    "--json adds it as \"launch\")";
 
 // --emit: the launch text replaces the report; JSON carries both.
 static Result<bool> AddServeLaunch(const std::string& engine_name,

@@ -460,8 +460,10 @@ static void AddTrainOptions(CLI::App* app, TrainOptionsCli& o, bool plan) {
   app->add_option("--emit", o.emit,
                   std::string("Print the launch line for ") +
                       (plan ? "this plan" : "the best plan") +
-                      " instead of the report: maxtext, megatron or "
-                      "torchtitan (--json adds it as \"launch\")");
+                      " instead of the report, checked by the engine's "
+                      "rules: maxtext, megatron or torchtitan, optionally "
+                      "@VERSION (docs/launch.md; --json adds it as "
+                      "\"launch\")");
   app->add_option("--engine", o.engine,
                   "Estimate as this framework runs by default: maxtext, "
                   "megatron (Megatron-LM), megatron-bridge (NeMo), "
@@ -956,7 +958,9 @@ Command AddPlanCommand(CLI::App& app) {
       if (!launch) return tl::unexpected(launch.error());
     } else if (engine) {
       return InvalidArgument(
-          "no feasible plan was found, so there is nothing to emit", "--emit");
+          "no feasible plan that " + o->train.emit +
+              " can launch was found, so there is nothing to emit",
+          "--emit");
     }
     return out;
   };
