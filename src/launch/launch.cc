@@ -1020,7 +1020,7 @@ Result<CheckedLaunch> Check(const EngineVersion& v, Result<std::string> text,
     c.text =
         fmt::format(
             "# checked against {}@{} ({} {}): passes scalemodel's {} launch "
-            "rules (docs/cli.md)\n",
+            "rules (docs/launch.md)\n",
             EngineId(v.engine), v.name, v.commit, v.date, RulesOf(v).size()) +
         *text;
   }
