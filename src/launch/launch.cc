@@ -122,6 +122,55 @@ std::string_view MaxTextRemat(model::Remat r) {
   return "full";
 }
 
+// MaxText's name for the model, or its shape as base_* keys.
+void MaxTextModel(LaunchText& out, const model::ModelSpec& m,
+                  const ingest::EngineNames& names) {
+  if (!names.maxtext_model.empty()) {
+    out.Key("model_name", names.maxtext_model);
+  } else {
+    out.Comment(fmt::format(
+        "MaxText has no config named for {}: the base_* keys below give its "
+        "shape; set decoder_block to the family (llama2, mixtral, ...)",
+        m.name));
+    out.Key("base_emb_dim", m.d_model);
+    out.Key("base_num_query_heads", m.num_heads);
+    out.Key("base_num_kv_heads", m.num_kv_heads);
+    out.Key("head_dim", m.head_dim);
+    out.Key("base_mlp_dim", m.ffn);
+    out.Key("base_num_decoder_layers", m.num_layers);
+    out.Key("vocab_size", m.vocab);
+    if (m.is_moe()) {
+      out.Key("num_experts", m.moe.num_experts);
+      out.Key("num_experts_per_tok", m.moe.top_k);
+      out.Key("base_moe_mlp_dim", m.moe.expert_ffn);
+    }
+  }
+}
+
+// MaxText's mesh: ici_* (inside a slice / NVLink domain) and dcn_*.
+void MaxTextMesh(LaunchText& out, const estimate::TrainingEstimate& est) {
+  // MaxText mesh axis <- our parallelism; ici_* for every axis (MaxText's
+  // defaults include -1 = auto), dcn_* where used, and dcn_data always since
+  // it defaults to -1 too.
+  static constexpr std::array<std::pair<const char*, const char*>, 6> kAxes = {
+      {{"data", "dp"},
+       {"fsdp", "fsdp"},
+       {"tensor", "tp"},
+       {"pipeline", "pp"},
+       {"expert", "ep"},
+       {"context", "cp"}}};
+  for (const auto& [maxtext, ours] : kAxes) {
+    out.Key(fmt::format("ici_{}_parallelism", maxtext),
+            SplitOf(est, ours).fast);
+  }
+  for (const auto& [maxtext, ours] : kAxes) {
+    const int slow = SplitOf(est, ours).slow;
+    if (slow > 1 || std::string_view(ours) == "dp") {
+      out.Key(fmt::format("dcn_{}_parallelism", maxtext), slow);
+    }
+  }
+}
+
 // MaxText's pipeline: stages x num_pipeline_repeats x
 // num_layers_per_pipeline_stage = pipeline_parallel_layers, which defaults
 // to every decoder layer (DeepSeek: the MoE layers) (types.py:3565-3604).
@@ -176,26 +225,7 @@ Result<std::string> EmitMaxText(const model::ModelSpec& m,
   // GPU runs initialise jax.distributed only with hardware=gpu
   // (max_utils.py:270, 433-435); MaxText's GPU recipes set it.
   if (!sys.chip.is_tpu()) out.Key("hardware", "gpu");
-  if (!names.maxtext_model.empty()) {
-    out.Key("model_name", names.maxtext_model);
-  } else {
-    out.Comment(fmt::format(
-        "MaxText has no config named for {}: the base_* keys below give its "
-        "shape; set decoder_block to the family (llama2, mixtral, ...)",
-        m.name));
-    out.Key("base_emb_dim", m.d_model);
-    out.Key("base_num_query_heads", m.num_heads);
-    out.Key("base_num_kv_heads", m.num_kv_heads);
-    out.Key("head_dim", m.head_dim);
-    out.Key("base_mlp_dim", m.ffn);
-    out.Key("base_num_decoder_layers", m.num_layers);
-    out.Key("vocab_size", m.vocab);
-    if (m.is_moe()) {
-      out.Key("num_experts", m.moe.num_experts);
-      out.Key("num_experts_per_tok", m.moe.top_k);
-      out.Key("base_moe_mlp_dim", m.moe.expert_ffn);
-    }
-  }
+  MaxTextModel(out, m, names);
   out.Key("max_target_length", static_cast<long>(cfg.seq));
   const long gbs = GlobalSequences(cfg);
   const int chips = sys.num_chips();
@@ -212,26 +242,7 @@ Result<std::string> EmitMaxText(const model::ModelSpec& m,
             FormatNumber(static_cast<double>(gbs) / chips / micro));
     if (micro > 1) out.Key("gradient_accumulation_steps", micro);
   }
-  // MaxText mesh axis <- our parallelism; ici_* for every axis (MaxText's
-  // defaults include -1 = auto), dcn_* where used, and dcn_data always since
-  // it defaults to -1 too.
-  static constexpr std::array<std::pair<const char*, const char*>, 6> kAxes = {
-      {{"data", "dp"},
-       {"fsdp", "fsdp"},
-       {"tensor", "tp"},
-       {"pipeline", "pp"},
-       {"expert", "ep"},
-       {"context", "cp"}}};
-  for (const auto& [maxtext, ours] : kAxes) {
-    out.Key(fmt::format("ici_{}_parallelism", maxtext),
-            SplitOf(est, ours).fast);
-  }
-  for (const auto& [maxtext, ours] : kAxes) {
-    const int slow = SplitOf(est, ours).slow;
-    if (slow > 1 || std::string_view(ours) == "dp") {
-      out.Key(fmt::format("dcn_{}_parallelism", maxtext), slow);
-    }
-  }
+  MaxTextMesh(out, est);
   if (d.cp > 1 && cfg.habits.cp_comm != estimate::CpComm::kAllGather) {
     out.Comment(
         fmt::format("MaxText's context parallelism all-gathers K/V (--cp-comm "
@@ -483,45 +494,11 @@ void MegatronArchFlags(LaunchText& out, const model::ModelSpec& m) {
   }
 }
 
-Result<std::string> EmitMegatron(const model::ModelSpec& m,
-                                 const hw::System& sys,
-                                 const estimate::TrainingConfig& cfg,
-                                 const estimate::TrainingEstimate& est,
-                                 const Degrees& d) {
-  LaunchText out;
-  TrainingHeader(out, "Megatron-LM", m, sys, cfg, est, d);
-  HostComment(out, sys);
-  out.Comment(fmt::format(
-      "add your data, tokenizer and checkpoint flags; the tokenizer sets the "
-      "vocabulary (V = {})",
-      m.vocab));
-  // arguments.py:1014-1015 (FSDP2: not 1) and 1416-1439 (tp or cp > 1
-  // before Blackwell: 1).
-  const bool ep_overlap = m.is_moe() && cfg.habits.ep_overlap && d.ep > 1;
-  if (d.fsdp > 1) {
-    out.Env("unset CUDA_DEVICE_MAX_CONNECTIONS");
-  } else if ((d.tp > 1 || d.cp > 1) && ContextFor(m, sys).cuda_arch < 10 &&
-             !ep_overlap) {
-    out.Env("export CUDA_DEVICE_MAX_CONNECTIONS=1");
-  }
-  out.Command(Torchrun(sys, "pretrain_gpt.py"));
-  out.Flag("--tensor-model-parallel-size", d.tp);
-  out.Flag("--pipeline-model-parallel-size", d.pp);
-  if (d.pp > 1) MegatronPipelineSplit(out, m, cfg, d);
-  if (const int mtp = estimate::MtpModules(m, cfg); mtp > 0) {
-    out.Flag("--mtp-num-layers", mtp);
-  }
-  out.Flag("--context-parallel-size", d.cp);
-  if (d.cp > 1 && cfg.habits.cp_comm != estimate::CpComm::kRing) {
-    // TransformerEngine's spelling (context_parallel.py:5096-5139).
-    out.Flag("--cp-comm-type",
-             cfg.habits.cp_comm == estimate::CpComm::kAllGather
-                 ? std::string("all_gather")
-                 : std::string(estimate::CpCommName(cfg.habits.cp_comm)));
-  }
-  if (d.ep > 1) out.Flag("--expert-model-parallel-size", d.ep);
-  if (d.tp > 1 && cfg.par.sequence_parallel) out.Arg("--sequence-parallel");
-  if (cfg.habits.tp_comm_overlap && d.tp > 1) out.Arg("--tp-comm-overlap");
+// Megatron's data-parallel flavour: FSDP2 for fsdp, the distributed
+// optimizer for zero >= 1, and the overlap flags.
+void MegatronDataParallelFlags(LaunchText& out,
+                               const estimate::TrainingConfig& cfg,
+                               const Degrees& d) {
   if (d.fsdp > 1) {
     out.Comment(fmt::format(
         "fsdp={} runs as PyTorch FSDP2 inside Megatron (Megatron's data "
@@ -542,14 +519,24 @@ Result<std::string> EmitMegatron(const model::ModelSpec& m,
     out.Arg("--overlap-grad-reduce");
     if (cfg.par.zero > 0 && d.fsdp == 1) out.Arg("--overlap-param-gather");
   }
-  out.Flag("--micro-batch-size", cfg.layout.micro_batch);
-  out.Flag("--global-batch-size", GlobalSequences(cfg));
-  out.Flag("--seq-length", static_cast<long>(cfg.seq));
-  out.Flag("--max-position-embeddings",
-           std::max(static_cast<long>(cfg.seq), m.max_positions));
-  MegatronModelFlags(out, m);
-  MegatronArchFlags(out, m);
-  MegatronDispatchFlags(out, m, cfg, d);
+}
+
+// CUDA_DEVICE_MAX_CONNECTIONS as Megatron asserts it.
+void MegatronEnv(LaunchText& out, const model::ModelSpec& m,
+                 const hw::System& sys, const estimate::TrainingConfig& cfg,
+                 const Degrees& d) {
+  // arguments.py:1014-1015 (FSDP2: not 1) and 1413-1439 (tp or cp > 1
+  // before Blackwell: 1).
+  const bool ep_overlap = m.is_moe() && cfg.habits.ep_overlap && d.ep > 1;
+  if (d.fsdp > 1) {
+    out.Env("unset CUDA_DEVICE_MAX_CONNECTIONS");
+  } else if ((d.tp > 1 || d.cp > 1) && ContextFor(m, sys).cuda_arch < 10 &&
+             !ep_overlap) {
+    out.Env("export CUDA_DEVICE_MAX_CONNECTIONS=1");
+  }
+}
+
+void MegatronRecompute(LaunchText& out, model::Remat remat) {
   // Selective recompute of some modules: the nearest Megatron has to a
   // policy it lacks.
   auto selective = [&](const char* modules, const std::string& why) {
@@ -557,7 +544,7 @@ Result<std::string> EmitMegatron(const model::ModelSpec& m,
     out.Flag("--recompute-modules", modules);
     out.Comment(why);
   };
-  switch (cfg.memory.remat) {
+  switch (remat) {
     case model::Remat::kNone:
       break;
     case model::Remat::kSelective:
@@ -580,6 +567,49 @@ Result<std::string> EmitMegatron(const model::ModelSpec& m,
       out.Flag("--recompute-num-layers", 1);
       break;
   }
+}
+
+Result<std::string> EmitMegatron(const model::ModelSpec& m,
+                                 const hw::System& sys,
+                                 const estimate::TrainingConfig& cfg,
+                                 const estimate::TrainingEstimate& est,
+                                 const Degrees& d) {
+  LaunchText out;
+  TrainingHeader(out, "Megatron-LM", m, sys, cfg, est, d);
+  HostComment(out, sys);
+  out.Comment(fmt::format(
+      "add your data, tokenizer and checkpoint flags; the tokenizer sets the "
+      "vocabulary (V = {})",
+      m.vocab));
+  MegatronEnv(out, m, sys, cfg, d);
+  out.Command(Torchrun(sys, "pretrain_gpt.py"));
+  out.Flag("--tensor-model-parallel-size", d.tp);
+  out.Flag("--pipeline-model-parallel-size", d.pp);
+  if (d.pp > 1) MegatronPipelineSplit(out, m, cfg, d);
+  if (const int mtp = estimate::MtpModules(m, cfg); mtp > 0) {
+    out.Flag("--mtp-num-layers", mtp);
+  }
+  out.Flag("--context-parallel-size", d.cp);
+  if (d.cp > 1 && cfg.habits.cp_comm != estimate::CpComm::kRing) {
+    // TransformerEngine's spelling (context_parallel.py:5096-5139).
+    out.Flag("--cp-comm-type",
+             cfg.habits.cp_comm == estimate::CpComm::kAllGather
+                 ? std::string("all_gather")
+                 : std::string(estimate::CpCommName(cfg.habits.cp_comm)));
+  }
+  if (d.ep > 1) out.Flag("--expert-model-parallel-size", d.ep);
+  if (d.tp > 1 && cfg.par.sequence_parallel) out.Arg("--sequence-parallel");
+  if (cfg.habits.tp_comm_overlap && d.tp > 1) out.Arg("--tp-comm-overlap");
+  MegatronDataParallelFlags(out, cfg, d);
+  out.Flag("--micro-batch-size", cfg.layout.micro_batch);
+  out.Flag("--global-batch-size", GlobalSequences(cfg));
+  out.Flag("--seq-length", static_cast<long>(cfg.seq));
+  out.Flag("--max-position-embeddings",
+           std::max(static_cast<long>(cfg.seq), m.max_positions));
+  MegatronModelFlags(out, m);
+  MegatronArchFlags(out, m);
+  MegatronDispatchFlags(out, m, cfg, d);
+  MegatronRecompute(out, cfg.memory.remat);
   out.Arg("--bf16");
   // Megatron-LM reduces bf16 gradients in fp32 unless told otherwise; the
   // estimate assumed bf16 reductions unless --grad-reduce fp32.
