@@ -701,9 +701,26 @@ std::string TorchtitanConfig(const std::string& module,
   return module + "_" + f;
 }
 
+// Looped schedules take 2 stages per rank unless
+// pipeline_parallel_layers_per_stage sets the count: ceil((layers + 1 + 1) /
+// per stage) virtual stages, the embedding and the output counting as one
+// layer each (distributed/pipeline_parallel.py:59-115 at v0.2.2).
+void TorchtitanStages(LaunchText& out, int layers, int pp, int vpp) {
+  for (int per = 1; per <= layers + 2; ++per) {
+    if ((layers + 2 + per - 1) / per == pp * vpp) {
+      out.Flag("--parallelism.pipeline_parallel_layers_per_stage", per);
+      return;
+    }
+  }
+  out.Comment(fmt::format(
+      "no layers-per-stage count gives {} virtual stages for {} layers: "
+      "torchtitan will run 2 per rank",
+      pp * vpp, layers));
+}
+
 void TorchtitanParallelism(LaunchText& out, const estimate::TrainingConfig& cfg,
-                           const Degrees& d, int replicate, int shard,
-                           long local, bool registry) {
+                           const Degrees& d, int layers, int replicate,
+                           int shard, long local, bool registry) {
   out.Flag("--parallelism.data_parallel_replicate_degree", replicate);
   out.Flag("--parallelism.data_parallel_shard_degree", shard);
   out.Flag("--parallelism.tensor_parallel_degree", d.tp);
@@ -727,6 +744,9 @@ void TorchtitanParallelism(LaunchText& out, const estimate::TrainingConfig& cfg,
       out.Flag("--parallelism.pipeline_parallel_microbatch_size",
                cfg.layout.micro_batch);
     }
+  }
+  if (d.pp > 1 && cfg.layout.vpp > 1 && cfg.layout.vpp != 2) {
+    TorchtitanStages(out, layers, d.pp, cfg.layout.vpp);
   }
   out.Flag("--parallelism.context_parallel_degree", d.cp);
   out.Flag("--parallelism.expert_parallel_degree", d.ep);
@@ -795,7 +815,8 @@ Result<std::string> EmitTorchtitan(const model::ModelSpec& m,
     out.Flag("--training.local_batch_size", local);
     out.Flag("--training.global_batch_size", gbs);
   }
-  TorchtitanParallelism(out, cfg, d, replicate, shard, local, registry);
+  TorchtitanParallelism(out, cfg, d, m.num_layers, replicate, shard, local,
+                        registry);
   TorchtitanRemat(out, cfg.memory.remat, registry);
   TorchtitanNotes(out, m, cfg, d);
   if (cfg.memory.offload_optimizer) out.Arg("--training.enable_cpu_offload");

@@ -142,6 +142,12 @@ std::vector<EngineRule> TorchtitanRules(const EngineVersion& v) {
       R("torchtitan.world",
         "replicate x shard x cp x tp x pp equals the world size",
         at + "torchtitan/distributed/parallel_dims.py:53"),
+      R("torchtitan.pp-stages",
+        "with pipeline_parallel_layers_per_stage, ceil((layers + 2) / per "
+        "stage) virtual stages divide by pp, with at least 2 per rank for "
+        "looped schedules and exactly 1 for single-stage ones",
+        at + (registry ? "torchtitan/distributed/pipeline_parallel.py:207-262"
+                       : "torchtitan/distributed/pipeline_parallel.py:59-115")),
       R("torchtitan.async-tp-compile",
         "async tensor parallelism needs --compile.enable",
         registry ? at + "torchtitan/config/configs.py:303-313"
@@ -529,6 +535,23 @@ std::vector<RuleFailure> ValidateTorchtitan(const EngineVersion& v,
   c.Require(rest * sh == ctx.chips, "torchtitan.world",
             fmt::format("{} x {} x {} x {} x {} for {} GPUs", rep, sh, cp, tp,
                         pp, ctx.chips));
+  if (const long per =
+          p.Int("--parallelism.pipeline_parallel_layers_per_stage", 0);
+      per > 0 && pp > 1) {
+    const long stages = (ctx.model.num_layers + 2 + per - 1) / per;
+    auto sched = p.flags.find("--parallelism.pipeline_parallel_schedule");
+    const bool looped =
+        sched != p.flags.end() &&
+        (sched->second == "Interleaved1F1B" ||
+         sched->second == "InterleavedZeroBubble" ||
+         sched->second == "ZBVZeroBubble" || sched->second == "DualPipeV");
+    const bool ok =
+        stages % pp == 0 && (looped ? stages / pp >= 2 : stages / pp == 1);
+    c.Require(ok, "torchtitan.pp-stages",
+              fmt::format("{} layers at {} per stage give {} virtual stages "
+                          "over pp {}",
+                          ctx.model.num_layers, per, stages, pp));
+  }
   const bool async_tp = p.Has("--parallelism.enable_async_tensor_parallel") ||
                         p.Has("--compile.enable_async_tensor_parallel");
   if (async_tp) {

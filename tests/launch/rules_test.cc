@@ -268,6 +268,22 @@ TEST(RulesTest, TorchtitanEras) {
   EXPECT_EQ(Broken("torchtitan@main",
                    Titan("--module llama3 --config llama3_70b_float8"), ctx),
             "torchtitan.module-config");
+  // M2: virtual stages from layers per stage, ceil((80 + 2) / per).
+  const std::string pp =
+      "--parallelism.data_parallel_shard_degree 1 "
+      "--parallelism.pipeline_parallel_degree 8 "
+      "--parallelism.pipeline_parallel_schedule Interleaved1F1B ";
+  EXPECT_EQ(Broken("torchtitan",
+                   Titan(named + pp +
+                         "--parallelism.pipeline_parallel_layers_per_stage 6"),
+                   ctx),
+            "torchtitan.pp-stages");  // 14 virtual stages over 8 ranks
+  EXPECT_EQ(Broken("torchtitan",
+                   Titan(named + pp +
+                         "--parallelism.pipeline_parallel_layers_per_stage 11"),
+                   ctx),
+            "torchtitan.pp-stages");  // 8: one per rank, looped needs 2
+  EXPECT_EQ(Broken("torchtitan", Titan(named + pp), ctx), "");
   EXPECT_EQ(
       Broken("torchtitan",
              Titan(named + "--parallelism.pipeline_parallel_degree 2"), ctx),
