@@ -7,6 +7,7 @@
 
 #include "fmt/format.h"
 #include "scalemodel/base/strings.h"
+#include "scalemodel/launch/rules.h"
 #include "scalemodel/units/format.h"
 
 namespace scalemodel::launch {
@@ -20,6 +21,8 @@ class LaunchText {
  public:
   void Comment(const std::string& line) { comments_.push_back(line); }
   void Command(std::string cmd) { command_ = std::move(cmd); }
+  // A shell line before the command ("export X=1", "unset X").
+  void Env(const std::string& line) { env_.push_back(line); }
   void Arg(const std::string& arg) { args_.push_back(arg); }
   template <typename T>
   void Flag(const std::string& name, const T& value) {
@@ -32,6 +35,7 @@ class LaunchText {
   std::string Str() const {
     std::string out;
     for (const std::string& c : comments_) out += "# " + c + "\n";
+    for (const std::string& e : env_) out += e + "\n";
     out += command_;
     for (const std::string& a : args_) out += " \\\n    " + a;
     return out + "\n";
@@ -39,6 +43,7 @@ class LaunchText {
 
  private:
   std::vector<std::string> comments_;
+  std::vector<std::string> env_;
   std::string command_;
   std::vector<std::string> args_;
 };
@@ -117,6 +122,84 @@ std::string_view MaxTextRemat(model::Remat r) {
   return "full";
 }
 
+// MaxText's name for the model, or its shape as base_* keys.
+void MaxTextModel(LaunchText& out, const model::ModelSpec& m,
+                  const ingest::EngineNames& names) {
+  if (!names.maxtext_model.empty()) {
+    out.Key("model_name", names.maxtext_model);
+  } else {
+    out.Comment(fmt::format(
+        "MaxText has no config named for {}: the base_* keys below give its "
+        "shape; set decoder_block to the family (llama2, mixtral, ...)",
+        m.name));
+    out.Key("base_emb_dim", m.d_model);
+    out.Key("base_num_query_heads", m.num_heads);
+    out.Key("base_num_kv_heads", m.num_kv_heads);
+    out.Key("head_dim", m.head_dim);
+    out.Key("base_mlp_dim", m.ffn);
+    out.Key("base_num_decoder_layers", m.num_layers);
+    out.Key("vocab_size", m.vocab);
+    if (m.is_moe()) {
+      out.Key("num_experts", m.moe.num_experts);
+      out.Key("num_experts_per_tok", m.moe.top_k);
+      out.Key("base_moe_mlp_dim", m.moe.expert_ffn);
+    }
+  }
+}
+
+// MaxText's mesh: ici_* (inside a slice / NVLink domain) and dcn_*.
+void MaxTextMesh(LaunchText& out, const estimate::TrainingEstimate& est) {
+  // MaxText mesh axis <- our parallelism; ici_* for every axis (MaxText's
+  // defaults include -1 = auto), dcn_* where used, and dcn_data always since
+  // it defaults to -1 too.
+  static constexpr std::array<std::pair<const char*, const char*>, 6> kAxes = {
+      {{"data", "dp"},
+       {"fsdp", "fsdp"},
+       {"tensor", "tp"},
+       {"pipeline", "pp"},
+       {"expert", "ep"},
+       {"context", "cp"}}};
+  for (const auto& [maxtext, ours] : kAxes) {
+    out.Key(fmt::format("ici_{}_parallelism", maxtext),
+            SplitOf(est, ours).fast);
+  }
+  for (const auto& [maxtext, ours] : kAxes) {
+    const int slow = SplitOf(est, ours).slow;
+    if (slow > 1 || std::string_view(ours) == "dp") {
+      out.Key(fmt::format("dcn_{}_parallelism", maxtext), slow);
+    }
+  }
+}
+
+// MaxText's pipeline: stages x num_pipeline_repeats x
+// num_layers_per_pipeline_stage = pipeline_parallel_layers, which defaults
+// to every decoder layer (DeepSeek: the MoE layers) (types.py:3565-3604).
+// When the layers do not split over pp x vpp, the largest multiple is
+// pipelined and the rest run outside it, the stage axis acting as data
+// parallelism there (base.yml:320).
+void MaxTextPipeline(LaunchText& out, const model::ModelSpec& m,
+                     const estimate::TrainingConfig& cfg, const Degrees& d) {
+  const int vpp = std::max(1, cfg.layout.vpp);
+  const int pipelinable = m.mla && m.moe.first_dense_layers > 0
+                              ? m.num_layers - m.moe.first_dense_layers
+                              : m.num_layers;
+  const int per = pipelinable / (d.pp * vpp);
+  if (per * d.pp * vpp != pipelinable) {
+    out.Comment(fmt::format(
+        "{} pipelinable layers (of {}) do not split over {} stages x {} "
+        "repeats: {} are pipelined, the other {} run outside the pipeline",
+        pipelinable, m.num_layers, d.pp, vpp, per * d.pp * vpp,
+        m.num_layers - per * d.pp * vpp));
+    out.Key("pipeline_parallel_layers", per * d.pp * vpp);
+  }
+  out.Key("num_layers_per_pipeline_stage", per);
+  out.Key("num_pipeline_repeats", vpp);
+  out.Comment(fmt::format(
+      "MaxText pipelines {}; the estimate used {}",
+      vpp > 1 ? "with a circular (repeat) schedule" : "without repeats",
+      estimate::ScheduleName(cfg.layout.schedule)));
+}
+
 Result<std::string> EmitMaxText(const model::ModelSpec& m,
                                 const ingest::EngineNames& names,
                                 const hw::System& sys,
@@ -139,26 +222,10 @@ Result<std::string> EmitMaxText(const model::ModelSpec& m,
       "python3 src/maxtext/trainers/pre_train/train.py "
       "src/maxtext/configs/base.yml");
   out.Key("run_name", "scalemodel-" + m.id);
-  if (!names.maxtext_model.empty()) {
-    out.Key("model_name", names.maxtext_model);
-  } else {
-    out.Comment(fmt::format(
-        "MaxText has no config named for {}: the base_* keys below give its "
-        "shape; set decoder_block to the family (llama2, mixtral, ...)",
-        m.name));
-    out.Key("base_emb_dim", m.d_model);
-    out.Key("base_num_query_heads", m.num_heads);
-    out.Key("base_num_kv_heads", m.num_kv_heads);
-    out.Key("head_dim", m.head_dim);
-    out.Key("base_mlp_dim", m.ffn);
-    out.Key("base_num_decoder_layers", m.num_layers);
-    out.Key("vocab_size", m.vocab);
-    if (m.is_moe()) {
-      out.Key("num_experts", m.moe.num_experts);
-      out.Key("num_experts_per_tok", m.moe.top_k);
-      out.Key("base_moe_mlp_dim", m.moe.expert_ffn);
-    }
-  }
+  // GPU runs initialise jax.distributed only with hardware=gpu
+  // (max_utils.py:270, 433-435); MaxText's GPU recipes set it.
+  if (!sys.chip.is_tpu()) out.Key("hardware", "gpu");
+  MaxTextModel(out, m, names);
   out.Key("max_target_length", static_cast<long>(cfg.seq));
   const long gbs = GlobalSequences(cfg);
   const int chips = sys.num_chips();
@@ -169,42 +236,13 @@ Result<std::string> EmitMaxText(const model::ModelSpec& m,
     out.Key("per_device_batch_size",
             FormatNumber(static_cast<double>(gbs) / chips));
     out.Key("num_pipeline_microbatches", micro);
-    if (micro % d.pp != 0) {
-      out.Comment(fmt::format(
-          "MaxText wants num_pipeline_microbatches to be a multiple of the {} "
-          "stages: raise the batch or the microbatch count",
-          d.pp));
-    }
-    if (cfg.layout.vpp > 1) out.Key("num_pipeline_repeats", cfg.layout.vpp);
-    out.Comment(
-        "MaxText pipelines with a circular (repeat) schedule; the estimate "
-        "used " +
-        std::string(estimate::ScheduleName(cfg.layout.schedule)));
+    MaxTextPipeline(out, m, cfg, d);
   } else {
     out.Key("per_device_batch_size",
             FormatNumber(static_cast<double>(gbs) / chips / micro));
     if (micro > 1) out.Key("gradient_accumulation_steps", micro);
   }
-  // MaxText mesh axis <- our parallelism; ici_* for every axis (MaxText's
-  // defaults include -1 = auto), dcn_* where used, and dcn_data always since
-  // it defaults to -1 too.
-  static constexpr std::array<std::pair<const char*, const char*>, 6> kAxes = {
-      {{"data", "dp"},
-       {"fsdp", "fsdp"},
-       {"tensor", "tp"},
-       {"pipeline", "pp"},
-       {"expert", "ep"},
-       {"context", "cp"}}};
-  for (const auto& [maxtext, ours] : kAxes) {
-    out.Key(fmt::format("ici_{}_parallelism", maxtext),
-            SplitOf(est, ours).fast);
-  }
-  for (const auto& [maxtext, ours] : kAxes) {
-    const int slow = SplitOf(est, ours).slow;
-    if (slow > 1 || std::string_view(ours) == "dp") {
-      out.Key(fmt::format("dcn_{}_parallelism", maxtext), slow);
-    }
-  }
+  MaxTextMesh(out, est);
   if (d.cp > 1 && cfg.habits.cp_comm != estimate::CpComm::kAllGather) {
     out.Comment(
         fmt::format("MaxText's context parallelism all-gathers K/V (--cp-comm "
@@ -242,22 +280,31 @@ Result<std::string> EmitMaxText(const model::ModelSpec& m,
   return out.Str();
 }
 
-// GPUs per host for torchrun: the NVLink domain up to 8; larger domains
-// (GB200 NVL72) are racks of 4-GPU compute trays (NVIDIA GB200 NVL72
-// datasheet: 18 trays x 4 GPUs).
-int GpusPerHost(const hw::System& sys) {
-  int domain = sys.chip.nvlink ? sys.chip.nvlink->domain_size : 8;
-  int per = domain > 8 ? 4 : domain;
-  per = std::max(1, std::min(per, sys.num_chips()));
-  while (sys.num_chips() % per != 0) --per;
-  return per;
-}
-
 // `torchrun` over the system's hosts, GPUs per host from GpusPerHost.
+// With more than one host, every host runs the same line with its own
+// NODE_RANK (0 .. hosts-1) and MASTER_ADDR, host 0's address (torchrun's
+// --node-rank / --master-addr / --master-port).
 std::string Torchrun(const hw::System& sys, const std::string& entry) {
   const int per_host = GpusPerHost(sys);
-  return fmt::format("torchrun --nproc-per-node {} --nnodes {} {}", per_host,
-                     sys.num_chips() / per_host, entry);
+  const int hosts = sys.num_chips() / per_host;
+  if (hosts == 1) {
+    return fmt::format("torchrun --nproc-per-node {} --nnodes 1 {}", per_host,
+                       entry);
+  }
+  return fmt::format(
+      "torchrun --nproc-per-node {} --nnodes {} --node-rank ${{NODE_RANK}} "
+      "--master-addr ${{MASTER_ADDR}} --master-port 29500 {}",
+      per_host, hosts, entry);
+}
+
+void HostComment(LaunchText& out, const hw::System& sys) {
+  const int hosts = sys.num_chips() / GpusPerHost(sys);
+  if (hosts > 1) {
+    out.Comment(fmt::format(
+        "run on each of the {} hosts with NODE_RANK=0..{} and MASTER_ADDR = "
+        "host 0's address (or srun with NODE_RANK=$SLURM_NODEID)",
+        hosts, hosts - 1));
+  }
 }
 
 Result<bool> NeedGpu(const hw::System& sys, std::string_view engine) {
@@ -346,48 +393,114 @@ void MegatronDispatchFlags(LaunchText& out, const model::ModelSpec& m,
   }
 }
 
-Result<std::string> EmitMegatron(const model::ModelSpec& m,
-                                 const hw::System& sys,
-                                 const estimate::TrainingConfig& cfg,
-                                 const estimate::TrainingEstimate& est,
-                                 const Degrees& d) {
-  LaunchText out;
-  TrainingHeader(out, "Megatron-LM", m, sys, cfg, est, d);
-  const int per_host = GpusPerHost(sys);
-  out.Comment(fmt::format(
-      "run on each of the {} hosts (torchrun also needs --node-rank and "
-      "--master-addr); add your data, tokenizer and checkpoint flags; the "
-      "tokenizer sets the vocabulary (V = {})",
-      sys.num_chips() / per_host, m.vocab));
-  out.Command(Torchrun(sys, "pretrain_gpt.py"));
-  out.Flag("--tensor-model-parallel-size", d.tp);
-  out.Flag("--pipeline-model-parallel-size", d.pp);
-  if (d.pp > 1 && cfg.layout.vpp > 1) {
-    out.Flag("--num-layers-per-virtual-pipeline-stage",
-             m.num_layers / (d.pp * cfg.layout.vpp));
+// Decoder layers of each of the pp x vpp virtual stages (Megatron's order:
+// virtual stage v of rank r is entry v * pp + r): an even share, the
+// remainder one each on the stages after the first, and the plan's
+// last-stage count (vpp 1) on the last.
+std::vector<int> StageLayers(int layers, int pp, int vpp, int last) {
+  const int n = pp * vpp;
+  std::vector<int> per(n, 0);
+  int rest = layers, stages = n;
+  if (last > 0 && vpp == 1 && n > 1) {
+    per[n - 1] = last;
+    rest -= last;
+    --stages;
   }
-  if (d.pp > 1 && cfg.layout.last_stage_layers > 0) {
-    out.Flag("--decoder-last-pipeline-num-layers",
-             cfg.layout.last_stage_layers);
-    const int rest = m.num_layers - cfg.layout.last_stage_layers;
-    if (rest % (d.pp - 1) != 0) {
-      out.Comment(fmt::format(
-          "Megatron splits the other {} layers evenly over {} stages: pick a "
-          "last-stage count that leaves a multiple of {}",
-          rest, d.pp - 1, d.pp - 1));
+  for (int i = 0; i < stages; ++i) per[i] = rest / stages;
+  for (int i = 0; i < rest % stages; ++i) per[(i + 1) % stages]++;
+  return per;
+}
+
+// Megatron's pipeline-model-parallel-layout string: E (embedding) on the
+// first virtual stage, t per decoder layer, m per MTP layer and L (loss) on
+// the last; "t*N" repeats (pipeline_parallel_layer_layout.py:283-320).
+std::string MegatronLayout(const std::vector<int>& per, int mtp) {
+  std::vector<std::string> st;
+  for (size_t i = 0; i < per.size(); ++i) {
+    std::string s = i == 0 ? "E" : "";
+    if (per[i] > 0) s += per[i] == 1 ? "t" : fmt::format("t*{}", per[i]);
+    if (i + 1 == per.size()) s += std::string(mtp, 'm') + "L";
+    st.push_back(s);
+  }
+  // Runs of three or more equal stages as "(S|)*N".
+  std::string out;
+  for (size_t i = 0; i < st.size();) {
+    size_t j = i;
+    while (j < st.size() && st[j] == st[i]) ++j;
+    const bool last = j == st.size();
+    if (j - i >= 3 && !last) {
+      out += fmt::format("({}|)*{}", st[i], j - i);
+    } else {
+      for (size_t k = i; k < j; ++k)
+        out += st[k] + (k + 1 < st.size() ? "|" : "");
     }
+    i = j;
   }
-  if (const int mtp = estimate::MtpModules(m, cfg); mtp > 0) {
-    out.Flag("--mtp-num-layers", mtp);
+  return out;
+}
+
+// Even splits keep Megatron's per-virtual-stage count; anything else (layers
+// not dividing by pp x vpp, a planned last-stage count) is written as an
+// explicit layout, which Megatron accepts for any split.
+void MegatronPipelineSplit(LaunchText& out, const model::ModelSpec& m,
+                           const estimate::TrainingConfig& cfg,
+                           const Degrees& d) {
+  const int vpp = std::max(1, cfg.layout.vpp);
+  const int last = cfg.layout.last_stage_layers;
+  if (last == 0 && m.num_layers % (d.pp * vpp) == 0) {
+    if (vpp > 1) {
+      out.Flag("--num-layers-per-virtual-pipeline-stage",
+               m.num_layers / (d.pp * vpp));
+    }
+    return;
   }
-  out.Flag("--context-parallel-size", d.cp);
-  if (d.cp > 1 && cfg.habits.cp_comm != estimate::CpComm::kRing) {
-    out.Flag("--cp-comm-type",
-             std::string(estimate::CpCommName(cfg.habits.cp_comm)));
+  const std::vector<int> per = StageLayers(m.num_layers, d.pp, vpp, last);
+  const int mtp = estimate::MtpModules(m, cfg);
+  out.Comment(fmt::format(
+      "{} layers over {} pipeline stage(s) x {} virtual: an explicit layout "
+      "(decoder layers per virtual stage {}..{})",
+      m.num_layers, d.pp, vpp, *std::min_element(per.begin(), per.end()),
+      *std::max_element(per.begin(), per.end())));
+  out.Flag("--pipeline-model-parallel-layout",
+           "\"" + MegatronLayout(per, mtp) + "\"");
+}
+
+// The architecture flags Megatron needs beyond the shapes, from the
+// checkpoint's config.json (data/models/<id>.json: rope_theta,
+// rope_scaling, scoring_func, n_group/topk_group, routed_scaling_factor;
+// Qwen3's q/k RMSNorm from its modeling code).
+void MegatronArchFlags(LaunchText& out, const model::ModelSpec& m) {
+  const std::string& id = m.id;
+  if (id.rfind("llama3", 0) == 0) {
+    out.Flag("--rotary-base", 500000);
+    out.Arg("--use-rope-scaling");  // rope_type llama3, factor 8
+  } else if (id.rfind("qwen3", 0) == 0) {
+    out.Flag("--rotary-base", 1000000);
+    out.Arg("--qk-layernorm");
+  } else if (id.rfind("mixtral", 0) == 0) {
+    out.Flag("--rotary-base", 1000000);
+  } else if (id == "deepseek-v3") {
+    out.Flag("--moe-router-score-function", "sigmoid");
+    out.Arg("--moe-router-enable-expert-bias");
+    out.Flag("--moe-router-topk-scaling-factor", "2.5");
+    out.Flag("--moe-router-num-groups", 8);
+    out.Flag("--moe-router-group-topk", 4);
+    out.Flag("--moe-router-load-balancing-type", "seq_aux_loss");
+    out.Flag("--rope-type", "yarn");
+    out.Flag("--rotary-scaling-factor", 40);
+    out.Flag("--mscale", "1.0");
+    out.Flag("--mscale-all-dim", "1.0");
+  } else {
+    out.Comment("rotary base, rotary scaling and router details of " + m.name +
+                " are not known to scalemodel: add them from its config");
   }
-  if (d.ep > 1) out.Flag("--expert-model-parallel-size", d.ep);
-  if (d.tp > 1 && cfg.par.sequence_parallel) out.Arg("--sequence-parallel");
-  if (cfg.habits.tp_comm_overlap && d.tp > 1) out.Arg("--tp-comm-overlap");
+}
+
+// Megatron's data-parallel flavour: FSDP2 for fsdp, the distributed
+// optimizer for zero >= 1, and the overlap flags.
+void MegatronDataParallelFlags(LaunchText& out,
+                               const estimate::TrainingConfig& cfg,
+                               const Degrees& d) {
   if (d.fsdp > 1) {
     out.Comment(fmt::format(
         "fsdp={} runs as PyTorch FSDP2 inside Megatron (Megatron's data "
@@ -408,13 +521,24 @@ Result<std::string> EmitMegatron(const model::ModelSpec& m,
     out.Arg("--overlap-grad-reduce");
     if (cfg.par.zero > 0 && d.fsdp == 1) out.Arg("--overlap-param-gather");
   }
-  out.Flag("--micro-batch-size", cfg.layout.micro_batch);
-  out.Flag("--global-batch-size", GlobalSequences(cfg));
-  out.Flag("--seq-length", static_cast<long>(cfg.seq));
-  out.Flag("--max-position-embeddings",
-           std::max(static_cast<long>(cfg.seq), m.max_positions));
-  MegatronModelFlags(out, m);
-  MegatronDispatchFlags(out, m, cfg, d);
+}
+
+// CUDA_DEVICE_MAX_CONNECTIONS as Megatron asserts it.
+void MegatronEnv(LaunchText& out, const model::ModelSpec& m,
+                 const hw::System& sys, const estimate::TrainingConfig& cfg,
+                 const Degrees& d) {
+  // arguments.py:1014-1015 (FSDP2: not 1) and 1413-1439 (tp or cp > 1
+  // before Blackwell: 1).
+  const bool ep_overlap = m.is_moe() && cfg.habits.ep_overlap && d.ep > 1;
+  if (d.fsdp > 1) {
+    out.Env("unset CUDA_DEVICE_MAX_CONNECTIONS");
+  } else if ((d.tp > 1 || d.cp > 1) && ContextFor(m, sys).cuda_arch < 10 &&
+             !ep_overlap) {
+    out.Env("export CUDA_DEVICE_MAX_CONNECTIONS=1");
+  }
+}
+
+void MegatronRecompute(LaunchText& out, model::Remat remat) {
   // Selective recompute of some modules: the nearest Megatron has to a
   // policy it lacks.
   auto selective = [&](const char* modules, const std::string& why) {
@@ -422,7 +546,7 @@ Result<std::string> EmitMegatron(const model::ModelSpec& m,
     out.Flag("--recompute-modules", modules);
     out.Comment(why);
   };
-  switch (cfg.memory.remat) {
+  switch (remat) {
     case model::Remat::kNone:
       break;
     case model::Remat::kSelective:
@@ -445,6 +569,49 @@ Result<std::string> EmitMegatron(const model::ModelSpec& m,
       out.Flag("--recompute-num-layers", 1);
       break;
   }
+}
+
+Result<std::string> EmitMegatron(const model::ModelSpec& m,
+                                 const hw::System& sys,
+                                 const estimate::TrainingConfig& cfg,
+                                 const estimate::TrainingEstimate& est,
+                                 const Degrees& d) {
+  LaunchText out;
+  TrainingHeader(out, "Megatron-LM", m, sys, cfg, est, d);
+  HostComment(out, sys);
+  out.Comment(fmt::format(
+      "add your data, tokenizer and checkpoint flags; the tokenizer sets the "
+      "vocabulary (V = {})",
+      m.vocab));
+  MegatronEnv(out, m, sys, cfg, d);
+  out.Command(Torchrun(sys, "pretrain_gpt.py"));
+  out.Flag("--tensor-model-parallel-size", d.tp);
+  out.Flag("--pipeline-model-parallel-size", d.pp);
+  if (d.pp > 1) MegatronPipelineSplit(out, m, cfg, d);
+  if (const int mtp = estimate::MtpModules(m, cfg); mtp > 0) {
+    out.Flag("--mtp-num-layers", mtp);
+  }
+  out.Flag("--context-parallel-size", d.cp);
+  if (d.cp > 1 && cfg.habits.cp_comm != estimate::CpComm::kRing) {
+    // TransformerEngine's spelling (context_parallel.py:5096-5139).
+    out.Flag("--cp-comm-type",
+             cfg.habits.cp_comm == estimate::CpComm::kAllGather
+                 ? std::string("all_gather")
+                 : std::string(estimate::CpCommName(cfg.habits.cp_comm)));
+  }
+  if (d.ep > 1) out.Flag("--expert-model-parallel-size", d.ep);
+  if (d.tp > 1 && cfg.par.sequence_parallel) out.Arg("--sequence-parallel");
+  if (cfg.habits.tp_comm_overlap && d.tp > 1) out.Arg("--tp-comm-overlap");
+  MegatronDataParallelFlags(out, cfg, d);
+  out.Flag("--micro-batch-size", cfg.layout.micro_batch);
+  out.Flag("--global-batch-size", GlobalSequences(cfg));
+  out.Flag("--seq-length", static_cast<long>(cfg.seq));
+  out.Flag("--max-position-embeddings",
+           std::max(static_cast<long>(cfg.seq), m.max_positions));
+  MegatronModelFlags(out, m);
+  MegatronArchFlags(out, m);
+  MegatronDispatchFlags(out, m, cfg, d);
+  MegatronRecompute(out, cfg.memory.remat);
   out.Arg("--bf16");
   // Megatron-LM reduces bf16 gradients in fp32 unless told otherwise; the
   // estimate assumed bf16 reductions unless --grad-reduce fp32.
@@ -486,14 +653,138 @@ Result<std::string> EmitMegatron(const model::ModelSpec& m,
   return out.Str();
 }
 
+// What the torchtitan line does differently from the estimate.
+void TorchtitanNotes(LaunchText& out, const model::ModelSpec& m,
+                     const estimate::TrainingConfig& cfg, const Degrees& d) {
+  if (d.pp > 1 && cfg.layout.last_stage_layers > 0) {
+    out.Comment(fmt::format(
+        "the estimate put {} layers on the last pipeline stage; torchtitan "
+        "splits the model itself",
+        cfg.layout.last_stage_layers));
+  }
+  if (d.cp > 1 && cfg.habits.cp_comm != estimate::CpComm::kRing) {
+    out.Comment(fmt::format(
+        "torchtitan's context parallelism is ring attention (--cp-comm "
+        "p2p); the estimate assumed --cp-comm {}",
+        estimate::CpCommName(cfg.habits.cp_comm)));
+  }
+  if (const int mtp = estimate::MtpModules(m, cfg); mtp > 0) {
+    out.Comment(fmt::format(
+        "the estimate trains {} multi-token-prediction module(s); rerun with "
+        "--mtp-layers 0 if your torchtitan config trains without",
+        mtp));
+  }
+  if (cfg.precision.matmul == hw::Dtype::kFp8 &&
+      cfg.precision.fp8_recipe != estimate::Fp8Recipe::kTensorwise) {
+    out.Comment(fmt::format(
+        "torchtitan's float8 scales each tensor as it is cast (tensorwise); "
+        "the estimate assumed --fp8-recipe {}",
+        estimate::Fp8RecipeName(cfg.precision.fp8_recipe)));
+  }
+  if (cfg.memory.offload_optimizer && !cfg.memory.offload_params) {
+    out.Comment(
+        "torchtitan's CPU offload moves parameters and gradients as well as "
+        "the optimizer state to host memory (--offload-params)");
+  }
+}
+
+// torchtitan's model and flavor (models/<name>/__init__.py at v0.2.2:
+// llama3 8B/70B/405B, deepseek_v3 671B at :130, qwen3 30B-A3B and
+// 235B-A22B at :145/:168) for catalog models without engine names.
+std::pair<std::string, std::string> TorchtitanModel(
+    const model::ModelSpec& m, const ingest::EngineNames& names) {
+  if (!names.torchtitan_model.empty())
+    return {names.torchtitan_model, names.torchtitan_flavor};
+  if (m.id == "deepseek-v3") return {"deepseek_v3", "671B"};
+  if (m.id == "qwen3-235b-a22b") return {"qwen3", "235B-A22B"};
+  if (m.id == "qwen3-30b-a3b") return {"qwen3", "30B-A3B"};
+  if (m.id == "qwen3-8b") return {"qwen3", "8B"};
+  return {"", ""};
+}
+
+// The config-registry name (models/<name>/config_registry.py at b5bcd76c):
+// "<module>_<flavor>" in lower case with '-' as '_'.
+std::string TorchtitanConfig(const std::string& module,
+                             const std::string& flavor) {
+  std::string f = ToLower(flavor);
+  std::replace(f.begin(), f.end(), '-', '_');
+  return module + "_" + f;
+}
+
+// Looped schedules take 2 stages per rank unless
+// pipeline_parallel_layers_per_stage sets the count: ceil((layers + 1 + 1) /
+// per stage) virtual stages, the embedding and the output counting as one
+// layer each (distributed/pipeline_parallel.py:59-115 at v0.2.2).
+void TorchtitanStages(LaunchText& out, int layers, int pp, int vpp) {
+  for (int per = 1; per <= layers + 2; ++per) {
+    if ((layers + 2 + per - 1) / per == pp * vpp) {
+      out.Flag("--parallelism.pipeline_parallel_layers_per_stage", per);
+      return;
+    }
+  }
+  out.Comment(fmt::format(
+      "no layers-per-stage count gives {} virtual stages for {} layers: "
+      "torchtitan will run 2 per rank",
+      pp * vpp, layers));
+}
+
+void TorchtitanParallelism(LaunchText& out, const estimate::TrainingConfig& cfg,
+                           const Degrees& d, int layers, int replicate,
+                           int shard, long local, bool registry) {
+  out.Flag("--parallelism.data_parallel_replicate_degree", replicate);
+  out.Flag("--parallelism.data_parallel_shard_degree", shard);
+  out.Flag("--parallelism.tensor_parallel_degree", d.tp);
+  if (d.tp > 1 && cfg.habits.tp_comm_overlap) {
+    // Async TP runs in the compiled model (tensor_parallel.py:17-23 at
+    // v0.2.2; CompileConfig at main).
+    out.Arg("--compile.enable");
+    out.Arg(registry ? "--compile.enable_async_tensor_parallel"
+                     : "--parallelism.enable_async_tensor_parallel");
+  }
+  out.Flag("--parallelism.pipeline_parallel_degree", d.pp);
+  if (d.pp > 1) {
+    static const char* kSchedules[] = {"GPipe", "1F1B", "Interleaved1F1B"};
+    out.Flag("--parallelism.pipeline_parallel_schedule",
+             kSchedules[static_cast<int>(cfg.layout.schedule)]);
+    if (registry) {
+      // A count here (configs.py:232), a size in the TOML era.
+      out.Flag("--parallelism.num_pp_microbatches",
+               std::max(1L, local / std::max(1, cfg.layout.micro_batch)));
+    } else {
+      out.Flag("--parallelism.pipeline_parallel_microbatch_size",
+               cfg.layout.micro_batch);
+    }
+  }
+  if (d.pp > 1 && cfg.layout.vpp > 1 && cfg.layout.vpp != 2) {
+    TorchtitanStages(out, layers, d.pp, cfg.layout.vpp);
+  }
+  out.Flag("--parallelism.context_parallel_degree", d.cp);
+  out.Flag("--parallelism.expert_parallel_degree", d.ep);
+}
+
+void TorchtitanRemat(LaunchText& out, model::Remat remat, bool registry) {
+  const char* mode = remat == model::Remat::kNone   ? "none"
+                     : remat == model::Remat::kFull ? "full"
+                                                    : "selective";
+  if (registry) {
+    // A tyro subcommand (distributed/activation_checkpoint.py:332-336).
+    out.Arg(std::string("activation_checkpoint:") + mode);
+    return;
+  }
+  out.Flag("--activation_checkpoint.mode", mode);
+  if (std::string_view(mode) == "selective")
+    out.Flag("--activation_checkpoint.selective_ac_option", "op");
+}
+
 Result<std::string> EmitTorchtitan(const model::ModelSpec& m,
                                    const ingest::EngineNames& names,
                                    const hw::System& sys,
                                    const estimate::TrainingConfig& cfg,
                                    const estimate::TrainingEstimate& est,
-                                   const Degrees& d) {
+                                   const Degrees& d, const EngineVersion& v) {
   LaunchText out;
   TrainingHeader(out, "torchtitan", m, sys, cfg, est, d);
+  const bool registry = v.era == "registry";
   // torchtitan carves expert parallelism out of the sharded data-parallel
   // ranks and has no ZeRO-1/2: replicas with zero > 0 become FSDP shards.
   const bool zero_as_fsdp = cfg.par.zero > 0 && d.dp > 1;
@@ -506,86 +797,39 @@ Result<std::string> EmitTorchtitan(const model::ModelSpec& m,
         "each step",
         cfg.par.zero, d.dp));
   }
-  out.Comment(
-      "--section.key flags work with TOML-era and config-registry torchtitan "
-      "(add --job.config_file or --module/--config for the rest)");
+  HostComment(out, sys);
   out.Command(Torchrun(sys, "-m torchtitan.train"));
-  if (!names.torchtitan_model.empty()) {
-    out.Flag("--model.name", names.torchtitan_model);
-    out.Flag("--model.flavor", names.torchtitan_flavor);
-  }
+  const auto [module, flavor] = TorchtitanModel(m, names);
+  const bool fp8 = cfg.precision.matmul == hw::Dtype::kFp8;
   const long gbs = GlobalSequences(cfg);
   const long dp_ranks = static_cast<long>(replicate) * shard;
-  out.Flag("--training.seq_len", static_cast<long>(cfg.seq));
-  out.Flag("--training.local_batch_size",
-           d.pp > 1 ? gbs / dp_ranks : cfg.layout.micro_batch);
-  out.Flag("--training.global_batch_size", gbs);
-  out.Flag("--parallelism.data_parallel_replicate_degree", replicate);
-  out.Flag("--parallelism.data_parallel_shard_degree", shard);
-  out.Flag("--parallelism.tensor_parallel_degree", d.tp);
-  if (d.tp > 1 && cfg.habits.tp_comm_overlap) {
-    out.Arg("--parallelism.enable_async_tensor_parallel");
-  }
-  out.Flag("--parallelism.pipeline_parallel_degree", d.pp);
-  if (d.pp > 1) {
-    static const char* kSchedules[] = {"GPipe", "1F1B", "Interleaved1F1B"};
-    out.Flag("--parallelism.pipeline_parallel_schedule",
-             kSchedules[static_cast<int>(cfg.layout.schedule)]);
-    out.Flag("--parallelism.pipeline_parallel_microbatch_size",
-             cfg.layout.micro_batch);
-  }
-  out.Flag("--parallelism.context_parallel_degree", d.cp);
-  if (d.pp > 1 && cfg.layout.last_stage_layers > 0) {
-    out.Comment(fmt::format(
-        "the estimate put {} layers on the last pipeline stage: split the "
-        "model accordingly (torchtitan's pipeline splits it for you)",
-        cfg.layout.last_stage_layers));
-  }
-  if (d.cp > 1 && cfg.habits.cp_comm != estimate::CpComm::kRing) {
-    out.Comment(fmt::format(
-        "torchtitan's context parallelism is ring attention (--cp-comm "
-        "p2p); the estimate assumed --cp-comm {}",
-        estimate::CpCommName(cfg.habits.cp_comm)));
-  }
-  out.Flag("--parallelism.expert_parallel_degree", d.ep);
-  if (const int mtp = estimate::MtpModules(m, cfg); mtp > 0) {
-    out.Comment(fmt::format(
-        "the estimate trains {} multi-token-prediction module(s) as the "
-        "model's config has them; if your torchtitan model trains without, "
-        "rerun with --mtp-layers 0",
-        mtp));
-  }
-  switch (cfg.memory.remat) {
-    case model::Remat::kNone:
-      out.Flag("--activation_checkpoint.mode", "none");
-      break;
-    case model::Remat::kSelective:
-    case model::Remat::kSaveMatmulOutputs:
-    case model::Remat::kSaveDotExceptMlpIn:
-      out.Flag("--activation_checkpoint.mode", "selective");
-      out.Flag("--activation_checkpoint.selective_ac_option", "op");
-      break;
-    case model::Remat::kFull:
-      out.Flag("--activation_checkpoint.mode", "full");
-      break;
-  }
-  if (cfg.precision.matmul == hw::Dtype::kFp8) {
-    out.Flag("--model.converters", "float8");
-    if (cfg.precision.fp8_recipe != estimate::Fp8Recipe::kTensorwise) {
-      out.Comment(
-          fmt::format("torchtitan's float8 scales each tensor as it is cast "
-                      "(tensorwise); the estimate assumed --fp8-recipe {}",
-                      estimate::Fp8RecipeName(cfg.precision.fp8_recipe)));
+  const long local = d.pp > 1 ? gbs / dp_ranks : cfg.layout.micro_batch;
+  if (registry) {
+    if (!module.empty()) {
+      out.Flag("--module", module);
+      out.Flag("--config",
+               TorchtitanConfig(module, flavor) + (fp8 ? "_float8" : ""));
     }
-  }
-  if (cfg.memory.offload_optimizer) {
-    out.Arg("--training.enable_cpu_offload");
-    if (!cfg.memory.offload_params) {
-      out.Comment(
-          "torchtitan's CPU offload moves parameters and gradients as well "
-          "as the optimizer state to host memory (--offload-params)");
+    out.Flag("--training.max_context_length", static_cast<long>(cfg.seq));
+    out.Flag("--training.num_tokens_per_microbatch_per_dp_rank",
+             local * static_cast<long>(cfg.seq));
+    out.Flag("--training.num_tokens_per_train_step",
+             gbs * static_cast<long>(cfg.seq));
+  } else {
+    if (!module.empty()) {
+      out.Flag("--model.name", module);
+      out.Flag("--model.flavor", flavor);
     }
+    if (fp8) out.Flag("--model.converters", "quantize.linear.float8");
+    out.Flag("--training.seq_len", static_cast<long>(cfg.seq));
+    out.Flag("--training.local_batch_size", local);
+    out.Flag("--training.global_batch_size", gbs);
   }
+  TorchtitanParallelism(out, cfg, d, m.num_layers, replicate, shard, local,
+                        registry);
+  TorchtitanRemat(out, cfg.memory.remat, registry);
+  TorchtitanNotes(out, m, cfg, d);
+  if (cfg.memory.offload_optimizer) out.Arg("--training.enable_cpu_offload");
   return out.Str();
 }
 
@@ -612,15 +856,6 @@ void ServingHeader(LaunchText& out, std::string_view engine,
         "behind a load balancer",
         cfg.dp, cfg.tp * cfg.ep, cfg.tp * cfg.ep > 1 ? "s" : ""));
   }
-  const int replica = cfg.tp * cfg.ep;
-  const int domain = sys.chip.nvlink ? sys.chip.nvlink->domain_size : 0;
-  if (domain > 0 && replica > domain) {
-    out.Comment(fmt::format(
-        "a replica of {} GPUs spans NVLink domains of {}: start it across "
-        "hosts (vLLM: a Ray cluster; SGLang: --nnodes, --node-rank, "
-        "--dist-init-addr)",
-        replica, domain));
-  }
 }
 
 std::string ModelPath(const model::ModelSpec& m,
@@ -644,6 +879,25 @@ void WeightFlags(LaunchText& out, const model::ModelSpec& m,
   if (cfg.kv == hw::Dtype::kFp8) out.Flag("--kv-cache-dtype", fp8_kv);
 }
 
+// A DP replica over several hosts: one `vllm serve` per host, each running
+// --data-parallel-size-local ranks, host 0 at --data-parallel-address
+// (vLLM docs/serving/data_parallel_deployment.md).
+void VllmMultiNode(LaunchText& out, const hw::System& sys,
+                   const estimate::ServeConfig& cfg) {
+  const int per_host = GpusPerHost(sys);
+  if (cfg.tp * cfg.ep <= per_host || per_host % cfg.tp != 0) return;
+  const int local = per_host / cfg.tp;
+  out.Comment(fmt::format(
+      "run on each of the {} hosts with NODE_RANK=0..{} and MASTER_ADDR = "
+      "host 0's address; add --headless on every host but host 0",
+      cfg.tp * cfg.ep / per_host, cfg.tp * cfg.ep / per_host - 1));
+  out.Flag("--data-parallel-size-local", local);
+  out.Flag("--data-parallel-start-rank",
+           fmt::format("$((NODE_RANK * {}))", local));
+  out.Flag("--data-parallel-address", "${MASTER_ADDR}");
+  out.Flag("--data-parallel-rpc-port", 13345);
+}
+
 Result<std::string> EmitVllm(const model::ModelSpec& m,
                              const ingest::EngineNames& names,
                              const hw::System& sys,
@@ -656,6 +910,7 @@ Result<std::string> EmitVllm(const model::ModelSpec& m,
   }
   out.Command("vllm serve " + ModelPath(m, names, out));
   out.Flag("--tensor-parallel-size", cfg.tp);
+  long seqs = std::lround(std::ceil(cfg.batch));
   if (cfg.ep > 1) {
     out.Comment(fmt::format(
         "ep={}: attention runs data-parallel on {} ranks of tp={}, experts "
@@ -663,8 +918,14 @@ Result<std::string> EmitVllm(const model::ModelSpec& m,
         cfg.ep, cfg.ep, cfg.tp, cfg.tp * cfg.ep));
     out.Flag("--data-parallel-size", cfg.ep);
     out.Arg("--enable-expert-parallel");
+    VllmMultiNode(out, sys, cfg);
+    // --max-num-seqs applies per DP rank (data_parallel_deployment.md).
+    seqs = std::lround(std::ceil(cfg.batch / cfg.ep));
+    out.Comment(fmt::format(
+        "--max-num-seqs is per DP rank: {} x {} ranks = the planned batch {}",
+        seqs, cfg.ep, FormatNumber(cfg.batch)));
   }
-  out.Flag("--max-num-seqs", std::lround(std::ceil(cfg.batch)));
+  out.Flag("--max-num-seqs", seqs);
   out.Flag("--max-model-len", std::lround(cfg.prompt + cfg.output));
   WeightFlags(out, m, cfg, "fp8");
   return out.Str();
@@ -682,6 +943,17 @@ Result<std::string> EmitSglang(const model::ModelSpec& m,
               ModelPath(m, names, out));
   const int replica = cfg.tp * cfg.ep;
   out.Flag("--tp-size", replica);
+  if (const int per_host = GpusPerHost(sys); replica > per_host) {
+    // SGLang's multi-node flags (server_args.py: --nnodes, --node-rank,
+    // --dist-init-addr).
+    out.Comment(fmt::format(
+        "run on each of the {} hosts with NODE_RANK=0..{} and MASTER_ADDR = "
+        "host 0's address",
+        replica / per_host, replica / per_host - 1));
+    out.Flag("--nnodes", replica / per_host);
+    out.Flag("--node-rank", "${NODE_RANK}");
+    out.Flag("--dist-init-addr", "${MASTER_ADDR}:5000");
+  }
   if (cfg.ep > 1) {
     out.Comment(fmt::format(
         "ep={}: SGLang's DP attention ({} attention groups of tp={}) with "
@@ -697,28 +969,44 @@ Result<std::string> EmitSglang(const model::ModelSpec& m,
   return out.Str();
 }
 
+// "engine@version": the version must be known (ParseEngineVersion).
+Result<std::string> EngineName(std::string_view text) {
+  const size_t at = text.find('@');
+  if (at == std::string_view::npos) return ToLower(text);
+  // An unknown engine gets the caller's "did you mean"; a known one with an
+  // unknown version the list of versions.
+  if (ParseEngineVersion(text.substr(0, at))) {
+    if (auto v = ParseEngineVersion(text); !v) return tl::unexpected(v.error());
+  }
+  return ToLower(text.substr(0, at));
+}
+
 }  // namespace
 
 Result<TrainEngine> ParseTrainEngine(std::string_view text) {
   static const std::vector<std::string> kNames = {"maxtext", "megatron",
                                                   "torchtitan"};
-  std::string t = ToLower(text);
+  auto name = EngineName(text);
+  if (!name) return tl::unexpected(name.error());
+  const std::string t = *name;
   if (t == "maxtext") return TrainEngine::kMaxText;
   if (t == "megatron" || t == "megatron-lm") return TrainEngine::kMegatron;
   if (t == "torchtitan") return TrainEngine::kTorchtitan;
-  return InvalidArgument("unknown training engine '" + std::string(text) + "'" +
-                             DidYouMean(text, kNames) +
+  return InvalidArgument("unknown training engine '" + t + "'" +
+                             DidYouMean(t, kNames) +
                              "; expected maxtext, megatron or torchtitan",
                          "engine");
 }
 
 Result<ServeEngine> ParseServeEngine(std::string_view text) {
   static const std::vector<std::string> kNames = {"vllm", "sglang"};
-  std::string t = ToLower(text);
+  auto name = EngineName(text);
+  if (!name) return tl::unexpected(name.error());
+  const std::string t = *name;
   if (t == "vllm") return ServeEngine::kVllm;
   if (t == "sglang") return ServeEngine::kSglang;
-  return InvalidArgument("unknown serving engine '" + std::string(text) + "'" +
-                             DidYouMean(text, kNames) +
+  return InvalidArgument("unknown serving engine '" + t + "'" +
+                             DidYouMean(t, kNames) +
                              "; expected vllm or sglang",
                          "engine");
 }
@@ -747,11 +1035,25 @@ estimate::Engine PresetOf(TrainEngine engine) {
   return estimate::Engine::kMegatron;
 }
 
-Result<std::string> EmitTraining(TrainEngine engine,
-                                 const ingest::ImportedModel& model,
-                                 const hw::System& system,
-                                 const estimate::TrainingConfig& cfg,
-                                 const estimate::TrainingEstimate& est) {
+namespace {
+
+Engine EngineOf(TrainEngine e) {
+  switch (e) {
+    case TrainEngine::kMaxText:
+      return Engine::kMaxText;
+    case TrainEngine::kMegatron:
+      return Engine::kMegatron;
+    case TrainEngine::kTorchtitan:
+      return Engine::kTorchtitan;
+  }
+  return Engine::kMegatron;
+}
+
+Result<std::string> EmitTrainingFor(TrainEngine engine, const EngineVersion& v,
+                                    const ingest::ImportedModel& model,
+                                    const hw::System& system,
+                                    const estimate::TrainingConfig& cfg,
+                                    const estimate::TrainingEstimate& est) {
   if (auto ok = CheckTrainEngine(engine, system); !ok) {
     return tl::unexpected(ok.error());
   }
@@ -762,10 +1064,81 @@ Result<std::string> EmitTraining(TrainEngine engine,
     case TrainEngine::kMegatron:
       return EmitMegatron(model.spec, system, cfg, est, d);
     case TrainEngine::kTorchtitan:
-      return EmitTorchtitan(model.spec, model.engine_names, system, cfg, est,
-                            d);
+      return EmitTorchtitan(model.spec, model.engine_names, system, cfg, est, d,
+                            v);
   }
   return InvalidArgument("unknown training engine", "engine");
+}
+
+Result<CheckedLaunch> Check(const EngineVersion& v, Result<std::string> text,
+                            const model::ModelSpec& m,
+                            const hw::System& system) {
+  if (!text) return tl::unexpected(text.error());
+  CheckedLaunch c;
+  c.version = v;
+  c.failures = ValidateLaunch(v, *text, ContextFor(m, system));
+  if (c.launchable()) {
+    c.text =
+        fmt::format(
+            "# checked against {}@{} ({} {}): passes scalemodel's {} launch "
+            "rules (docs/launch.md)\n",
+            EngineId(v.engine), v.name, v.commit, v.date, RulesOf(v).size()) +
+        *text;
+  }
+  return c;
+}
+
+}  // namespace
+
+std::string CheckedLaunch::Reason() const {
+  if (failures.empty()) return "";
+  return fmt::format("{}@{} cannot launch this plan: {}",
+                     EngineId(version.engine), version.name,
+                     failures.front().Sentence());
+}
+
+Result<std::string> EmitTraining(TrainEngine engine,
+                                 const ingest::ImportedModel& model,
+                                 const hw::System& system,
+                                 const estimate::TrainingConfig& cfg,
+                                 const estimate::TrainingEstimate& est) {
+  return EmitTrainingFor(engine, KnownVersions(EngineOf(engine)).front(), model,
+                         system, cfg, est);
+}
+
+Result<CheckedLaunch> EmitTrainingChecked(
+    std::string_view engine, const ingest::ImportedModel& model,
+    const hw::System& system, const estimate::TrainingConfig& cfg,
+    const estimate::TrainingEstimate& est) {
+  auto te = ParseTrainEngine(engine);
+  if (!te) return tl::unexpected(te.error());
+  auto v = ParseEngineVersion(engine);
+  if (!v) return tl::unexpected(v.error());
+  return Check(*v, EmitTrainingFor(*te, *v, model, system, cfg, est),
+               model.spec, system);
+}
+
+Result<CheckedLaunch> EmitServingChecked(std::string_view engine,
+                                         const ingest::ImportedModel& model,
+                                         const hw::System& system,
+                                         const estimate::ServeConfig& cfg,
+                                         const estimate::ServeEstimate& est) {
+  auto se = ParseServeEngine(engine);
+  if (!se) return tl::unexpected(se.error());
+  auto v = ParseEngineVersion(engine);
+  if (!v) return tl::unexpected(v.error());
+  return Check(*v, EmitServing(*se, model, system, cfg, est), model.spec,
+               system);
+}
+
+bool CanLaunchTraining(std::string_view engine,
+                       const ingest::ImportedModel& model,
+                       const hw::System& system,
+                       const estimate::TrainingConfig& cfg) {
+  auto est = estimate::EstimateTraining(model.spec, system, cfg);
+  if (!est) return false;
+  auto c = EmitTrainingChecked(engine, model, system, cfg, *est);
+  return c && c->launchable();
 }
 
 Result<std::string> EmitServing(ServeEngine engine,

@@ -65,7 +65,7 @@ Result<std::vector<Found>> SearchSizes(const model::ModelSpec& model,
   SearchOptions sopt;
   sopt.base = request.base;
   // Keep extra candidates so folding near-duplicates still leaves `top`.
-  sopt.top_k = request.top * 8;
+  sopt.top_k = request.top * (request.launchable ? 64 : 8);
   sopt.threads = request.threads;
   sopt.max_zero = request.max_zero;
   sopt.remats = request.remats;
@@ -94,6 +94,11 @@ Result<std::vector<Found>> SearchSizes(const model::ModelSpec& model,
       counts->fewest_unsplit_replicas = r->fewest_unsplit_replicas;
     }
     for (PlanCandidate& p : r->plans) {
+      if (request.launchable) {  // the engine filter (--emit)
+        estimate::TrainingConfig c = p.config;
+        c.layout.placement_order.assign(p.order.begin(), p.order.end());
+        if (!request.launchable(systems[k], c)) continue;
+      }
       merged.push_back({std::move(p), static_cast<int>(k)});
     }
   }

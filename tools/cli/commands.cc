@@ -89,6 +89,26 @@ static std::pair<std::string, Json> ServingTrust(
   return {text, j};
 }
 
+Result<bool> PutCheckedLaunch(const launch::CheckedLaunch& c, Output& out) {
+  const std::string engine(launch::EngineId(c.version.engine));
+  out.json["launch"] = {{"engine", engine},
+                        {"version", c.version.name},
+                        {"engine_commit", c.version.commit},
+                        {"launchable", c.launchable()}};
+  if (c.launchable()) {
+    out.text = c.text;
+    out.json["launch"]["script"] = c.text;
+  } else {
+    // An infeasible plan is a result: a shell comment, so pasting it runs
+    // nothing, and exit status 0.
+    out.text = "# " + c.Reason() + "\n";
+    out.json["launch"]["reason"] = c.Reason();
+    out.json["launch"]["rule"] = c.failures.front().rule.id;
+    out.json["launch"]["rule_source"] = c.failures.front().rule.source;
+  }
+  return true;
+}
+
 // How the realistic model did on the published runs on this chip
 // (data/validation): a sentence for the report and its JSON. Peak mode and
 // --assume-mfu are not predictions of a measurement, so they get none.

@@ -12,6 +12,7 @@
 #include "CLI/CLI.hpp"
 #include "scalemodel/base/error.h"
 #include "scalemodel/catalog/catalog.h"
+#include "scalemodel/launch/launch.h"
 #include "scalemodel/net/collective.h"
 #include "scalemodel/report/json.h"
 #include "scalemodel/units/format.h"
@@ -118,6 +119,11 @@ inline Error EmitError(Error e) {
 // gains "launch" {engine, script}. Passes an emit error through.
 Result<bool> PutLaunch(const std::string& engine_name,
                        const Result<std::string>& text, Output& out);
+// The launch line of a checked emit, or the sentence saying which engine
+// rule fails (exit 0: an infeasible plan is a result); JSON "launch" has
+// engine, version, engine_commit, launchable and script or reason / rule /
+// rule_source.
+Result<bool> PutCheckedLaunch(const launch::CheckedLaunch& c, Output& out);
 
 // Shorthands the command files share.
 using report::Json;

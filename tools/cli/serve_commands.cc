@@ -54,8 +54,9 @@ struct ServeCli {
 };
 
 static constexpr const char* kEmitHelp =
-    "Print the launch line for {} instead of the report: vllm or sglang "
-    "(--json adds it as \"launch\")";
+    "Print the launch line for {} instead of the report, checked by the "
+    "engine's rules: vllm or sglang, optionally @VERSION (docs/launch.md; "
+    "--json adds it as \"launch\")";
 
 // --emit: the launch text replaces the report; JSON carries both.
 static Result<bool> AddServeLaunch(const std::string& engine_name,
@@ -65,10 +66,9 @@ static Result<bool> AddServeLaunch(const std::string& engine_name,
                                    const estimate::ServeEstimate& est,
                                    Output& out) {
   if (engine_name.empty()) return true;
-  auto engine = launch::ParseServeEngine(engine_name);
-  if (!engine) return tl::unexpected(EmitError(engine.error()));
-  return PutLaunch(engine_name, launch::EmitServing(*engine, m, sys, cfg, est),
-                   out);
+  auto c = launch::EmitServingChecked(engine_name, m, sys, cfg, est);
+  if (!c) return tl::unexpected(EmitError(c.error()));
+  return PutCheckedLaunch(*c, out);
 }
 
 static Result<estimate::ServeConfig> ParseServeCommon(

@@ -591,8 +591,10 @@ static void AddTrainOptions(CLI::App* app, TrainOptionsCli& o, bool plan) {
   app->add_option("--emit", o.emit,
                   std::string("Print the launch line for ") +
                       (plan ? "this plan" : "the best plan") +
-                      " instead of the report: maxtext, megatron or "
-                      "torchtitan (--json adds it as \"launch\")");
+                      " instead of the report, checked by the engine's "
+                      "rules: maxtext, megatron or torchtitan, optionally "
+                      "@VERSION (docs/launch.md; --json adds it as "
+                      "\"launch\")");
   app->add_option("--engine", o.engine,
                   "Estimate as this framework runs by default: maxtext, "
                   "megatron (Megatron-LM), megatron-bridge (NeMo), "
@@ -611,8 +613,9 @@ static Result<bool> AddLaunch(const std::string& engine_name,
                               const estimate::TrainingEstimate& est,
                               Output& out) {
   if (!engine) return true;
-  return PutLaunch(engine_name, launch::EmitTraining(*engine, m, sys, cfg, est),
-                   out);
+  auto c = launch::EmitTrainingChecked(engine_name, m, sys, cfg, est);
+  if (!c) return tl::unexpected(EmitError(c.error()));
+  return PutCheckedLaunch(*c, out);
 }
 
 // Whether the step time is a prediction of what a run measures (realistic
@@ -1245,8 +1248,16 @@ Command AddPlanCommand(CLI::App& app) {
     req.objective = *objective;
     req.threads = o->threads;
     req.fixed = fixed;
-    // Only plans the engine can launch.
-    if (engine) req.launchable_by = launch::PresetOf(*engine);
+    // Only plans the engine can launch: its ZeRO levels and remat policies,
+    // then its validator (launch/rules.h) on each candidate.
+    if (engine) {
+      req.launchable_by = launch::PresetOf(*engine);
+      req.launchable = [&, emit = opts.emit](
+                           const hw::System& sys,
+                           const estimate::TrainingConfig& cfg) {
+        return launch::CanLaunchTraining(emit, in->model, sys, cfg);
+      };
+    }
     for (const std::string& count :
          o->chips.empty() ? std::vector<std::string>{} : Split(o->chips, ',')) {
       auto n = units::ParseCount(count);
@@ -1388,7 +1399,9 @@ Command AddPlanCommand(CLI::App& app) {
       if (!launch) return tl::unexpected(launch.error());
     } else if (engine) {
       return InvalidArgument(
-          "no feasible plan was found, so there is nothing to emit", "--emit");
+          "no feasible plan that " + o->train.emit +
+              " can launch was found, so there is nothing to emit",
+          "--emit");
     }
     return out;
   };

@@ -28,6 +28,7 @@
 #include "scalemodel/estimate/training.h"
 #include "scalemodel/hw/system.h"
 #include "scalemodel/ingest/hf_config.h"
+#include "scalemodel/launch/rules.h"
 #include "scalemodel/model/transformer.h"
 
 namespace scalemodel::launch {
@@ -35,8 +36,9 @@ namespace scalemodel::launch {
 enum class TrainEngine { kMaxText, kMegatron, kTorchtitan };
 enum class ServeEngine { kVllm, kSglang };
 
-// "maxtext", "megatron", "torchtitan" / "vllm", "sglang"; errors list the
-// accepted names.
+// "maxtext", "megatron", "torchtitan" / "vllm", "sglang", optionally
+// "@VERSION" (rules.h KnownVersions); errors list the accepted names or the
+// known versions.
 Result<TrainEngine> ParseTrainEngine(std::string_view text);
 Result<ServeEngine> ParseServeEngine(std::string_view text);
 
@@ -67,6 +69,39 @@ Result<std::string> EmitServing(ServeEngine engine,
                                 const hw::System& system,
                                 const estimate::ServeConfig& cfg,
                                 const estimate::ServeEstimate& est);
+
+// A launch line checked by its engine's validator (rules.h).
+struct CheckedLaunch {
+  EngineVersion version;
+  // The launch text (first line: the version it was checked against);
+  // empty when a rule fails.
+  std::string text;
+  std::vector<RuleFailure> failures;  // empty: the engine accepts the line
+  bool launchable() const { return failures.empty(); }
+  // One sentence: which rule fails and where the engine enforces it.
+  std::string Reason() const;
+};
+
+// `engine` is "ENGINE[@VERSION]". Emits the line for that version and runs
+// its validator. A plan the engine cannot run is a result
+// (launchable() false), not an error; errors are bad input (unknown engine
+// or version, a GPU engine on TPUs).
+Result<CheckedLaunch> EmitTrainingChecked(
+    std::string_view engine, const ingest::ImportedModel& model,
+    const hw::System& system, const estimate::TrainingConfig& cfg,
+    const estimate::TrainingEstimate& est);
+Result<CheckedLaunch> EmitServingChecked(std::string_view engine,
+                                         const ingest::ImportedModel& model,
+                                         const hw::System& system,
+                                         const estimate::ServeConfig& cfg,
+                                         const estimate::ServeEstimate& est);
+// Whether `engine` (ENGINE[@VERSION]) can launch the training plan `cfg`
+// on `system` (estimates it, emits and validates); the plan search's
+// engine filter.
+bool CanLaunchTraining(std::string_view engine,
+                       const ingest::ImportedModel& model,
+                       const hw::System& system,
+                       const estimate::TrainingConfig& cfg);
 
 }  // namespace scalemodel::launch
 

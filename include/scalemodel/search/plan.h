@@ -54,6 +54,10 @@ struct PlanRequest {
   // Keep to the plans this framework can launch (estimate::MaxZeroLevel and
   // ExactRemats); replaces max_zero and remats when set.
   std::optional<estimate::Engine> launchable_by;
+  // With launchable_by: the engine's own check of one candidate (the
+  // launch validator); plans it rejects are not ranked.
+  std::function<bool(const hw::System&, const estimate::TrainingConfig&)>
+      launchable;
   // Called about every 100 ms from the calling thread with the fraction of
   // the current size's space covered and the configurations so far.
   std::function<void(double fraction, double configs)> progress;
