@@ -225,6 +225,8 @@ class ServeResult(Result):
     critical_batch: float
     memory_per_chip: Record
     decode_breakdown: Record
+    prefill_breakdown: Record
+    decode_bounds: Record
     bound: str
     cost_per_million_tokens_usd: float
     notes: list[str]
@@ -245,6 +247,9 @@ class ValidateResult(Result):
     cases: Table
     summary: Table
     by_chip: Table
+    serving_by_metric: Table
+    serving_by_engine: Table
+    memory: Record
     skipped: list[str]
 
 def chips(
@@ -342,6 +347,9 @@ def train(
     schedule: _Opt | None = ...,
     vpp: int | None = ...,
     precision: _Opt | None = ...,
+    power_cap: _Opt | None = ...,
+    mfu_basis: _Opt | None = ...,
+    dp_overlap: float | None = ...,
     mode: _Opt | None = ...,
     assume_mfu: float | None = ...,
     price_per_chip_hour: float | None = ...,
@@ -379,6 +387,9 @@ def plan_train(
     schedule: _Opt | None = ...,
     vpp: int | None = ...,
     precision: _Opt | None = ...,
+    power_cap: _Opt | None = ...,
+    mfu_basis: _Opt | None = ...,
+    dp_overlap: float | None = ...,
     mode: _Opt | None = ...,
     assume_mfu: float | None = ...,
     price_per_chip_hour: float | None = ...,
@@ -403,6 +414,15 @@ def plan_train(
     objective: _Opt | None = ...,
     explain: _Opt | None = ...,
     threads: int | None = ...,
+    tp: int | None = ...,
+    cp: int | None = ...,
+    ep: int | None = ...,
+    fsdp: int | None = ...,
+    dp: int | None = ...,
+    pp: int | None = ...,
+    zero: int | None = ...,
+    offload: _Opt | None = ...,
+    memory_headroom: _Opt | None = ...,
     chips: _Opt | None = ...,
     catalog: _Path | None = ...,
 ) -> PlanTrainResult: ...
@@ -420,6 +440,20 @@ def serve(
     mode: _Opt | None = ...,
     price_per_chip_hour: float | None = ...,
     emit: _Opt | None = ...,
+    power_cap: _Opt | None = ...,
+    rate: _Opt | None = ...,
+    concurrency: int | None = ...,
+    trace_file: _Opt | None = ...,
+    requests: int | None = ...,
+    prompt_dist: _Opt | None = ...,
+    output_dist: _Opt | None = ...,
+    max_num_seqs: int | None = ...,
+    max_batched_tokens: int | None = ...,
+    chunked_prefill: bool | None = ...,
+    prefix_hit: float | None = ...,
+    seed: int | None = ...,
+    slo_ttft: _Opt | None = ...,
+    slo_tpot: _Opt | None = ...,
     catalog: _Path | None = ...,
 ) -> ServeResult: ...
 
@@ -444,5 +478,7 @@ def validate(
     *,
     markdown: bool | None = ...,
     filter: _Opt | None = ...,
+    cv: _Opt | None = ...,
+    fit: bool | None = ...,
     catalog: _Path | None = ...,
 ) -> ValidateResult: ...

@@ -22,7 +22,7 @@ def error_rows():
                 continue
             args, expected = line.split(" => ", 1)
             rows.append((shlex.split(args.replace("{dir}", CLI_DIR)),
-                         expected))
+                         expected.replace("{dir}", CLI_DIR)))
     return rows
 
 
@@ -53,16 +53,16 @@ def as_keywords(args):
             positional.append(a)
             i += 1
             continue
-        key = a[2:].replace("-", "_")
-        if "=" in key:
-            key, value = key.split("=", 1)
+        if "=" in a:
+            key, value = a[2:].split("=", 1)
             i += 1
         elif i + 1 < len(rest) and not rest[i + 1].startswith("--"):
-            value = rest[i + 1]
+            key, value = a[2:], rest[i + 1]
             i += 2
         else:
-            value = True
+            key, value = a[2:], True
             i += 1
+        key = key.replace("-", "_")
         if key in options or not key:
             return None
         options[key] = value

@@ -718,7 +718,7 @@ Command AddTrainCommand(CLI::App& app) {
       "  scalemodel train --model deepseek-v3 --system b200:8x32 --plan "
       "pp=8,ep=32,zero=1 --batch-tokens 4096x4096 --seq 4096 --schedule "
       "interleaved --vpp 2 --precision fp8 --fp8-recipe mxfp8 --ep-dedup "
-      "--ep-overlap --remat selective\n"
+      "--ep-overlap --remat full\n"
       "  scalemodel train --model llama3-8b --system h100:8x4 --plan "
       "'fsdp=32 mb=1 remat=none order=fsdp' --batch-tokens 1Mi --seq 8192");
   AddTrainOptions(c.app, *o, true);
@@ -974,8 +974,8 @@ Result<Output> ValidateOutput(const catalog::Catalog& cat, bool markdown,
                       fmt::format("{:+.1f}%", 100 * v.rel_error)});
     }
     out.text = Table(crow) + "\n" + Table(rows) + "\n" + Table(chip_rows) +
-               "\n" + metric_table + "\n" + engine_table +
-               "\n" + validate::MemoryText(*mem) +
+               "\n" + metric_table + "\n" + engine_table + "\n" +
+               validate::MemoryText(*mem) +
                fmt::format("\n{} rows not compared (see --markdown)\n",
                            rep->skipped.size());
   }
