@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <memory>
 #include <optional>
 
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
 #include "scalemodel/base/strings.h"
+#include "scalemodel/estimate/batching.h"
 #include "scalemodel/estimate/core.h"
 #include "scalemodel/estimate/inference.h"
 #include "scalemodel/estimate/training.h"
@@ -296,8 +298,79 @@ struct ServingLoad {
   double batch = 1;          // sequences decoding together
   double prefill_batch = 1;  // prompts prefilled together (TTFT)
   bool max_batch = false;    // "batch": "max"
-  std::string text;          // how the load was read, for the setup column
+  // A closed-loop concurrency or a Poisson rate: the case runs through the
+  // continuous-batching simulator (estimate/batching.h) instead.
+  int concurrency = 0;
+  double rate = 0;
+  bool mean = false;  // the source reports means, not medians
+  // The case's simulation, run once for all the quantities it measured.
+  mutable std::shared_ptr<estimate::SimulationResult> simulated;
+  std::string text;  // how the load was read, for the setup column
 };
+
+// Requests simulated per case: a closed loop is in steady state after its
+// first wave, so four waves (at least 24 requests) suffice for medians and
+// means; Poisson arrivals need more for their queueing to average out.
+int SimulatedRequests(const ServingLoad& load) {
+  return load.rate > 0 ? 200 : std::max(24, 4 * load.concurrency);
+}
+
+// Runs a concurrency or rate case's simulation (SimulatedMetric).
+Result<estimate::SimulationResult> Simulate(const model::ModelSpec& m,
+                                            const hw::System& sys,
+                                            const estimate::ServeConfig& cfg,
+                                            const ServingLoad& load) {
+  auto cost = estimate::StepCostModel::Create(m, sys, cfg);
+  if (!cost) return tl::unexpected(cost.error());
+  estimate::Workload w;
+  w.arrivals = load.rate > 0 ? estimate::Workload::kPoisson
+                             : estimate::Workload::kConcurrency;
+  w.rate_per_s = load.rate > 0 ? load.rate : 1;
+  w.concurrency = std::max(1, load.concurrency);
+  w.requests = SimulatedRequests(load);
+  // Lengths drawn uniformly within +-50% of the stated means. The rows state
+  // mean lengths of datasets whose lengths vary (ShareGPT, random datasets
+  // with a range); the +-50% spread is an assumption, not a row's figure.
+  // With one fixed length closed-loop clients would stay in lockstep and
+  // every TTFT would wait for a whole wave's prefill, which no benchmark
+  // with varied lengths does.
+  w.prompt = {estimate::LengthDist::kUniform, 0.5 * cfg.prompt,
+              1.5 * cfg.prompt};
+  w.output = {estimate::LengthDist::kUniform, 0.5 * cfg.output,
+              1.5 * cfg.output};
+  estimate::SchedulerOptions sched;
+  sched.chunked_prefill = true;
+  sched.max_num_seqs = std::max(256, w.concurrency);
+  return estimate::SimulateServing(*cost, std::max(1, cfg.dp), w, sched, {});
+}
+
+// A concurrency or rate case through the simulator, as the engines serve
+// it: continuous batching with chunked prefill (SGLang's default and vLLM
+// V1's; 8,192 tokens per step, max_num_seqs no lower than the concurrency),
+// fixed lengths as the case states them, one replica per cfg.dp.
+Result<double> SimulatedMetric(const model::ModelSpec& m, const hw::System& sys,
+                               const estimate::ServeConfig& cfg,
+                               const ServingLoad& load,
+                               const std::string& metric,
+                               std::string* infeasible) {
+  if (!load.simulated) {
+    auto r = Simulate(m, sys, cfg, load);
+    if (!r) return tl::unexpected(r.error());
+    load.simulated = std::make_shared<estimate::SimulationResult>(*r);
+  }
+  const estimate::SimulationResult* r = load.simulated.get();
+  if (!r->feasible) *infeasible = r->reason;
+  auto pick = [&](const estimate::Percentiles& p) {
+    return load.mean ? p.mean : p.p50;
+  };
+  if (metric == "tpot_s") return pick(r->tpot_s);
+  if (metric == "itl_s") return pick(r->itl_s);
+  if (metric == "ttft_s") return pick(r->ttft_s);
+  if (metric == "e2e_s") return pick(r->e2e_s);
+  if (metric == "tokens_per_s_per_chip") return r->output_tokens_per_s_per_chip;
+  if (metric == "output_tokens_per_s") return r->throughput_output_tokens_per_s;
+  return 1.0 / pick(r->tpot_s);
+}
 
 // The single adapter between a published serving point and the estimator:
 // the predicted value of `metric` at `load`, from the static estimate (the
@@ -311,6 +384,9 @@ Result<double> PredictServingMetric(const model::ModelSpec& m,
                                     const ServingLoad& load,
                                     const std::string& metric,
                                     std::string* infeasible) {
+  if (load.concurrency > 0 || load.rate > 0) {
+    return SimulatedMetric(m, sys, cfg, load, metric, infeasible);
+  }
   cfg.batch = load.batch;
   auto decode = estimate::EstimateServing(m, sys, cfg);
   if (!decode) return tl::unexpected(decode.error());
@@ -364,29 +440,19 @@ Result<ServingLoad> ReadLoad(const model::ModelSpec& m, const hw::System& sys,
     load.text = "batch " + FormatNumber(load.batch);
   } else if (c.contains("concurrency")) {
     load.batch = c["concurrency"].get<double>();
-    load.text = "concurrency " + FormatNumber(load.batch) +
-                " (TTFT: one prompt's prefill)";
-  } else {
-    const double rate = c["rate"].get<double>();
-    if (c.contains("e2e_s")) {
-      load.batch = std::max(1.0, rate * c["e2e_s"].get<double>());
-      load.text = fmt::format(
-          "rate {}/s, concurrency {:.3g} (rate x measured end-to-end "
-          "latency; TTFT: one prompt's prefill)",
-          FormatNumber(rate), load.batch);
-      return load;
-    }
-    for (int i = 0; i < 50; ++i) {
-      std::string unused;
-      auto e2e = PredictServingMetric(m, sys, cfg, load, "e2e_s", &unused);
-      if (!e2e) return tl::unexpected(e2e.error());
-      load.batch = std::max(1.0, rate * *e2e);
-    }
+    load.concurrency = std::max(1, static_cast<int>(std::lround(load.batch)));
     load.text = fmt::format(
-        "rate {}/s, concurrency {:.3g} (rate x predicted end-to-end latency; "
-        "TTFT: one prompt's prefill)",
-        FormatNumber(rate), load.batch);
+        "concurrency {} (simulated: continuous batching, chunked prefill, {} "
+        "requests, lengths +-50%)",
+        load.concurrency, SimulatedRequests(load));
+  } else {
+    load.rate = c["rate"].get<double>();
+    load.text = fmt::format(
+        "rate {}/s (simulated: Poisson arrivals, continuous batching, "
+        "chunked prefill, {} requests, lengths +-50%)",
+        FormatNumber(load.rate), SimulatedRequests(load));
   }
+  load.mean = c.value("statistic", "") == "mean";
   return load;
 }
 

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "../testing/catalog.h"
+#include "scalemodel/estimate/batching.h"
 #include "scalemodel/estimate/inference.h"
 #include "scalemodel/ingest/hf_config.h"
 #include "scalemodel/validate/validate.h"
@@ -45,6 +46,34 @@ estimate::ServeEstimate Estimate(double batch, double prompt, double output) {
   return *e;
 }
 
+// The simulation validate runs for a concurrency or rate case: continuous
+// batching with chunked prefill, lengths uniform within +-50% of the means.
+estimate::SimulationResult Simulated(estimate::Workload::Arrivals arrivals,
+                                     double load, int requests) {
+  auto m = ingest::FindModel(BuiltinCatalog(), "llama3-8b");
+  auto sys = BuiltinCatalog().FindSystem("h100:1x1");
+  estimate::ServeConfig cfg;
+  cfg.prompt = 512;
+  cfg.output = 128;
+  auto cost = estimate::StepCostModel::Create(m->spec, *sys, cfg);
+  EXPECT_TRUE(cost.has_value());
+  estimate::Workload w;
+  w.arrivals = arrivals;
+  if (arrivals == estimate::Workload::kPoisson) {
+    w.rate_per_s = load;
+  } else {
+    w.concurrency = static_cast<int>(load);
+  }
+  w.requests = requests;
+  w.prompt = {estimate::LengthDist::kUniform, 256, 768};
+  w.output = {estimate::LengthDist::kUniform, 64, 192};
+  estimate::SchedulerOptions sched;
+  sched.chunked_prefill = true;
+  auto r = estimate::SimulateServing(*cost, 1, w, sched, {});
+  EXPECT_TRUE(r.has_value());
+  return *r;
+}
+
 const ValidationCase* Find(const ValidationReport& r, const std::string& id) {
   for (const ValidationCase& c : r.cases) {
     if (c.id == id) return &c;
@@ -68,14 +97,18 @@ TEST(ServingValidationTest, EachMetricIsComparedWithItsOwnQuantity) {
                    b32.request_latency.si());
   EXPECT_DOUBLE_EQ(Find(r, id + "#1.tokens_per_s_per_chip")->predicted,
                    b32.tokens_per_s_per_chip);
-  // A concurrency: the decode step at that batch, TTFT of one prompt.
-  EXPECT_DOUBLE_EQ(Find(r, id + "#2.itl_s")->predicted,
-                   Estimate(16, 512, 128).decode_step.si());
-  EXPECT_DOUBLE_EQ(Find(r, id + "#2.ttft_s")->predicted,
-                   Estimate(1, 512, 128).ttft.si());
-  // A rate: Little's law, 4/s x 2 s = 8 sequences decoding together.
+  // A concurrency: the simulator's median inter-token latency and TTFT with
+  // 16 closed-loop clients (4 waves of 16 requests); the ITL lies between
+  // the decode step of one sequence and that of the 16 plus a prefill chunk.
+  const estimate::SimulationResult c16 =
+      Simulated(estimate::Workload::kConcurrency, 16, 64);
+  EXPECT_DOUBLE_EQ(Find(r, id + "#2.itl_s")->predicted, c16.itl_s.p50);
+  EXPECT_DOUBLE_EQ(Find(r, id + "#2.ttft_s")->predicted, c16.ttft_s.p50);
+  EXPECT_GE(c16.itl_s.p50, Estimate(1, 512, 128).decode_step.si());
+  EXPECT_GE(c16.ttft_s.p50, Estimate(1, 512, 128).ttft.si() * 0.5);
+  // A rate: Poisson arrivals at 4/s, 200 requests, the median TPOT.
   EXPECT_DOUBLE_EQ(Find(r, id + "#3")->predicted,
-                   Estimate(8, 512, 128).decode_step.si());
+                   Simulated(estimate::Workload::kPoisson, 4, 200).tpot_s.p50);
   // Classes and the engine without its version.
   EXPECT_EQ(Find(r, id + "#1.tpot_s")->metric_class, "tpot");
   EXPECT_EQ(Find(r, id + "#2.itl_s")->metric_class, "tpot");
