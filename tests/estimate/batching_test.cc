@@ -13,11 +13,8 @@ namespace scalemodel::estimate {
 namespace {
 
 using scalemodel::testing::BuiltinCatalog;
+using scalemodel::testing::Model;
 using scalemodel::testing::System;
-
-model::ModelSpec Model(const std::string& id) {
-  return ingest::FindModel(BuiltinCatalog(), id)->spec;
-}
 
 ServeConfig Config(int tp, int ep, double batch, hw::Dtype w = hw::Dtype::kBf16,
                    Mode mode = Mode::kRealistic) {

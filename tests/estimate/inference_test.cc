@@ -12,11 +12,8 @@ namespace {
 
 using scalemodel::testing::BuiltinCatalog;
 using scalemodel::testing::Chip;
+using scalemodel::testing::Model;
 using scalemodel::testing::System;
-
-model::ModelSpec Model(const std::string& id) {
-  return ingest::FindModel(BuiltinCatalog(), id)->spec;
-}
 
 void ExpectRel(double got, double want, double tol, const std::string& what) {
   EXPECT_LE(std::fabs(got / want - 1), std::max(tol, 1e-9))

@@ -14,13 +14,8 @@ namespace scalemodel::estimate {
 namespace {
 
 using scalemodel::testing::BuiltinCatalog;
+using scalemodel::testing::Model;
 using scalemodel::testing::System;
-
-model::ModelSpec Model(const std::string& id) {
-  auto m = ingest::FindModel(BuiltinCatalog(), id);
-  EXPECT_TRUE(m.has_value());
-  return m->spec;
-}
 
 // Bytes per parameter of each component, by preset (sources in presets.cc).
 TEST(EngineMemory, BytesPerParameterByPreset) {

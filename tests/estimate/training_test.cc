@@ -13,13 +13,8 @@ namespace scalemodel::estimate {
 namespace {
 
 using scalemodel::testing::BuiltinCatalog;
+using scalemodel::testing::Model;
 using scalemodel::testing::System;
-
-model::ModelSpec Model(const std::string& id) {
-  auto m = ingest::FindModel(BuiltinCatalog(), id);
-  EXPECT_TRUE(m.has_value());
-  return m->spec;
-}
 
 TrainingConfig Config(const char* plan, double batch_tokens, double seq,
                       Mode mode = Mode::kRealistic) {

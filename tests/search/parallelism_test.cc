@@ -14,11 +14,8 @@ namespace scalemodel::search {
 namespace {
 
 using scalemodel::testing::BuiltinCatalog;
+using scalemodel::testing::Model;
 using scalemodel::testing::System;
-
-model::ModelSpec Model(const std::string& id) {
-  return ingest::FindModel(BuiltinCatalog(), id)->spec;
-}
 
 std::vector<int> Divs(int n) {
   std::vector<int> d;

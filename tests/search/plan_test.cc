@@ -13,11 +13,8 @@ namespace scalemodel::search {
 namespace {
 
 using scalemodel::testing::BuiltinCatalog;
+using scalemodel::testing::Model;
 using scalemodel::testing::System;
-
-model::ModelSpec Model(const std::string& id) {
-  return ingest::FindModel(BuiltinCatalog(), id)->spec;
-}
 
 // A small space (1.7B model, 16 sequences of 2048) searched on one or two
 // H100 NVLink domains: a few thousand plans, well under a second.

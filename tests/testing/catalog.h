@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "scalemodel/catalog/catalog.h"
+#include "scalemodel/ingest/hf_config.h"
 
 namespace scalemodel::testing {
 
@@ -37,6 +38,16 @@ inline hw::System System(const std::string& spec) {
     return hw::System();
   }
   return *s;
+}
+
+// A catalog model by id (a test failure, and an empty spec, when unknown).
+inline model::ModelSpec Model(const std::string& id) {
+  auto m = ingest::FindModel(BuiltinCatalog(), id);
+  if (!m) {
+    ADD_FAILURE() << m.error().ToString();
+    return model::ModelSpec();
+  }
+  return m->spec;
 }
 
 }  // namespace scalemodel::testing
