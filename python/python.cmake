@@ -4,6 +4,13 @@
 # module. Included from the top CMakeLists.txt before the libraries, since the
 # module is a shared object that links them, so they are built as
 # position-independent code.
+# Debian's python3-pytest, python3-matplotlib and pybind11 are installed for
+# the system interpreter, so prefer it to whatever python3 comes first on the
+# PATH (pyenv, a venv) unless the caller names one (-DPython3_EXECUTABLE=...;
+# setup.py names the interpreter pip runs).
+if(NOT DEFINED Python3_EXECUTABLE AND EXISTS /usr/bin/python3)
+  set(Python3_EXECUTABLE /usr/bin/python3)
+endif()
 find_package(Python3 3.9 COMPONENTS Interpreter Development.Module QUIET)
 if(Python3_FOUND)
   find_package(pybind11 2.6 CONFIG QUIET)

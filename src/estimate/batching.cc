@@ -36,7 +36,8 @@ class Rng {
 };
 
 double BlocksForTokens(int tokens, int block) {
-  return (tokens + block - 1) / block;
+  // Whole blocks: integer ceiling division, then as a double.
+  return static_cast<double>((tokens + block - 1) / block);
 }
 
 double Sample(const LengthDist& d, Rng& rng) {

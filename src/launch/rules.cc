@@ -287,7 +287,7 @@ std::vector<std::string> LayoutStages(std::string s) {
   std::stringstream ss(s);
   std::string stage;
   while (std::getline(ss, stage, '|')) stages.push_back(stage);
-  if (!s.empty() && s.back() == '|') stages.push_back("");
+  if (!s.empty() && s.back() == '|') stages.emplace_back();
   return stages;
 }
 
@@ -853,8 +853,8 @@ LaunchContext ContextFor(const model::ModelSpec& model,
     // CUDA compute capability by generation (developer.nvidia.com/cuda-gpus):
     // A100 8.0, H100/H200 9.0, B200/GB200/B300 10.x.
     const std::string& id = system.chip.id;
-    c.cuda_arch = (id.rfind("b", 0) == 0 || id.rfind("gb", 0) == 0) ? 10
-                  : id.rfind("a", 0) == 0                           ? 8
+    c.cuda_arch = (id.rfind('b', 0) == 0 || id.rfind("gb", 0) == 0) ? 10
+                  : id.rfind('a', 0) == 0                           ? 8
                                                                     : 9;
   } else {
     c.cuda_arch = 0;

@@ -14,8 +14,6 @@ using scalemodel::testing::System;
 using units::Bytes;
 using units::Seconds;
 
-double Rel(double got, double want) { return std::fabs(got / want - 1); }
-
 CollectiveCost Must(const Result<CollectiveCost>& r) {
   EXPECT_TRUE(r.has_value()) << r.error().ToString();
   return r.has_value() ? *r : CollectiveCost{};

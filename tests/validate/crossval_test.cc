@@ -186,7 +186,9 @@ TEST(CrossValidationTest, PublishedRowsFoldsHoldTheirGroupOut) {
           has_tpu = true;
         }
       }
-      if (!has_tpu) EXPECT_EQ(f.fit.values, cv.all_rows.values) << f.held_out;
+      if (!has_tpu) {
+        EXPECT_EQ(f.fit.values, cv.all_rows.values) << f.held_out;
+      }
       if (f.held_out == "MaxText") {
         EXPECT_FALSE(f.fit.fitted[0]);
         EXPECT_EQ(f.fit.values, StartValues(cv.params));

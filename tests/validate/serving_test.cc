@@ -138,7 +138,9 @@ TEST(ServingValidationTest, SummariesSplitByMetricAndEngine) {
       EXPECT_EQ(a.scope, "h100");
       EXPECT_EQ(a.summary.count, 3);
     }
-    if (a.metric_class == "throughput") EXPECT_EQ(a.summary.count, 1);
+    if (a.metric_class == "throughput") {
+      EXPECT_EQ(a.summary.count, 1);
+    }
   }
   for (const MetricAccuracy& a : ServingAccuracy(r, "b200")) {
     EXPECT_EQ(a.scope, "all chips");

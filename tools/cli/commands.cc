@@ -57,7 +57,8 @@ static std::pair<std::string, Json> ServingTrust(
   int total = 0;
   const std::vector<validate::MetricAccuracy> acc =
       validate::ServingAccuracy(rep, chip.id);
-  for (const auto& [cls, printed] : kPrinted) {
+  for (const auto& [cls_name, printed] : kPrinted) {
+    const std::string cls = cls_name;  // a lambda cannot capture a binding
     auto it = std::find_if(acc.begin(), acc.end(), [&](const auto& a) {
       return a.metric_class == cls;
     });
