@@ -66,10 +66,17 @@ CASES = [
           seq=4096, top=2, emit="maxtext")),
     ("serve", sm.serve, ["serve"], (), SERVE),
     ("serve_emit", sm.serve, ["serve"], (), dict(SERVE, emit="vllm")),
+    ("serve_simulated", sm.serve, ["serve"], (),
+     dict(model="llama3-8b", system="h100:1x1", rate=4, requests=300,
+          prompt=1024, output=256)),
+    ("serve_concurrency", sm.serve, ["serve"], (),
+     dict(model="llama3-8b", system="h100:1x1", concurrency=16,
+          requests=200, prompt_dist="uniform:512:1536", chunked_prefill=True)),
     ("plan_serve", sm.plan_serve, ["plan", "serve"], (),
      dict(model="llama3-70b", chip="tpu-v5e", prompt=8192, output=512,
           tpot_max="50ms")),
     ("validate", sm.validate, ["validate"], (), {"filter": "h100"}),
+    ("validate_cv", sm.validate, ["validate"], (), {"cv": "family"}),
 ]
 
 
