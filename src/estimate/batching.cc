@@ -36,8 +36,8 @@ class Rng {
 };
 
 double BlocksForTokens(int tokens, int block) {
-  // Whole blocks: integer ceiling division, then as a double.
-  return static_cast<double>((tokens + block - 1) / block);
+  // Whole blocks.
+  return std::ceil(static_cast<double>(tokens) / block);
 }
 
 double Sample(const LengthDist& d, Rng& rng) {
