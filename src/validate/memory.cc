@@ -9,6 +9,7 @@
 #include "scalemodel/estimate/core.h"
 #include "scalemodel/ingest/hf_config.h"
 #include "scalemodel/units/format.h"
+#include "validate_internal.h"
 
 namespace scalemodel::validate {
 
@@ -44,25 +45,8 @@ bool IsMemoryFile(const std::string& path) {
 
 namespace {
 
-double Quantile(std::vector<double> v, double q) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const double pos = q * (v.size() - 1);
-  const size_t lo = static_cast<size_t>(std::floor(pos));
-  const size_t hi = std::min(lo + 1, v.size() - 1);
-  return v[lo] + (v[hi] - v[lo]) * (pos - lo);
-}
-
-estimate::Parallelism RowPlan(const json& row) {
-  estimate::Parallelism par;
-  const json p = row.value("plan", json::object());
-  for (int i = 0; i < estimate::kNumPar; ++i) {
-    estimate::DegreeOf(par, i) = p.value(estimate::ParName(i), 1);
-  }
-  par.zero = p.value("zero", 0);
-  par.sequence_parallel = row.value("sequence_parallel", true);
-  return par;
-}
+using internal::Quantile;
+using internal::RowPlan;
 
 // Weights, gradients and optimizer state per chip for `params` parameters
 // under the row's plan and engine (no pipeline or tensor split unless the

@@ -22,14 +22,7 @@ namespace {
 
 using nlohmann::json;
 
-double Quantile(std::vector<double> v, double q) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  double pos = q * (v.size() - 1);
-  size_t lo = static_cast<size_t>(std::floor(pos));
-  size_t hi = static_cast<size_t>(std::ceil(pos));
-  return v[lo] + (v[hi] - v[lo]) * (pos - lo);
-}
+using internal::Quantile;
 
 void AddCase(ValidationReport& r, std::string id, std::string group,
              std::string metric, double predicted, double expected,
@@ -208,12 +201,7 @@ Result<TrainingRun> ReadTrainingRun(const catalog::Catalog& cat,
   if (!sys) return tl::unexpected(sys.error());
   run.system = *sys;
   estimate::TrainingConfig& cfg = run.config;
-  const json& p = row["plan"];
-  for (int i = 0; i < estimate::kNumPar; ++i) {
-    estimate::DegreeOf(cfg.par, i) = p.value(estimate::ParName(i), 1);
-  }
-  cfg.par.zero = p.value("zero", 0);
-  cfg.par.sequence_parallel = row.value("sequence_parallel", true);
+  cfg.par = internal::RowPlan(row);
   cfg.seq = row.value("seq", 2048.0);
   cfg.batch_tokens = row.value("global_batch", 1.0) * cfg.seq;
   cfg.layout.micro_batch = row.value("micro_batch", 1);
@@ -861,6 +849,26 @@ std::vector<MetricAccuracy> ServingAccuracy(const ValidationReport& report,
 }
 
 namespace internal {
+
+double Quantile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  double pos = q * (v.size() - 1);
+  size_t lo = static_cast<size_t>(std::floor(pos));
+  size_t hi = static_cast<size_t>(std::ceil(pos));
+  return v[lo] + (v[hi] - v[lo]) * (pos - lo);
+}
+
+estimate::Parallelism RowPlan(const json& row) {
+  estimate::Parallelism par;
+  const json p = row.value("plan", json::object());
+  for (int i = 0; i < estimate::kNumPar; ++i) {
+    estimate::DegreeOf(par, i) = p.value(estimate::ParName(i), 1);
+  }
+  par.zero = p.value("zero", 0);
+  par.sequence_parallel = row.value("sequence_parallel", true);
+  return par;
+}
 
 double PredictValue(const json& row, const model::ModelSpec& model,
                     const hw::System& sys,

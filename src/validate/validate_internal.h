@@ -8,9 +8,17 @@
 #include <vector>
 
 #include "nlohmann/json.hpp"
+#include "scalemodel/estimate/training.h"
 #include "scalemodel/validate/validate.h"
 
 namespace scalemodel::validate::internal {
+
+// The q-quantile of `v` (linear between order statistics); 0 when empty.
+double Quantile(std::vector<double> v, double q);
+
+// The parallelism degrees, ZeRO level and sequence parallelism a row's
+// "plan" states (1, 0 and on where it says nothing).
+estimate::Parallelism RowPlan(const nlohmann::json& row);
 
 // A training row of data/validation, read once.
 struct PreparedRow {

@@ -121,13 +121,11 @@ std::pair<std::string, Json> TrustOnChip(const catalog::Catalog& cat,
   if (!rep) return {"", nullptr};
   if (!training) return ServingTrust(*rep, chip);
   const validate::GroupSummary* s = nullptr;
-  for (const validate::GroupSummary& g :
-       training ? rep->by_chip : rep->serving_by_chip) {
+  for (const validate::GroupSummary& g : rep->by_chip) {
     if (g.group == chip.id) s = &g;
   }
   const int n = s ? s->count : 0;
-  const char* what =
-      training ? "published training run" : "published serving point";
+  const char* what = "published training run";
   Json j = {{"chip", chip.id},
             {"published_runs", n},
             {"median_abs_rel_error", nullptr},
