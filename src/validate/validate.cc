@@ -408,9 +408,8 @@ Result<double> PredictServingMetric(const model::ModelSpec& m,
 
 // Reads a case's load: a static batch (a number, or "max" for the largest
 // that fits, capped at the 8192 CUDA-graph padding limit the TensorRT-LLM
-// sources state), a closed-loop concurrency, or a Poisson rate whose
-// concurrency follows from Little's law (rate x the measured end-to-end
-// latency the case states as "e2e_s", else x the predicted one).
+// sources state), a closed-loop concurrency or a Poisson rate (both
+// simulated, SimulatedMetric), and whether the source reports means.
 Result<ServingLoad> ReadLoad(const model::ModelSpec& m, const hw::System& sys,
                              estimate::ServeConfig cfg, const json& c) {
   ServingLoad load;
@@ -1038,13 +1037,14 @@ std::string ServingMarkdown(const ValidationReport& r) {
       "\n## Serving points by metric\n\nEach serving point (data/"
       "validation/inference_runs.json; sources in docs/validation-sources.md) "
       "is compared, in realistic mode, on each quantity its source measured, "
-      "with the static serving estimate at the load the source states: TPOT "
-      "and inter-token latency with the decode step; TTFT with the prefill of "
-      "the prompts that start together (the whole batch for a static batch, "
-      "one prompt under a concurrency or a request rate); end-to-end latency "
-      "with TTFT plus the output's decode steps; throughput with the "
-      "estimate's output tokens/s. A request rate's concurrency is the rate "
-      "times the measured end-to-end latency (Little's law). Error = "
+      "at the load the source states. A static batch runs the static "
+      "serving estimate: TPOT and inter-token latency with the decode step, "
+      "TTFT with the prefill of the whole batch, end-to-end latency with TTFT "
+      "plus the output's decode steps, throughput with the estimate's output "
+      "tokens/s. A concurrency or a request rate runs the continuous-batching "
+      "simulator (chunked prefill, lengths within +-50% of the stated means: "
+      "an assumption) and compares its medians, or means where the source "
+      "reports means. Error = "
       "predicted / measured - 1, so + means predicted slower for a latency "
       "and faster for a throughput. `serve` quotes these figures next to "
       "the numbers it prints.\n\n"
