@@ -72,6 +72,7 @@ class ChipResult(Result):
     links: Table
     power_w: float
     price_usd_per_chip_hour: float
+    price: Record
     sources: Record
 
 class SystemsResult(Result):

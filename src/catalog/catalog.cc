@@ -309,6 +309,7 @@ Result<hw::Chip> ParseChipFile(std::string_view contents,
   sections.push_back(ReadSection(
       root, "nvlink", false, path, [&](TableReader& r, const std::string& c) {
         hw::NvLinks nv;
+        nv.name = r.String("name", false).value_or("NVLink");
         if (auto v = quantity(r, "bandwidth", true, c, AsBandwidth)) {
           nv.bandwidth = units::BytesPerSecond(*v);
         }
@@ -370,6 +371,8 @@ Result<hw::Chip> ParseChipFile(std::string_view contents,
         if (p.usd_per_chip_hour <= 0 && r.Number("usd_per_chip_hour", false)) {
           r.Fail("usd_per_chip_hour", "expected a price greater than 0");
         }
+        p.cloud = r.String("cloud", false).value_or("unstated");
+        p.date = r.String("date", false).value_or("");
         p.source = c;
         chip.sources["price.usd_per_chip_hour"] = c;
         chip.price = p;

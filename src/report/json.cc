@@ -49,6 +49,7 @@ Json ToJson(const hw::Chip& chip) {
   if (chip.nvlink) {
     links.push_back(
         {{"kind", "nvlink"},
+         {"name", chip.nvlink->name},
          {"bytes_per_s", chip.nvlink->bandwidth.si()},
          {"convention", "per GPU, per direction"},
          {"domain_size", chip.nvlink->domain_size},
@@ -70,8 +71,13 @@ Json ToJson(const hw::Chip& chip) {
   j["power_w"] = NumberOrNull(chip.power_watts);
   if (chip.price) {
     j["price_usd_per_chip_hour"] = chip.price->usd_per_chip_hour;
+    j["price"] = {{"usd_per_chip_hour", chip.price->usd_per_chip_hour},
+                  {"kind", "list on-demand"},
+                  {"cloud", chip.price->cloud},
+                  {"date", chip.price->date}};
   } else {
     j["price_usd_per_chip_hour"] = nullptr;
+    j["price"] = nullptr;
   }
   Json sources = Json::object();
   for (const auto& [k, v] : chip.sources) sources[k] = v;

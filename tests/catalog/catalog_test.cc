@@ -10,8 +10,10 @@ namespace {
 using scalemodel::testing::BuiltinCatalog;
 
 TEST(CatalogTest, BuiltinHasTheChipsCliMdNames) {
-  for (const char* id : {"tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e", "tpu-7x",
-                         "a100", "h100", "h200", "h800", "b200", "gb200"}) {
+  for (const char* id :
+       {"tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e", "tpu-7x", "a100", "h100",
+        "h200", "h800", "b200", "gb200", "a100-40gb", "h100-pcie", "h100-nvl",
+        "l40s", "mi300x", "mi325x", "mi355x", "trn2"}) {
     EXPECT_TRUE(BuiltinCatalog().FindChip(id).has_value()) << id;
   }
   // Aliases, case-insensitively.
@@ -41,7 +43,9 @@ TEST(CatalogTest, EveryChipIsSaneAndSourced) {
       EXPECT_GT(c.ici->hop_latency.si(), 0);
     } else {
       ASSERT_TRUE(c.nvlink.has_value());
-      EXPECT_GT(c.nvlink->bandwidth.si(), 1e11);
+      // A PCIe card without NVLink (L40S) talks to its peers over PCIe.
+      EXPECT_GT(c.nvlink->bandwidth.si(),
+                c.nvlink->name == "PCIe" ? 1e10 : 1e11);
       // An HGX board or NVL rack (8, 72), or a bridged pair of PCIe cards.
       EXPECT_GE(c.nvlink->domain_size, 2);
     }
@@ -53,6 +57,30 @@ TEST(CatalogTest, EveryChipIsSaneAndSourced) {
     EXPECT_TRUE(c.sources.count("compute.bf16"));
     EXPECT_TRUE(c.sources.count("memory.hbm_bandwidth"));
   }
+}
+
+// Issue #16: prices of one kind. Every built-in price is a list on-demand
+// rate at one named cloud with a date, so "cheapest chip" compares chips.
+TEST(CatalogTest, EveryBuiltinPriceNamesItsCloudAndDate) {
+  int priced = 0;
+  for (const hw::Chip& c : BuiltinCatalog().chips()) {
+    if (!c.price) continue;
+    SCOPED_TRACE(c.id);
+    ++priced;
+    EXPECT_GT(c.price->usd_per_chip_hour, 0.1);
+    EXPECT_LT(c.price->usd_per_chip_hour, 50);
+    EXPECT_NE(c.price->cloud, "unstated");
+    EXPECT_FALSE(c.price->date.empty());
+    const std::string& src = c.sources.at("price.usd_per_chip_hour");
+    EXPECT_NE(src.find("on-demand"), std::string::npos) << src;
+    for (const char* other : {"Capacity Block", "spot", "committed"}) {
+      EXPECT_EQ(src.find(std::string(other) + " rate"), std::string::npos);
+    }
+  }
+  EXPECT_GE(priced, 10);
+  EXPECT_EQ((*BuiltinCatalog().FindChip("trainium2"))->id, "trn2");
+  EXPECT_EQ((*BuiltinCatalog().FindChip("mi355x"))->nvlink->name,
+            "Infinity Fabric");
 }
 
 TEST(CatalogTest, EverySystemResolves) {
@@ -88,10 +116,10 @@ TEST(CatalogTest, SystemShapeResizesACatalogSystemAndKeepsItsFabric) {
 TEST(CatalogTest, UnknownNamesSuggest) {
   EXPECT_EQ(BuiltinCatalog().FindChip("h10").error().message,
             "unknown chip 'h10' (did you mean 'h100'?); `scalemodel chips` "
-            "lists all 17");
+            "lists all 20");
   EXPECT_EQ(BuiltinCatalog().FindChip("tpu-v5").error().message,
             "unknown chip 'tpu-v5' (did you mean 'tpu-v5e'?); `scalemodel "
-            "chips` lists all 17");
+            "chips` lists all 20");
   EXPECT_EQ(BuiltinCatalog().FindSystem("tpu-v5p-pdo").error().message,
             "unknown system 'tpu-v5p-pdo' (did you mean 'tpu-v5p-pod'?); use "
             "a catalog system (`scalemodel systems`) or CHIP:SHAPE such as "

@@ -31,11 +31,34 @@ std::string ChipLinks(const hw::Chip& c) {
                        FormatBandwidth(c.ici->link_bandwidth));
   }
   if (c.nvlink) {
-    return fmt::format("NVLink {}/dir, domain {}",
+    return fmt::format("{} {}/dir, domain {}", c.nvlink->name,
                        FormatBandwidth(c.nvlink->bandwidth),
                        c.nvlink->domain_size);
   }
   return "-";
+}
+
+// Prices are list on-demand at one named cloud per chip, so that "cheapest
+// chip" compares chips rather than contracts; the cloud and date say which.
+std::string PriceTable(const std::vector<const hw::Chip*>& chips) {
+  std::vector<std::vector<std::string>> rows = {
+      {"chip", "$/chip-h", "cloud", "as of"}};
+  std::vector<std::string> none;
+  for (const hw::Chip* c : chips) {
+    if (!c->price) {
+      none.push_back(c->id);
+      continue;
+    }
+    rows.push_back({c->id, fmt::format("{:.2f}", c->price->usd_per_chip_hour),
+                    c->price->cloud, c->price->date});
+  }
+  std::string text =
+      "\nList on-demand prices (one cloud per chip):\n" + Table(rows);
+  if (!none.empty()) {
+    text += fmt::format("No list price: {}; pass --price-per-chip-hour.\n",
+                        fmt::join(none, ", "));
+  }
+  return text;
 }
 
 }  // namespace
@@ -71,7 +94,8 @@ Command AddChipsCommand(CLI::App& app) {
     out.text = Table(rows) +
                "\nRates are dense (no sparsity) per chip; link bandwidths "
                "are per direction.\n`scalemodel chip NAME` shows every "
-               "number with its source.\n";
+               "number with its source.\n" +
+               PriceTable(chips);
     return out;
   };
   return c;
@@ -131,7 +155,7 @@ Command AddChipCommand(CLI::App& app) {
     }
     if (ch.nvlink) {
       rows.push_back(
-          {"NVLink (per direction)",
+          {ch.nvlink->name + " (per direction)",
            fmt::format("{}, domain of {}{}",
                        FormatBandwidth(ch.nvlink->bandwidth),
                        ch.nvlink->domain_size,
@@ -157,10 +181,11 @@ Command AddChipCommand(CLI::App& app) {
       rows.push_back(
           {"Power", fmt::format("{:.0f} W", ch.power_watts), src("power.tdp")});
     }
-    rows.push_back({"Price",
-                    ch.price ? fmt::format("${:.2f} per chip-hour",
-                                           ch.price->usd_per_chip_hour)
-                             : "not in catalog",
+    rows.push_back({"Price (list on-demand)",
+                    ch.price ? fmt::format("${:.2f} per chip-hour, {} ({})",
+                                           ch.price->usd_per_chip_hour,
+                                           ch.price->cloud, ch.price->date)
+                             : "not in catalog (--price-per-chip-hour)",
                     src("price.usd_per_chip_hour")});
     double bf16 = ch.Peak(hw::Dtype::kBf16).si();
     out.text = ch.name + " (" + ch.id + ")\n\n" + Table(rows) +

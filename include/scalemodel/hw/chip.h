@@ -44,6 +44,7 @@ struct IciLinks {
 };
 
 struct NvLinks {
+  std::string name = "NVLink";        // "Infinity Fabric", "PCIe", "NeuronLink"
   units::BytesPerSecond bandwidth;    // per GPU, per direction
   int domain_size = 0;                // GPUs in one NVLink/NVSwitch domain
   units::Seconds hop_latency;         // per ring step
@@ -117,7 +118,8 @@ void ForEachEfficiencyField(Data& d, F&& f) {
 }
 
 struct Price {
-  double usd_per_chip_hour = 0;
+  double usd_per_chip_hour = 0;  // list on-demand, one named cloud per chip
+  std::string cloud;             // "AWS", "Google Cloud", "Azure", "Lambda"
   std::string source;
   std::string date;
 };
