@@ -153,6 +153,44 @@ void BorrowEfficiency(hw::ChipEfficiencyData& e, const hw::Chip& from) {
   if (!e.borrowed.empty()) e.borrowed_from = from.id;
 }
 
+// Reads [[allreduce_measured]] tables (bytes, busbw, gpus, source, date)
+// into chip->allreduce_measured, sorted by size.
+Result<bool> ReadAllReduceCurve(const toml::node& n, const std::string& path,
+                                hw::Chip* chip) {
+  const toml::array* arr = n.as_array();
+  if (!arr || !arr->is_array_of_tables()) {
+    return ParseError(
+        "allreduce_measured: expected [[allreduce_measured]] "
+        "tables",
+        path);
+  }
+  for (const toml::node& e : *arr) {
+    TableReader r(*e.as_table(), path, "allreduce_measured");
+    auto source = r.String("source", true);
+    auto date = r.String("date", true);
+    hw::AllReducePoint p;
+    std::string own;
+    if (auto v = r.Quantity("bytes", true, AsBytes, &own)) {
+      p.bytes = units::Bytes(*v);
+    }
+    if (auto v = r.Quantity("busbw", true, AsBandwidth, &own)) {
+      p.busbw = units::BytesPerSecond(*v);
+    }
+    p.gpus = static_cast<int>(r.Integer("gpus", true).value_or(8));
+    if (p.gpus < 2) r.Fail("gpus", "expected at least 2 GPUs");
+    auto done = r.Finish();
+    if (!done) return tl::unexpected(done.error());
+    chip->sources["allreduce_measured." + FormatNumber(p.bytes.si())] =
+        source.value_or("") + " (" + date.value_or("") + ")";
+    chip->allreduce_measured.push_back(p);
+  }
+  std::sort(chip->allreduce_measured.begin(), chip->allreduce_measured.end(),
+            [](const hw::AllReducePoint& a, const hw::AllReducePoint& b) {
+              return a.bytes.si() < b.bytes.si();
+            });
+  return true;
+}
+
 Result<hw::Chip> ParseChipFile(std::string_view contents,
                                const std::string& path,
                                std::string* defaults_where) {
@@ -245,6 +283,12 @@ Result<hw::Chip> ParseChipFile(std::string_view contents,
         chip.on_chip.push_back(m);
       }
     }
+  }
+  // [[allreduce_measured]]: zero or more measured all-reduce points.
+  root.MarkKnown("allreduce_measured");
+  if (const toml::node* n = doc->get("allreduce_measured")) {
+    auto ok = ReadAllReduceCurve(*n, path, &chip);
+    if (!ok) return tl::unexpected(ok.error());
   }
   sections.push_back(ReadSection(
       root, "ici", false, path, [&](TableReader& r, const std::string& c) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <span>
 
 #include "scalemodel/base/strings.h"
 #include "scalemodel/estimate/core.h"
@@ -36,6 +37,35 @@ double SkinnyTileRows(double rows) {
   return 128;
 }
 
+// The start-up of one small GPU kernel in a stream of back-to-back launches:
+// 2.555 us (A100 80GB), 2.433 us (H200), 1.6 us (L40), fitted by gpu-benches
+// (te42kyfo/gpu-benches gpu-small-kernels, 10,000 launches of an
+// L2-resident kernel; efficiency.md 3); the Hopper value for every GPU.
+constexpr double kSmallKernelFloor = 2.433e-6;
+
+// Time of an all-reduce of `bytes` on the chip's measured curve (the
+// catalog's [[allreduce_measured]], over `gpus` GPUs), log-log interpolated
+// between points: time = bytes x 2(n-1)/n / busbw; below the smallest point
+// the smallest point's time (latency-bound), above the largest its busbw.
+double MeasuredAllReduceTime(std::span<const hw::AllReducePoint> curve,
+                             double bytes) {
+  auto time = [](const hw::AllReducePoint& p, double b) {
+    const double n = p.gpus;
+    return b * 2 * (n - 1) / n / p.busbw.si();
+  };
+  const hw::AllReducePoint &lo = curve.front(), &hi = curve.back();
+  if (bytes <= lo.bytes.si()) return time(lo, lo.bytes.si());
+  if (bytes >= hi.bytes.si()) return time(hi, bytes);
+  size_t i = 1;
+  while (bytes > curve[i].bytes.si()) ++i;
+  const hw::AllReducePoint &a = curve[i - 1], &b = curve[i];
+  double f =
+      std::log(bytes / a.bytes.si()) / std::log(b.bytes.si() / a.bytes.si());
+  double ta = std::log(time(a, a.bytes.si()));
+  double tb = std::log(time(b, b.bytes.si()));
+  return std::exp(ta + f * (tb - ta));
+}
+
 }  // namespace
 
 // What every step of a serving replica reads; built once per configuration.
@@ -63,6 +93,9 @@ struct StepCostModel::Impl {
   double prefill_flops_per_pair = 0;  // per chip, one causal query-key pair
   double prefill_attn_rate = 0;       // FLOP/s of the prefill attention kernel
   double fixed = 0;                   // per-step overhead, s
+  // The measured 8-GPU all-reduce curve of the chip's NVLink (realistic
+  // GPUs; empty: the network model alone).
+  std::span<const hw::AllReducePoint> ar_curve;
 
   const hw::Chip& chip() const { return sys.chip; }
   // Expected routed experts touched per MoE layer by `tokens` tokens, each
@@ -86,6 +119,11 @@ struct StepCostModel::Impl {
                     GemmFormat{compute, 2, wb, 2, true})
         .si();
   }
+  // The routed experts' grouped GEMM: `groups` experts of `rows` rows
+  // each, [rows, inner] x [inner, cols] per expert, in one kernel.
+  double GroupedGemm(double groups, double rows, double cols,
+                     double inner) const;
+  double TpAllReduce(double bytes) const;
   double Comm(double tokens) const;
   double RealisticMatmuls(double tokens) const;
   double PeakMatmuls(double tokens) const;
@@ -164,12 +202,52 @@ void ServeMemory(const StepCostModel::Impl& x, ServeEstimate* est) {
 
 }  // namespace
 
+// One grouped GEMM (vLLM/SGLang fused MoE, TensorRT-LLM and DeepGEMM
+// grouped GEMMs): every expert streams its own weights and pads its rows to
+// whole tiles, but the tiles of all experts share the SMs, so waves are
+// counted over the whole group, not per expert. Skinny experts (fewer rows
+// than the catalog tile) take a small tile and split-K as Gemm does: no
+// wave quantization.
+double StepCostModel::Impl::GroupedGemm(double groups, double rows, double cols,
+                                        double inner) const {
+  if (!(groups > 0) || !(rows > 0)) return 0;
+  if (peak || rows < eff.tile_m) return groups * Gemm(rows, cols, inner);
+  const double low = compute == hw::Dtype::kFp8 || compute == hw::Dtype::kFp4;
+  const double e = low ? eff.gemm_max_fp8 : eff.gemm_max;
+  const double tm = std::ceil(rows / eff.tile_m);
+  const double tn = std::ceil(cols / eff.tile_n);
+  const double tiles = groups * tm * tn;
+  double q = (rows * cols) / (tm * eff.tile_m * tn * eff.tile_n);
+  if (eff.units > 0) {
+    q *= tiles / (std::ceil(tiles / eff.units) * eff.units);
+  }
+  const double flops = groups * 2 * rows * cols * inner;
+  const double bytes =
+      groups * (rows * inner * 2 + inner * cols * wb + rows * cols * 2);
+  return std::max(flops / (e * q * C), bytes / W);
+}
+
+// A tensor-parallel all-reduce of `bytes`: the network model's time; on a
+// GPU whose NVLink generation has a measured 8-GPU curve (efficiency.md
+// 4.2: the catalog's [[allreduce_measured]]), at least that curve's time
+// at this size, scaled from the measured n GPUs to tp by the ring's steps,
+// 2 (tp - 1) of 2 (n - 1) (realistic mode; tp within one NVLink domain).
+double StepCostModel::Impl::TpAllReduce(double bytes) const {
+  double t = lay.coll[kTpAr].Time(bytes, peak);
+  if (!peak && !ar_curve.empty() && cfg.tp <= ar_curve.front().gpus) {
+    const double n = ar_curve.front().gpus;
+    t = std::max(
+        t, MeasuredAllReduceTime(ar_curve, bytes) * (cfg.tp - 1) / (n - 1));
+  }
+  return t;
+}
+
 // Tensor-parallel all-reduce of [tokens, D] twice per layer; the expert
 // all-to-all (dispatch and combine) per MoE layer.
 double StepCostModel::Impl::Comm(double tokens) const {
   double t = 0;
   if (cfg.tp > 1) {
-    t += 2 * L * lay.coll[kTpAr].Time(tokens * D * 2, peak);
+    t += 2 * L * TpAllReduce(tokens * D * 2);
   }
   if (cfg.ep > 1) {
     t += 2 * moe_layers *
@@ -202,7 +280,8 @@ double StepCostModel::Impl::RealisticMatmuls(double tokens) const {
     double local = touched / cfg.ep;
     double rows = tokens * m.moe.top_k / std::max(1.0, touched);
     double fe = m.moe.expert_ffn;
-    moe = local * (Gemm(rows, up * fe / tp, D) + Gemm(rows, D, fe / tp));
+    moe = GroupedGemm(local, rows, up * fe / tp, D) +
+          GroupedGemm(local, rows, D, fe / tp);
     if (m.moe.num_shared_experts > 0) {
       double fs = (m.moe.shared_ffn > 0 ? m.moe.shared_ffn : fe) *
                   m.moe.num_shared_experts;
@@ -300,6 +379,26 @@ int StepCostModel::chips_per_replica() const {
 
 namespace {
 
+// The fixed cost of one step, whatever the batch or the experts touched:
+// decode runs as a CUDA graph (vLLM, SGLang, TensorRT-LLM), whose kernels
+// still start one after another, each taking at least its floor. GEMM-class
+// kernels (QKV, attention output, MLP in, MLP out; a grouped MoE GEMM is
+// one; the router's gate) at the chip's measured per-dot floor
+// (op_overhead: XLA's measured dot table, 5 us on H100/B200; efficiency.md
+// 1.2). On a GPU the rest of a layer's kernels too, at the measured start-up
+// of back-to-back small kernels, kSmallKernelFloor: two fused residual-add
+// RMSNorms, rotary embedding, the attention kernel and the gated
+// activation; a MoE layer adds top-k routing, the token sort by expert
+// (moe_align_block_size) and the weighted sum of the experts' outputs
+// (vLLM's and SGLang's Llama and Qwen3-MoE layers). On a TPU, XLA fuses
+// those into the GEMMs: four kernels per layer.
+double FixedStepCost(const StepCostModel::Impl& x) {
+  const double gemm = x.eff.op_overhead.si();
+  if (x.chip().is_tpu()) return x.L * 4 * gemm;
+  return x.L * (4 * gemm + 5 * kSmallKernelFloor) +
+         x.moe_layers * (gemm + 3 * kSmallKernelFloor);
+}
+
 // The replica's constants: rates, parameter counts, collective
 // coefficients, the per-token KV and attention coefficients and the fixed
 // per-step cost.
@@ -351,13 +450,8 @@ Result<std::shared_ptr<StepCostModel::Impl>> BuildImpl(
                                          ? AttentionSeqFactor(cfg.prompt)
                                          : 1.0)) *
       chip.Peak(hw::Dtype::kBf16).si();
-  // One fixed cost per step, whatever the batch or the experts touched:
-  // decode runs as a CUDA graph (vLLM, SGLang, TensorRT-LLM), whose kernels
-  // still start one after another; four GEMM-class kernels per layer
-  // (QKV, attention output, MLP in, MLP out; a grouped MoE GEMM is one) at
-  // the chip's measured per-kernel floor (op_overhead: XLA's measured dot
-  // table, 5 us on H100/B200; efficiency.md 1.2).
-  x->fixed = x->peak ? 0 : x->L * 4 * x->eff.op_overhead.si();
+  x->fixed = x->peak ? 0 : FixedStepCost(*x);
+  if (!x->peak) x->ar_curve = chip.allreduce_measured;
   return x;
 }
 

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "../testing/catalog.h"
+#include "scalemodel/estimate/efficiency.h"
 #include "scalemodel/ingest/hf_config.h"
 #include "scalemodel/report/json.h"
 
@@ -15,6 +16,11 @@ namespace {
 using scalemodel::testing::BuiltinCatalog;
 using scalemodel::testing::Model;
 using scalemodel::testing::System;
+
+void ExpectRelTo(double got, double want, double tol) {
+  EXPECT_LE(std::fabs(got / want - 1), tol)
+      << "got " << got << ", want " << want;
+}
 
 ServeConfig Config(int tp, int ep, double batch, hw::Dtype w = hw::Dtype::kBf16,
                    Mode mode = Mode::kRealistic) {
@@ -101,6 +107,52 @@ TEST(StepCost, DecodeWithinTwiceThePeakBound) {
           << c.model << " tp" << c.tp << " batch " << b;
     }
   }
+}
+
+// The routed experts run as one grouped GEMM whose tiles share the SMs:
+// Qwen3-235B-A22B prefill of 4,096 tokens on 8 B200 (TP 8; 128 experts of
+// 256 rows) stays within 2x of the larger of its FLOPs at the best-shape
+// efficiency and its weight bytes at the streaming rate. Counted per
+// expert (each expert's 6 tiles a whole wave), it took 293 ms.
+TEST(StepCost, GroupedMoeGemmSharesWaves) {
+  ServeConfig c = Config(8, 1, 1);
+  c.prompt = 4096;
+  const model::ModelSpec m = Model("qwen3-235b-a22b");
+  const hw::System sys = System("b200:8x1");
+  auto sc = StepCostModel::Create(m, sys, c);
+  ASSERT_TRUE(sc.has_value()) << sc.error().ToString();
+  const StepParts p = sc->Cost({0, 0, 4096, 4096.0 * 4096 / 2});
+  const model::ParamCounts pc = model::CountParams(m);
+  const ChipEfficiency e = RealisticEfficiency(sys.chip);
+  const double flops = 2 * pc.matmul_active * 4096 / 8 /
+                       (e.gemm_max * sys.chip.Peak(hw::Dtype::kBf16).si());
+  const double bytes =
+      pc.matmul_total * 2 / 8 / (e.hbm * sys.chip.hbm_bandwidth.si());
+  EXPECT_GT(p.matmul.si(), std::max(flops, bytes));
+  EXPECT_LT(p.matmul.si(), 2 * std::max(flops, bytes));
+}
+
+// A tensor-parallel all-reduce on a GPU with a measured curve takes at
+// least the curve's time: Llama 3 70B decode at batch 1 on 8 H100 sends
+// 16 KiB per all-reduce, below the curve's smallest point (32 KiB at 1.44
+// GB/s busbw: 39.8 us), 160 of them per token; at TP 4 at least the ring's
+// 3 of 7 steps of it (the network model's own time is larger there). A chip
+// without a curve keeps the network model's time.
+TEST(StepCost, TpAllReduceFollowsTheMeasuredCurve) {
+  const double at32k = 32 * 1024 * 2.0 * 7 / 8 / 1.44e9;
+  auto e8 =
+      EstimateServing(Model("llama3-70b"), System("h100:8x1"), Config(8, 1, 1));
+  auto e4 =
+      EstimateServing(Model("llama3-70b"), System("h100:4x1"), Config(4, 1, 1));
+  ASSERT_TRUE(e8.has_value() && e4.has_value());
+  ExpectRelTo(e8->decode_parts.communication.si(), 160 * at32k, 1e-9);
+  EXPECT_GE(e4->decode_parts.communication.si(), 160 * at32k * 3 / 7);
+  EXPECT_LT(e4->decode_parts.communication.si(), 160 * at32k);
+  hw::System mi = System("mi300x:8x1");
+  ASSERT_TRUE(mi.chip.allreduce_measured.empty());
+  auto m = EstimateServing(Model("llama3-70b"), mi, Config(8, 1, 1));
+  ASSERT_TRUE(m.has_value());
+  EXPECT_LT(m->decode_parts.communication.si(), 160 * at32k);
 }
 
 // MoE decode touches E (1 - (1 - k/E)^B) experts: Qwen3-30B-A3B (128

@@ -51,6 +51,15 @@ struct NvLinks {
   bool in_network_reduction = false;  // NVLink SHARP (NVLS)
 };
 
+// One measured all-reduce inside one NVLink domain: `gpus` GPUs reducing
+// `bytes` at the bus bandwidth the benchmark printed (nccl-tests busbw =
+// bytes x 2(n-1)/n / time).
+struct AllReducePoint {
+  units::Bytes bytes;
+  units::BytesPerSecond busbw;
+  int gpus = 8;
+};
+
 struct ScaleOut {
   units::BytesPerSecond bandwidth;    // per chip, per direction
   units::Seconds latency;             // per step
@@ -141,6 +150,9 @@ struct Chip {
   units::Bytes hbm_capacity;
   units::BytesPerSecond hbm_bandwidth;
   std::vector<OnChipMemory> on_chip;
+  // [[allreduce_measured]]: a measured all-reduce curve inside one NVLink
+  // domain, smallest message first; empty where none is published.
+  std::vector<AllReducePoint> allreduce_measured;
 
   std::optional<IciLinks> ici;           // TPUs
   std::optional<NvLinks> nvlink;         // GPUs
