@@ -21,6 +21,14 @@
 
 namespace {
 
+// User + system CPU seconds of this process so far.
+double CpuSeconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
+}
+
 double PeakRssMb() {
   rusage u{};
   getrusage(RUSAGE_SELF, &u);
@@ -139,8 +147,10 @@ int main(int argc, char** argv) {
   }
   auto t1 = std::chrono::steady_clock::now();
   const double rss_before = PeakRssMb();
+  const double cpu_before = CpuSeconds();
   auto r = trace::ReadProfile(path, *sys, {});
   auto t2 = std::chrono::steady_clock::now();
+  const double read_cpu = CpuSeconds() - cpu_before;
   if (keep.empty()) std::remove(path.c_str());
   if (!r) {
     std::fprintf(stderr, "%s\n", r.error().ToString().c_str());
@@ -151,10 +161,10 @@ int main(int argc, char** argv) {
   const double size_mb = static_cast<double>(r->bytes_read) / 1e6;
   fmt::print(
       "trace {} ({:.0f} MB on disk, {} events, {} device events) written in "
-      "{:.1f} s\nread in {:.2f} s ({:.0f} MB/s of file); peak RSS {:.0f} MB "
-      "(before reading {:.0f} MB)\n",
+      "{:.1f} s\nread in {:.2f} s wall, {:.2f} s CPU ({:.0f} MB/s of file "
+      "per CPU second); peak RSS {:.0f} MB (before reading {:.0f} MB)\n",
       gz ? "gzip" : "json", size_mb, events, r->device_events, write_s, read_s,
-      size_mb / read_s, PeakRssMb(), rss_before);
+      read_cpu, size_mb / read_cpu, PeakRssMb(), rss_before);
   for (const trace::OpStats& c : r->classes) {
     fmt::print("  {:<12} {:>8.3f} s measured, efficiency {:.1f}%\n", c.op_class,
                c.measured_s, 100 * c.efficiency());

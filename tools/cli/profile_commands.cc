@@ -2,7 +2,7 @@
 // the roofline, and against train's prediction for the same layout.
 #include <cmath>
 #include <cstdio>
-#include <iostream>
+#include <optional>
 
 #include "commands.h"
 #include "fmt/format.h"
@@ -123,9 +123,11 @@ Command AddProfileCommand(CLI::App& app) {
       "system's chip: measured and roofline time, efficiency, bound, bus "
       "bandwidth of collectives; with --model/--plan/--batch-tokens, against "
       "train's prediction too.\n\nExamples:\n"
-      "  scalemodel profile rank0.pt.trace.json --system h100:8x1\n"
-      "  scalemodel profile host.trace.json.gz --system tpu-v5p:2x2x1 --json\n"
-      "  scalemodel profile rank0.json --system h100:8x4 --model llama3-8b "
+      "  scalemodel profile path/to/rank0.pt.trace.json --system h100:8x1\n"
+      "  scalemodel profile path/to/host.trace.json.gz --system tpu-v5p:2x2x1 "
+      "--json\n"
+      "  scalemodel profile path/to/rank0.json --system h100:8x4 --model "
+      "llama3-8b "
       "--plan fsdp=32 --batch-tokens 32x8192 --seq 8192");
   c.app->add_option("trace", *path, "The trace file (.json or .json.gz)")
       ->required();
@@ -142,6 +144,13 @@ Command AddProfileCommand(CLI::App& app) {
     if (*top < 1) {
       return InvalidArgument("expected at least 1, got " + std::to_string(*top),
                              "--top");
+    }
+    // train's prediction first: its bad input fails before a long read.
+    std::optional<estimate::TrainingEstimate> predicted;
+    if (predict.given()) {
+      auto e = predict.run(cat);
+      if (!e) return tl::unexpected(e.error());
+      predicted = *e;
     }
     trace::ProfileOptions opt;
     opt.top = *top;
@@ -186,11 +195,7 @@ Command AddProfileCommand(CLI::App& app) {
                      : "",
         sys->id, StatsTable(r->classes, false), r->ops.size(),
         StatsTable(r->ops, true));
-    if (predict.given()) {
-      auto e = predict.run(cat);
-      if (!e) return tl::unexpected(e.error());
-      Compare(*r, *e, &out);
-    }
+    if (predicted) Compare(*r, *predicted, &out);
     return out;
   };
   return c;
