@@ -347,6 +347,118 @@ StepPlan PlanStep(const estimate::TrainingEstimate& e,
 
 }  // namespace
 
+namespace {
+
+// The step's collectives sorted by where they run: inside the chunks
+// (into p->chunk), the pipeline send (p->send), the gathers before the
+// pipeline, the reductions after it.
+struct StepColls {
+  std::vector<Coll> gathers, reductions, fsdp;
+  double exposed = 0;  // all collectives' exposed time
+};
+
+StepColls SortColls(const estimate::TrainingEstimate& e, const hw::System& sys,
+                    StepPlan* p) {
+  StepColls out;
+  for (const estimate::CommItem& c : e.comms) {
+    out.exposed += c.exposed.si();
+    Coll k{&c, StreamOf(c.axes, sys)};
+    const std::string& par = c.parallelism;
+    if (par == "pp") {
+      p->send = c.calls > 0 ? c.time.si() / c.calls : 0;
+      p->send_stream = k.stream;
+    } else if (par == "dp" || par == "dp+ep") {
+      (c.kind == "all-gather" ? out.gathers : out.reductions).push_back(k);
+    } else {
+      k.hidden_mb = (c.time.si() - c.exposed.si()) / p->m;
+      k.exposed_mb = par == "fsdp" ? 0.0 : c.exposed.si() / p->m;
+      p->chunk.push_back(k);
+      if (par == "fsdp") out.fsdp.push_back(k);
+    }
+  }
+  return out;
+}
+
+// The exposed parameter gathers before the pipeline (ZeRO's all-gather of
+// the updated shards, FSDP's first layer), the ZeRO gather's hidden part
+// beside the first chunks; returns when the pipeline starts.
+double EmitHead(Timeline* t, const StepPlan& p, const StepColls& k) {
+  double t0 = 0;
+  for (const std::vector<Coll>* v : {&k.gathers, &k.fsdp}) {
+    for (const Coll& c : *v) {
+      EmitStepColl(t, p.pp, c, t0, c.item->exposed.si(), true);
+      t0 += c.item->exposed.si();
+    }
+  }
+  for (const Coll& c : k.gathers) {
+    EmitStepColl(t, p.pp, c, t0, c.item->time.si() - c.item->exposed.si(),
+                 false);
+  }
+  return t0;
+}
+
+// The chunks of every stage and the pipeline sends with an arrow to what
+// they feed; returns when the last chunk ends.
+double EmitPipeline(Timeline* t, const StepPlan& p, const Simulated& sim,
+                    double t0) {
+  double end = t0;
+  for (int r = 0; r < p.pp; ++r) {
+    for (const Simulated::Run& run : sim.stages[r]) {
+      const int to = EmitChunk(t, p, r, run);
+      end = std::max(end, run.end);
+      if (run.from_stage < 0 || p.send <= 0) continue;
+      Slice s;
+      s.process = run.from_stage;
+      s.stream = kSends;
+      s.name =
+          fmt::format("send {} mb{} to stage {}",
+                      run.op.fwd ? "activations" : "gradients", run.op.mb, r);
+      s.category = "send";
+      s.start_s = run.sent_at;
+      s.dur_s = p.send;
+      s.bound = "network";
+      t->flows.push_back({t->AddSlice(std::move(s)), to});
+    }
+  }
+  return end;
+}
+
+// After the pipeline: the gradient reductions (their hidden part under the
+// last backward), host offload, the optimizer update.
+void EmitTail(Timeline* t, const StepPlan& p, const StepColls& k,
+              const estimate::TrainingEstimate& e,
+              const estimate::TrainingConfig& cfg, double t0, double end) {
+  for (const Coll& c : k.reductions) {
+    const double hidden = c.item->time.si() - c.item->exposed.si();
+    EmitStepColl(t, p.pp, c, std::max(t0, end - hidden),
+                 std::min(hidden, end - t0), false);
+  }
+  for (const Coll& c : k.reductions) {
+    EmitStepColl(t, p.pp, c, end, c.item->exposed.si(), true);
+    end += c.item->exposed.si();
+  }
+  const bool host = cfg.memory.offload_optimizer || cfg.memory.offload_params;
+  const double offload = std::max(0.0, e.exposed_comm.si() - k.exposed);
+  for (int r = 0; r < p.pp; ++r) {
+    if (offload > 1e-12) {
+      Slice s{r, kHost, 0, "host offload (exposed)", "offload", end, offload};
+      s.bound = "host";
+      t->AddSlice(std::move(s));
+    }
+    if (e.other.si() > 0) {
+      Slice s{
+          r,           host ? kHost : kCompute,
+          0,           host ? "optimizer update (host)" : "optimizer update",
+          "optimizer", end + offload,
+          e.other.si()};
+      s.bound = "memory";
+      t->AddSlice(std::move(s));
+    }
+  }
+}
+
+}  // namespace
+
 Timeline TrainingTimeline(const estimate::TrainingEstimate& e,
                           const estimate::TrainingConfig& cfg,
                           const hw::System& sys) {
@@ -361,110 +473,16 @@ Timeline TrainingTimeline(const estimate::TrainingEstimate& e,
           tpu ? "DCN collectives" : "scale-out collectives", "pipeline sends",
           "host offload"}});
   }
-  // Collectives by where they run in the step.
-  std::vector<Coll> gathers, reductions, fsdp;
-  double comm_exposed = 0;
-  for (const estimate::CommItem& c : e.comms) {
-    comm_exposed += c.exposed.si();
-    Coll k{&c, StreamOf(c.axes, sys)};
-    const std::string& par = c.parallelism;
-    if (par == "pp") {
-      p.send = c.calls > 0 ? c.time.si() / c.calls : 0;
-      p.send_stream = k.stream;
-    } else if (par == "dp" || par == "dp+ep") {
-      (c.kind == "all-gather" ? gathers : reductions).push_back(k);
-    } else {
-      k.hidden_mb = (c.time.si() - c.exposed.si()) / p.m;
-      k.exposed_mb = par == "fsdp" ? 0.0 : c.exposed.si() / p.m;
-      p.chunk.push_back(k);
-      if (par == "fsdp") fsdp.push_back(k);
-    }
-  }
-  // Before the pipeline: the exposed parameter gathers (ZeRO's all-gather
-  // of the updated shards, FSDP's first layer).
-  double t0 = 0;
-  for (const Coll& c : gathers) {
-    EmitStepColl(&t, p.pp, c, t0, c.item->exposed.si(), true);
-    t0 += c.item->exposed.si();
-  }
-  for (const Coll& c : fsdp) {
-    EmitStepColl(&t, p.pp, c, t0, c.item->exposed.si(), true);
-    t0 += c.item->exposed.si();
-  }
-  for (const Coll& c : gathers) {
-    EmitStepColl(&t, p.pp, c, t0, c.item->time.si() - c.item->exposed.si(),
-                 false);
-  }
+  const StepColls colls = SortColls(e, sys, &p);
+  const double t0 = EmitHead(&t, p, colls);
   bool fallback = false;
   Simulated sim = Simulate(p, t0, false);
   if (!sim.ok) {
     sim = Simulate(p, t0, true);  // all forwards first: always runs
     fallback = true;
   }
-  // The chunks, and the pipeline sends with an arrow to what they feed.
-  std::map<std::pair<int, int>, int> compute_of;  // (stage, run) -> slice
-  double end = t0;
-  for (int r = 0; r < p.pp; ++r) {
-    for (size_t i = 0; i < sim.stages[r].size(); ++i) {
-      const Simulated::Run& run = sim.stages[r][i];
-      const int to = EmitChunk(&t, p, r, run);
-      end = std::max(end, run.end);
-      if (run.from_stage < 0 || p.send <= 0) continue;
-      Slice s;
-      s.process = run.from_stage;
-      s.stream = kSends;
-      s.name =
-          fmt::format("send {} mb{} to stage {}",
-                      run.op.fwd ? "activations" : "gradients", run.op.mb, r);
-      s.category = "send";
-      s.start_s = run.sent_at;
-      s.dur_s = p.send;
-      s.bound = "network";
-      t.flows.push_back({t.AddSlice(std::move(s)), to});
-    }
-  }
-  // After it: the gradient reductions (their hidden part under the last
-  // backward), host offload, the optimizer update.
-  for (const Coll& c : reductions) {
-    const double hidden = c.item->time.si() - c.item->exposed.si();
-    EmitStepColl(&t, p.pp, c, std::max(t0, end - hidden),
-                 std::min(hidden, end - t0), false);
-  }
-  for (const Coll& c : reductions) {
-    EmitStepColl(&t, p.pp, c, end, c.item->exposed.si(), true);
-    end += c.item->exposed.si();
-  }
-  const bool host_update =
-      cfg.memory.offload_optimizer || cfg.memory.offload_params;
-  const double offload = e.exposed_comm.si() - comm_exposed;
-  for (int r = 0; r < p.pp; ++r) {
-    if (offload > 1e-12) {
-      t.AddSlice({r,
-                  kHost,
-                  0,
-                  "host offload (exposed)",
-                  "offload",
-                  end,
-                  offload,
-                  0,
-                  0,
-                  "host",
-                  {}});
-    }
-    if (e.other.si() > 0) {
-      t.AddSlice({r,
-                  host_update ? kHost : kCompute,
-                  0,
-                  host_update ? "optimizer update (host)" : "optimizer update",
-                  "optimizer",
-                  end + std::max(0.0, offload),
-                  e.other.si(),
-                  0,
-                  0,
-                  "memory",
-                  {}});
-    }
-  }
+  const double end = EmitPipeline(&t, p, sim, t0);
+  EmitTail(&t, p, colls, e, cfg, t0, end);
   t.AssignLanes();
   t.reference_s = e.step_time.si();
   if (cfg.assume_mfu > 0 && t.length_s > 0) {

@@ -288,6 +288,10 @@ class Analyzer {
   void Kernel(const Event& e);
   void Xla(const Event& e);
   Work FromCollArgs(const Event& e, const std::string& key);
+  void Evict();
+  static constexpr size_t kKeepMax = 1 << 16;
+  double max_ext_ = 0;
+  size_t sweep_at_ = kKeepMax;
 
   const hw::System& sys_;
   int top_;
@@ -441,6 +445,28 @@ void Analyzer::PyTorchCpu(const Event& e) {
     w.bytes = b;
   }
   kept_[e.ext_id].w = std::move(w);
+  max_ext_ = std::max(max_ext_, e.ext_id);
+  if (kept_.size() > sweep_at_) {
+    Evict();
+    // Ops still waiting for kernels (a trace with every CPU op first) stay;
+    // sweep again only once as many more have come.
+    sweep_at_ = std::max(kKeepMax, 2 * kept_.size());
+  }
+}
+
+// Bounded memory: ops whose kernels have been seen and that are far behind
+// the newest op (External ids grow with time) are added up and dropped; a
+// kernel of theirs that still came later counts by its own name.
+void Analyzer::Evict() {
+  const double before = max_ext_ - kKeepMax / 2.0;
+  for (auto it = kept_.begin(); it != kept_.end();) {
+    if (it->second.kernels > 0 && it->first < before) {
+      Add(it->second.w, it->second.dur, 1);
+      it = kept_.erase(it);
+    } else {
+      ++it;
+    }
+  }
 }
 
 std::string KernelClass(const Event& e) {

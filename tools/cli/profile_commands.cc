@@ -110,6 +110,39 @@ void Compare(const trace::ProfileReport& r, const estimate::TrainingEstimate& e,
       Table(t));
 }
 
+// The report's JSON and text.
+Output ProfileOutput(const std::string& path, const hw::System& sys,
+                     const trace::ProfileReport& r) {
+  Output out;
+  Json classes = Json::array(), ops = Json::array();
+  for (const auto& s : r.classes) classes.push_back(StatsJson(s, false));
+  for (const auto& s : r.ops) ops.push_back(StatsJson(s, true));
+  out.json = Document({{"trace", path}, {"system", sys.id}},
+                      {{"format", r.format},
+                       {"events", r.events},
+                       {"device_events", r.device_events},
+                       {"devices", r.devices},
+                       {"span_s", r.span_s},
+                       {"busy_s", r.busy_s},
+                       {"steps", r.steps},
+                       {"step_s", r.step_s},
+                       {"classes", classes},
+                       {"ops", ops}});
+  out.text = fmt::format(
+      "{} trace {}: {} events, {} on {} device{} over {}{}; roofline on {} "
+      "(peak rates, HBM bandwidth, the system's links)\n\nby class:\n{}\n"
+      "top {} ops:\n{}",
+      r.format == "xla" ? "JAX/XLA" : "PyTorch", path, r.events,
+      r.device_events, r.devices, r.devices > 1 ? "s" : "",
+      FormatSeconds(units::Seconds(r.span_s)),
+      r.steps > 0 ? fmt::format(", {} steps of {} on average", r.steps,
+                                FormatSeconds(units::Seconds(r.step_s)))
+                  : "",
+      sys.id, StatsTable(r.classes, false), r.ops.size(),
+      StatsTable(r.ops, true));
+  return out;
+}
+
 }  // namespace
 
 Command AddProfileCommand(CLI::App& app) {
@@ -168,33 +201,7 @@ Command AddProfileCommand(CLI::App& app) {
       e.where = "trace";
       return tl::unexpected(e);
     }
-    Output out;
-    Json classes = Json::array(), ops = Json::array();
-    for (const auto& s : r->classes) classes.push_back(StatsJson(s, false));
-    for (const auto& s : r->ops) ops.push_back(StatsJson(s, true));
-    out.json = Document({{"trace", *path}, {"system", sys->id}},
-                        {{"format", r->format},
-                         {"events", r->events},
-                         {"device_events", r->device_events},
-                         {"devices", r->devices},
-                         {"span_s", r->span_s},
-                         {"busy_s", r->busy_s},
-                         {"steps", r->steps},
-                         {"step_s", r->step_s},
-                         {"classes", classes},
-                         {"ops", ops}});
-    out.text = fmt::format(
-        "{} trace {}: {} events, {} on {} device{} over {}{}; roofline on {} "
-        "(peak rates, HBM bandwidth, the system's links)\n\nby class:\n{}\n"
-        "top {} ops:\n{}",
-        r->format == "xla" ? "JAX/XLA" : "PyTorch", *path, r->events,
-        r->device_events, r->devices, r->devices > 1 ? "s" : "",
-        FormatSeconds(units::Seconds(r->span_s)),
-        r->steps > 0 ? fmt::format(", {} steps of {} on average", r->steps,
-                                   FormatSeconds(units::Seconds(r->step_s)))
-                     : "",
-        sys->id, StatsTable(r->classes, false), r->ops.size(),
-        StatsTable(r->ops, true));
+    Output out = ProfileOutput(*path, *sys, *r);
     if (predicted) Compare(*r, *predicted, &out);
     return out;
   };
