@@ -165,8 +165,8 @@ Simulated Simulate(const StepPlan& p, double t0, bool all_first) {
   // Done times by (stage, fwd/bwd, microbatch x v + chunk); < 0: not yet.
   std::vector<double> done(static_cast<size_t>(p.pp) * 2 * n, -1);
   auto at = [&](int r, bool fwd, int mb, int c) -> double& {
-    return done[(static_cast<size_t>(r) * 2 + (fwd ? 0 : 1)) * n + mb * p.v +
-                c];
+    return done[(static_cast<size_t>(r) * 2 + (fwd ? 0 : 1)) * n +
+                static_cast<size_t>(mb) * p.v + c];
   };
   std::vector<size_t> next(p.pp, 0);
   std::vector<double> free(p.pp, t0);
@@ -492,16 +492,16 @@ Timeline TrainingTimeline(const estimate::TrainingEstimate& e,
       s.dur_s *= k;
     }
     t.length_s = t.reference_s;
-    t.metadata.push_back({"scaled_to_assume_mfu", Num(k)});
+    t.metadata.emplace_back("scaled_to_assume_mfu", Num(k));
   }
   t.title = fmt::format("training step, plan {}", cfg.par.ToString());
-  t.metadata.push_back({"schedule", std::string(ScheduleName(p.schedule))});
-  t.metadata.push_back({"microbatches", std::to_string(p.m)});
-  t.metadata.push_back({"pp", std::to_string(p.pp)});
-  t.metadata.push_back({"vpp", std::to_string(p.v)});
+  t.metadata.emplace_back("schedule", std::string(ScheduleName(p.schedule)));
+  t.metadata.emplace_back("microbatches", std::to_string(p.m));
+  t.metadata.emplace_back("pp", std::to_string(p.pp));
+  t.metadata.emplace_back("vpp", std::to_string(p.v));
   if (fallback) {
-    t.metadata.push_back(
-        {"order", "all forwards first (the warm-up order would deadlock)"});
+    t.metadata.emplace_back(
+        "order", "all forwards first (the warm-up order would deadlock)");
   }
   return t;
 }
@@ -564,8 +564,8 @@ Timeline ServingTimeline(const estimate::ServeEstimate& e,
   t.reference_s = e.request_latency.si();
   t.title = fmt::format("serving: prefill of {} x {} tokens, {} decode steps",
                         cfg.batch, cfg.prompt, steps);
-  t.metadata.push_back({"decode_step_s", Num(e.decode_step.si())});
-  t.metadata.push_back({"prefill_s", Num(e.prefill_time.si())});
+  t.metadata.emplace_back("decode_step_s", Num(e.decode_step.si()));
+  t.metadata.emplace_back("prefill_s", Num(e.prefill_time.si()));
   return t;
 }
 
