@@ -185,6 +185,31 @@ TEST_P(PyTorchProfile, ReportsKnownFractionsOfPeak) {
 
 INSTANTIATE_TEST_SUITE_P(Orders, PyTorchProfile, ::testing::Values(0, 1, 2, 3));
 
+// More ops than the reader keeps at once (64Ki): the ones whose kernels
+// came are added up and dropped on the way, none lost or counted twice.
+TEST(PyTorchProfileMemory, ManyOpsStreamThrough) {
+  const hw::System sys = System("h100:8x1");
+  TorchTrace t;
+  t.peak = sys.chip.Peak(hw::Dtype::kBf16).si();
+  t.hbm = sys.chip.hbm_bandwidth.si();
+  const int n = 70000;
+  for (int i = 0; i < n; ++i) {
+    t.Timed(
+        "aten::mm",
+        R"("Input Dims":[[1024,1024],[1024,1024]],"Input type":["c10::BFloat16","c10::BFloat16"])",
+        2.0 * 1024 * 1024 * 1024, 3.0 * 1024 * 1024 * 2, 0.4);
+  }
+  const std::string path = TempPath("many.json");
+  WriteFile(path, t.Text(false));
+  auto r = ReadProfile(path, sys, {});
+  ASSERT_TRUE(r.has_value()) << r.error().ToString();
+  const OpStats* mm = Find(r->ops, "aten::mm [1024,1024], [1024,1024]");
+  ASSERT_NE(mm, nullptr);
+  EXPECT_EQ(mm->count, n);
+  ExpectFraction(mm, 0.4, "mm");
+  std::remove(path.c_str());
+}
+
 TEST(XlaProfile, ReportsKnownFractionsOfPeak) {
   const hw::System sys = System("tpu-v5p:2x2x1");
   const double peak = sys.chip.Peak(hw::Dtype::kBf16).si();
