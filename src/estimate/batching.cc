@@ -475,10 +475,12 @@ void Collect(const std::vector<std::vector<Req>>& per_replica, Runs itl,
   }
   out->requests = static_cast<int>(e2e.size());
   double start = std::numeric_limits<double>::infinity(), end = 0;
-  for (const auto& reqs : per_replica) {
-    for (const Req& q : reqs) {
+  for (size_t r = 0; r < per_replica.size(); ++r) {
+    for (const Req& q : per_replica[r]) {
       start = std::min(start, q.arrival);
       end = std::max(end, q.finish);
+      out->request_spans.push_back({static_cast<int>(r), q.arrival, q.first,
+                                    q.finish, q.prompt, q.output});
     }
   }
   out->duration_s = out->requests > 0 ? end - start : 0;

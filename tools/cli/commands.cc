@@ -15,6 +15,7 @@
 #include "scalemodel/roofline/roofline.h"
 #include "scalemodel/search/parallelism.h"
 #include "scalemodel/sharding/matmul.h"
+#include "scalemodel/trace/chrome.h"
 #include "scalemodel/units/format.h"
 #include "scalemodel/units/parse.h"
 #include "scalemodel/validate/validate.h"
@@ -207,6 +208,27 @@ Result<void> ApplyPowerCap(const std::string& text, hw::System* sys) {
                            "--power-cap");
   }
   sys->chip.power_limit_watts = *w;
+  return {};
+}
+
+Result<void> PutTrace(const timeline::Timeline& t, const std::string& path,
+                      const std::string& what, Output& out) {
+  auto w = trace::WriteChromeTrace(t, path);
+  if (!w)
+    return tl::unexpected(Error{w.error().code, w.error().message, "--trace"});
+  const double diff =
+      t.reference_s > 0 ? (t.length_s - t.reference_s) / t.reference_s : 0;
+  out.json["trace"] = {{"path", path},
+                       {"slices", t.slices.size()},
+                       {"flows", t.flows.size()},
+                       {"length_s", t.length_s},
+                       {"reference_s", t.reference_s}};
+  out.text += fmt::format(
+      "\ntrace: wrote {} ({} slices, {} pipeline sends): timeline {} against "
+      "the estimated {} of {} ({:+.2f}%)\n",
+      path, t.slices.size(), t.flows.size(),
+      FormatSeconds(units::Seconds(t.length_s)), what,
+      FormatSeconds(units::Seconds(t.reference_s)), 100 * diff);
   return {};
 }
 

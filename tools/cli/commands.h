@@ -12,9 +12,11 @@
 #include "CLI/CLI.hpp"
 #include "scalemodel/base/error.h"
 #include "scalemodel/catalog/catalog.h"
+#include "scalemodel/estimate/training.h"
 #include "scalemodel/launch/launch.h"
 #include "scalemodel/net/collective.h"
 #include "scalemodel/report/json.h"
+#include "scalemodel/timeline/timeline.h"
 #include "scalemodel/units/format.h"
 
 namespace scalemodel::cli {
@@ -55,6 +57,7 @@ Command AddServeCommand(CLI::App& app);
 Command AddValidateCommand(CLI::App& app);
 Command AddMatmulCommand(CLI::App& app);
 Command AddModelCommand(CLI::App& app);
+Command AddProfileCommand(CLI::App& app);
 
 // True once the in-process caller of RunCli (run.h) asked to stop, e.g. on
 // Ctrl-C in Python; long searches take it as their cancel check.
@@ -124,6 +127,26 @@ Result<bool> PutLaunch(const std::string& engine_name,
 // engine, version, engine_commit, launchable and script or reason / rule /
 // rule_source.
 Result<bool> PutCheckedLaunch(const launch::CheckedLaunch& c, Output& out);
+
+// train's options on another command (profile), none of them required:
+// system() is --system; given() whether --model was; run() estimates the
+// training step as `train` would (errors: --plan or --batch-tokens missing,
+// and train's own).
+struct TrainPredictor {
+  std::function<std::string()> system;
+  std::function<bool()> given;
+  std::function<Result<estimate::TrainingEstimate>(const catalog::Catalog&)>
+      run;
+};
+TrainPredictor AddPredictionOptions(CLI::App* app);
+
+// --trace FILE (train, serve): writes the timeline as a Chrome trace; the
+// JSON document gains "trace" {path, events, length_s, reference_s} and the
+// text a line saying what was written and how the timeline's length
+// compares with the estimate's `what` ("step", "request"). Errors: the file
+// cannot be written (--trace).
+Result<void> PutTrace(const timeline::Timeline& t, const std::string& path,
+                      const std::string& what, Output& out);
 
 // Shorthands the command files share.
 using report::Json;

@@ -185,6 +185,7 @@ int scalemodel::cli::RunCli(const std::vector<std::string>& args,
       cli::AddShardCommand(app),    cli::AddMatmulCommand(app),
       cli::AddTrainCommand(app),    cli::AddValidateCommand(app),
       cli::AddPlanCommand(app),     cli::AddServeCommand(app),
+      cli::AddProfileCommand(app),
   };
 
   // An unknown command gets a suggestion rather than CLI11's generic text.

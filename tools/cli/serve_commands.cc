@@ -19,6 +19,7 @@
 #include "scalemodel/search/parallelism.h"
 #include "scalemodel/search/serving.h"
 #include "scalemodel/sharding/matmul.h"
+#include "scalemodel/timeline/timeline.h"
 #include "scalemodel/units/format.h"
 #include "scalemodel/units/parse.h"
 #include "scalemodel/validate/validate.h"
@@ -48,7 +49,7 @@ struct ServeSimCli {
 struct ServeCli {
   std::string model, system, plan = "tp=1", batch = "1", prompt = "1024",
                              output = "256", weights = "bf16", kv = "bf16",
-                             mode = "realistic", emit, power_cap;
+                             mode = "realistic", emit, power_cap, trace;
   double price = 0;
   ServeSimCli sim;
 };
@@ -371,6 +372,11 @@ static Result<Output> RunServeSim(const ingest::ImportedModel& m,
                  sched.max_num_seqs, sched.max_batched_tokens,
                  sched.chunked_prefill ? "on" : "off", 100 * sched.prefix_hit) +
              SimText(*r, slo);
+  if (!o.trace.empty()) {
+    auto put = PutTrace(timeline::SimulationTimeline(*r), o.trace,
+                        "simulated duration", out);
+    if (!put) return tl::unexpected(put.error());
+  }
   return out;
 }
 
@@ -688,8 +694,18 @@ Command AddServeCommand(CLI::App& app) {
         ServeText(*e) + trust;
     auto launch = AddServeLaunch(o->emit, *m, *sys, *cfg, *e, out);
     if (!launch) return tl::unexpected(launch.error());
+    if (!o->trace.empty()) {
+      auto put = PutTrace(timeline::ServingTimeline(*e, *cfg, m->spec, *sys),
+                          o->trace, "request latency", out);
+      if (!put) return tl::unexpected(put.error());
+    }
     return out;
   };
+  c.app->add_option("--trace", o->trace,
+                    "Write a Chrome trace-event file (FILE.json or "
+                    "FILE.json.gz) for Perfetto: the prefill and every decode "
+                    "step, or with --rate/--concurrency/--trace-file the "
+                    "simulated requests over time (docs/trace.md)");
   return c;
 }
 

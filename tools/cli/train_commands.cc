@@ -20,6 +20,8 @@
 #include "scalemodel/search/parallelism.h"
 #include "scalemodel/search/plan.h"
 #include "scalemodel/sharding/matmul.h"
+#include "scalemodel/timeline/timeline.h"
+#include "scalemodel/trace/chrome.h"
 #include "scalemodel/units/format.h"
 #include "scalemodel/units/parse.h"
 #include "scalemodel/validate/crossval.h"
@@ -56,6 +58,7 @@ struct TrainOptionsCli {
   double capacity = 0;
   bool offload = false;
   bool offload_params = false;
+  std::string trace;  // train --trace FILE.json[.gz]
 };
 
 }  // namespace
@@ -744,9 +747,48 @@ Command AddTrainCommand(CLI::App& app) {
     auto launch = AddLaunch(opts.emit, in->engine, in->model, in->system,
                             in->config, *est, out);
     if (!launch) return tl::unexpected(launch.error());
+    if (!opts.trace.empty()) {
+      const timeline::Timeline t =
+          timeline::TrainingTimeline(*est, in->config, in->system);
+      auto put = PutTrace(t, opts.trace, "step", out);
+      if (!put) return tl::unexpected(put.error());
+    }
     return out;
   };
+  c.app->add_option("--trace", o->trace,
+                    "Write the step's timeline as a Chrome trace-event file "
+                    "(FILE.json, or FILE.json.gz compressed) for Perfetto or "
+                    "chrome://tracing: a process per pipeline stage, a "
+                    "thread per stream (docs/trace.md)");
   return c;
+}
+
+TrainPredictor AddPredictionOptions(CLI::App* app) {
+  auto o = std::make_shared<TrainOptionsCli>();
+  AddTrainOptions(app, *o, true);
+  for (const char* name : {"--model", "--plan", "--batch-tokens"}) {
+    app->get_option(name)->required(false);
+  }
+  TrainPredictor p;
+  p.system = [o] { return o->system; };
+  p.given = [o, app] { return app->count("--model") > 0; };
+  p.run =
+      [o,
+       app](const catalog::Catalog& cat) -> Result<estimate::TrainingEstimate> {
+    for (const char* name : {"--plan", "--batch-tokens"}) {
+      if (app->count(name) == 0) {
+        return InvalidArgument(
+            std::string("give ") + name +
+                " with --model to compare the profile with train's "
+                "prediction",
+            name);
+      }
+    }
+    auto in = ResolveTrain(cat, *o, true);
+    if (!in) return tl::unexpected(in.error());
+    return estimate::EstimateTraining(in->model.spec, in->system, in->config);
+  };
+  return p;
 }
 
 }  // namespace scalemodel::cli

@@ -92,6 +92,13 @@ struct Percentiles {
   double p50 = 0, p90 = 0, p99 = 0, mean = 0;
 };
 
+// One simulated request's times (seconds from the first arrival's clock).
+struct RequestSpan {
+  int replica = 0;
+  double arrival_s = 0, first_token_s = 0, finish_s = 0;
+  int prompt = 0, output = 0;
+};
+
 struct SimulationResult {
   bool feasible = true;
   std::string reason;  // why not: a request larger than the KV cache
@@ -121,6 +128,9 @@ struct SimulationResult {
   int steps = 0;
   double mean_decode_batch = 0;  // decoding sequences per step
   double max_step_tokens = 0;    // largest tokens in one step
+  // Every finished request, replica by replica (timeline::SimulationTimeline
+  // draws them).
+  std::vector<RequestSpan> request_spans;
   std::vector<std::string> notes;
 };
 
