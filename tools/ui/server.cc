@@ -2,11 +2,10 @@
 // a time limit, the page's files from the binary.
 #include "server.h"
 
-#include <stdlib.h>  // mkdtemp
-
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>  // mkdtemp (POSIX)
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -202,6 +201,7 @@ void Server::Impl::Api(const httplib::Request& req, httplib::Response& res) {
     args->insert(args->begin(), {"--catalog", options.catalog_dir});
   }
   RunOutput run;
+  const auto start = std::chrono::steady_clock::now();
   if (!args) {
     SetError(res, args.error().code == ErrorCode::kNotFound ? 404 : 400,
              args.error().ToString());
@@ -224,6 +224,11 @@ void Server::Impl::Api(const httplib::Request& req, httplib::Response& res) {
   } else {
     res.set_content(run.out, "application/json");
   }
+  // How long the command ran here (the page shows it beside its own time).
+  const double ms = std::chrono::duration<double, std::milli>(
+                        std::chrono::steady_clock::now() - start)
+                        .count();
+  res.set_header("Server-Timing", "cli;dur=" + FormatNumber(ms));
   std::error_code ec;
   std::filesystem::remove_all(dir, ec);
 }

@@ -2,9 +2,9 @@
 // server (server.h) and serves until the process is stopped.
 #include "ui_command.h"
 
-#include <stdlib.h>  // mkdtemp
 #include <unistd.h>  // chdir
 
+#include <cstdlib>  // mkdtemp (POSIX)
 #include <filesystem>
 #include <iostream>
 #include <memory>

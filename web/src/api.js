@@ -9,6 +9,9 @@ export async function api(command, options) {
   });
   const body = await res.json();
   if (!res.ok) throw new Error(body.error || `HTTP ${res.status}`);
+  // The server's time for the command (Server-Timing: cli;dur=MS).
+  const timing = /cli;dur=([\d.e+]+)/.exec(res.headers.get("Server-Timing") || "");
+  if (timing) Object.defineProperty(body, "serverSeconds", { value: Number(timing[1]) / 1e3 });
   return body;
 }
 

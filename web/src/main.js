@@ -13,7 +13,7 @@ const $ = (id) => document.getElementById(id);
 const state = {
   view: "train", model: "llama3-8b", system: "h100:8x1", plan: "fsdp=8",
   batch: "1Mi", seq: "8192", top: "10", sort: "step", dir: "asc",
-  prompt: "11", output: "8", rate: "2", splan: "tp=8",
+  prompt: "11", output: "8", rate: "2", splan: "",
   kind: "all-gather", axis: "", bytes: "64MiB",
 };
 let uploaded = null; // an uploaded config.json (not in the URL)
@@ -33,14 +33,25 @@ function showError(e) {
   box.hidden = !e;
 }
 
-// Runs `fn`, marking `section` busy and showing a failure's sentence.
+// Each run of a view gets a number; a run that a later one overtook
+// renders nothing (its answers may arrive after the later run's).
+let generation = 0;
+class Stale extends Error {}
+function current(gen) {
+  if (gen !== generation) throw new Stale();
+}
+
+// Runs `fn(gen)`, marking `section` busy and showing a failure's sentence.
 async function guarded(section, fn) {
+  const gen = ++generation;
   section.dataset.state = "busy";
   showError(null);
   try {
-    await fn();
+    await fn(gen);
+    current(gen);
     section.dataset.state = "done";
   } catch (e) {
+    if (e instanceof Stale) return;
     section.dataset.state = "error";
     showError(e);
   }
@@ -72,8 +83,9 @@ async function cached(command, options) {
   return cache.get(key);
 }
 
-async function runTrain() {
+async function runTrain(gen) {
   const r = await api("train", { model: model(), system: state.system, plan: state.plan, "batch-tokens": state.batch, seq: state.seq });
+  current(gen);
   const mem = r.memory_per_chip;
   numbers($("train-numbers"), [
     ["step-time", "Step time", r.feasible ? seconds(r.step_time_s) : "infeasible", r.step_time_s],
@@ -90,10 +102,10 @@ async function runTrain() {
   }));
   showPlot($("plot-memory"), memoryPlot(mem));
   showPlot($("plot-breakdown"), breakdownPlot(r.breakdown));
-  await runRoofline();
+  await runRoofline(gen);
 }
 
-async function runRoofline() {
+async function runRoofline(gen) {
   const sys = await cached("system", { name: state.system });
   const m = await cached("model", { name: model() });
   const a = m.architecture;
@@ -103,6 +115,7 @@ async function runRoofline() {
     const r = await cached("roofline", { chip: sys.chip, matmul: `${b}x${a.d_model}x${ffn}` });
     return { ...r, label: `B=${b}` };
   }));
+  current(gen);
   showPlot($("plot-roofline"), rooflinePlot(points));
 }
 
@@ -164,16 +177,19 @@ function renderPlans() {
   }));
 }
 
-async function runSearch() {
+async function runSearch(gen) {
   const t0 = performance.now();
   const r = await api("plan-train", { model: model(), system: state.system, "batch-tokens": state.batch, seq: state.seq, top: Number(state.top) });
+  current(gen);
   const wall = (performance.now() - t0) / 1e3;
   plans = r.plans.map((p, i) => ({ ...p, rank: i + 1 }));
   const status = $("search-status");
   status.textContent = `${plans.length} plans of ${r.configs_evaluated.toLocaleString()} evaluated; ` +
-    `${wall.toFixed(2)} s from the page (the search itself: ${r.search_time_s.toFixed(2)} s)`;
+    `${wall.toFixed(2)} s from the page (the command on the server: ${r.serverSeconds?.toFixed(2) ?? "?"} s, ` +
+    `of which the search: ${r.search_time_s.toFixed(2)} s)`;
   status.dataset.wall = String(wall);
   status.dataset.search = String(r.search_time_s);
+  status.dataset.server = String(r.serverSeconds ?? "");
   renderPlans();
 }
 
@@ -181,7 +197,15 @@ async function runSearch() {
 const pow2 = (v) => Math.round(2 ** Number(v));
 const rate = () => Number((2 ** Number(state.rate)).toPrecision(3));
 
-async function runServe() {
+// The serve plan: as typed, or tp over up to 8 chips and replicas over
+// the rest of the system.
+function servePlan(sys) {
+  if (state.splan) return state.splan;
+  const tp = Math.min(8, sys.num_chips);
+  return sys.num_chips > tp ? `tp=${tp},dp=${Math.floor(sys.num_chips / tp)}` : `tp=${tp}`;
+}
+
+async function runServe(gen) {
   $("prompt-v").textContent = pow2(state.prompt);
   $("output-v").textContent = pow2(state.output);
   $("rate-v").textContent = rate();
@@ -189,8 +213,9 @@ async function runServe() {
   const common = { model: model(), prompt: pow2(state.prompt), output: pow2(state.output) };
   const [plan, sim] = await Promise.all([
     api("plan-serve", { ...common, chip: sys.chip }),
-    api("serve", { ...common, system: state.system, plan: state.splan, rate: rate(), requests: 400 }),
+    api("serve", { ...common, system: state.system, plan: servePlan(sys), rate: rate(), requests: 400 }),
   ]);
+  current(gen);
   numbers($("serve-numbers"), [
     ["serve-ttft", "TTFT p50", seconds(sim.ttft_s?.p50), sim.ttft_s?.p50],
     ["serve-tpot", "TPOT p50", seconds(sim.tpot_s?.p50), sim.tpot_s?.p50],
@@ -204,7 +229,7 @@ async function runServe() {
 
 // ---- Collective: one ring on the chosen axis, animated.
 let ring = null;
-async function runCollective() {
+async function runCollective(gen) {
   const sys = await cached("system", { name: state.system });
   const axes = sys.axes.filter((a) => a.size > 1);
   const select = $("axis");
@@ -214,6 +239,7 @@ async function runCollective() {
   $("kind").value = state.kind;
   if (!state.axis) throw new Error(`system ${state.system} has no axis of more than one chip`);
   const r = await api("collective", { kind: state.kind, system: state.system, axes: state.axis, bytes: state.bytes });
+  current(gen);
   const n = axes.find((a) => a.name === state.axis).size;
   numbers($("collective-numbers"), [
     ["collective-time", "Time", seconds(r.time_s), r.time_s],

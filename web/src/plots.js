@@ -38,7 +38,7 @@ export function breakdownPlot(b) {
     ["other", b.other_s],
   ].map(([part, s]) => ({ part, s }));
   return Plot.plot({
-    width: 460, height: 200, marginLeft: 140,
+    width: 460, height: 200, marginLeft: 140, marginRight: 50,
     x: { label: "seconds per step", grid: true },
     y: { label: null, domain: rows.map((r) => r.part) },
     marks: [

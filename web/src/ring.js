@@ -30,21 +30,23 @@ function holdings(kind, n, i, step) {
 // The picture after `step` steps, with the chunks in flight to step + 1.
 function draw(svg, kind, n, step, width) {
   svg.replaceChildren();
-  const cx = width / 2, cy = 170, r = 120;
+  const cx = width / 2, cy = 180, r = 125;
   const pos = (i) => [cx + r * Math.sin((2 * Math.PI * i) / n), cy - r * Math.cos((2 * Math.PI * i) / n)];
   el("circle", { cx, cy, r, fill: "none", stroke: "#ccc", "stroke-dasharray": "3,4" }, svg);
-  const box = Math.max(4, Math.min(10, 90 / n));
+  const box = n <= 8 ? 8 : 6;
+  const perRow = Math.min(n, 8), rows = Math.ceil(n / 8);
+  const w = perRow * (box + 1) + 7, h = rows * (box + 1) + 7;
   for (let i = 0; i < n; i++) {
     const [x, y] = pos(i);
-    el("rect", { x: x - 24, y: y - 18, width: 48, height: 36, rx: 5, fill: "#f4f4f4", stroke: "#555" }, svg);
-    el("text", { x, y: y - 22, "text-anchor": "middle", "font-size": 10 }, svg).textContent = `chip ${i}`;
+    el("rect", { x: x - w / 2, y: y - h / 2, width: w, height: h, rx: 4, fill: "#f4f4f4", stroke: "#555" }, svg);
+    el("text", { x, y: y - h / 2 - 4, "text-anchor": "middle", "font-size": 10 }, svg).textContent = `chip ${i}`;
     const held = holdings(kind, n, i, step);
     for (let c = 0; c < n; c++) {
       const shares = held.get(c) || 0;
       const done = kind === "all-gather" ? shares > 0 : shares === n;
       const col = c % 8, row = Math.floor(c / 8);
       el("rect", {
-        x: x - 22 + col * (box + 1), y: y - 14 + row * (box + 1), width: box, height: box,
+        x: x - w / 2 + 4 + col * (box + 1), y: y - h / 2 + 4 + row * (box + 1), width: box, height: box,
         fill: shares ? COLORS[c % COLORS.length] : "white",
         "fill-opacity": done ? 1 : shares ? 0.25 + 0.6 * (shares / n) : 1,
         stroke: "#999", "stroke-width": 0.5,
@@ -63,15 +65,15 @@ function draw(svg, kind, n, step, width) {
 
 // Starts the animation in a new <svg>; returns it and a stop function.
 export function ringAnimation(kind, n, stepSeconds, onStep) {
-  const width = 420;
-  const svg = el("svg", { width, height: 340, viewBox: `0 0 ${width} 340`, "data-kind": kind, "data-chips": n });
+  const width = 460;
+  const svg = el("svg", { width, height: 380, viewBox: `0 0 ${width} 380`, "data-kind": kind, "data-chips": n });
   let step = 0;
   const tick = () => {
     draw(svg, kind, n, step, width);
-    const label = el("text", { x: 8, y: 330, "font-size": 12 }, svg);
-    label.textContent = step < n - 1
-      ? `step ${step + 1} of ${n - 1}: each chip sends one chunk to its neighbour (${stepSeconds})`
+    el("text", { x: 8, y: 352, "font-size": 12 }, svg).textContent = step < n - 1
+      ? `step ${step + 1} of ${n - 1}: each chip sends one chunk to its neighbour`
       : `done: ${kind === "all-gather" ? "every chip holds every chunk" : "each chip holds one fully reduced chunk"}`;
+    el("text", { x: 8, y: 370, "font-size": 11, fill: "#555" }, svg).textContent = stepSeconds;
     if (onStep) onStep(step);
     step = step >= n - 1 ? 0 : step + 1;
   };
