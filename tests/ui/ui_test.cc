@@ -208,6 +208,18 @@ TEST_F(ServerTest, TimeLimitStopsASearch) {
   EXPECT_NE(r->body.find("time limit"), std::string::npos);
 }
 
+TEST_F(ServerTest, APortInUseIsASentence) {
+  Start();
+  ServerOptions o;
+  o.port = server_->port();
+  Server second(o);
+  std::string error;
+  EXPECT_FALSE(second.Bind(error));
+  EXPECT_NE(error.find("--port: cannot listen on 127.0.0.1:"),
+            std::string::npos)
+      << error;
+}
+
 TEST_F(ServerTest, ServesThePageOrSaysHowToBuildIt) {
   Start();
   auto r = client_->Get("/");

@@ -253,10 +253,16 @@ void Server::Impl::Static(const httplib::Request& req,
 }
 
 void Server::Impl::Routes() {
+  // SO_REUSEADDR only: httplib's default SO_REUSEPORT would let a second
+  // server bind a port already in use and share its connections.
+  http.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
   http.set_payload_max_length(options.max_body_bytes);
   http.new_task_queue = [] { return new httplib::ThreadPool(32); };
-  http.set_keep_alive_timeout(2);
-  http.set_read_timeout(10);
+  http.set_keep_alive_timeout(30);
+  http.set_read_timeout(30);
   http.set_write_timeout(10);
   const bool loopback = IsLoopback(options.host);
   http.set_pre_routing_handler(
