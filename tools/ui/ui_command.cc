@@ -96,8 +96,12 @@ cli::Command AddUiCommand(CLI::App& app, const cli::Globals& globals) {
       "Serve the page (rooflines, memory, step breakdowns, plan search, "
       "serving frontier, collectives) and its JSON API: POST "
       "/api/COMMAND with the command's options as a JSON object answers "
-      "the --json report (docs/ui.md).\n"
-      "Examples:\n"
+      "the --json report (docs/ui.md).");
+  // In the footer, not the description: `scalemodel --help` shows
+  // descriptions, and the help-examples test runs every example it finds
+  // there (this one would serve until stopped).
+  c.app->footer(
+      "Examples (each serves until Ctrl-C):\n"
       "  scalemodel ui\n"
       "  scalemodel ui --port 0\n"
       "  scalemodel ui --host 0.0.0.0 --port 8080 --time-limit 30s");
