@@ -59,6 +59,12 @@ Command AddMatmulCommand(CLI::App& app);
 Command AddModelCommand(CLI::App& app);
 Command AddProfileCommand(CLI::App& app);
 
+// A command that lives outside this library (the executable's `ui`,
+// tools/ui): registered once before the first RunCli and added after the
+// built-in ones. `globals` is filled by the parse before its action runs.
+using CommandFactory = Command (*)(CLI::App& app, const Globals& globals);
+void AddExtraCommand(CommandFactory factory);
+
 // True once the in-process caller of RunCli (run.h) asked to stop, e.g. on
 // Ctrl-C in Python; long searches take it as their cancel check.
 bool Interrupted();

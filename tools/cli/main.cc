@@ -153,7 +153,17 @@ class HooksScope {
   const scalemodel::cli::RunHooks* saved_;
 };
 
+// The commands added by AddExtraCommand.
+std::vector<scalemodel::cli::CommandFactory>& ExtraCommands() {
+  static std::vector<scalemodel::cli::CommandFactory> extra;
+  return extra;
+}
+
 }  // namespace
+
+void scalemodel::cli::AddExtraCommand(CommandFactory factory) {
+  ExtraCommands().push_back(factory);
+}
 
 bool scalemodel::cli::Interrupted() {
   return current_hooks && current_hooks->interrupted &&
@@ -187,6 +197,9 @@ int scalemodel::cli::RunCli(const std::vector<std::string>& args,
       cli::AddPlanCommand(app),     cli::AddServeCommand(app),
       cli::AddProfileCommand(app),
   };
+  for (cli::CommandFactory extra : ExtraCommands()) {
+    commands.push_back(extra(app, globals));
+  }
 
   // An unknown command gets a suggestion rather than CLI11's generic text.
   if (!args.empty() && !KnownCommand(args[0], commands, err)) return 2;

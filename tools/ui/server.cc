@@ -1,0 +1,339 @@
+// The ui's HTTP server (server.h): POST /api/<command> through RunCli with
+// a time limit, the page's files from the binary.
+#include "server.h"
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>  // mkdtemp (POSIX)
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <thread>
+#include <utility>
+
+#include "httplib.h"
+#include "run.h"
+#include "scalemodel/base/strings.h"
+
+namespace scalemodel::ui {
+namespace {
+
+// What one RunCli call printed.
+struct RunOutput {
+  int code = 0;
+  std::string out;
+  std::string err;
+};
+
+// A command running on its own thread: the handler waits for it up to the
+// time limit, then asks it to stop (plan train polls) and answers 503; the
+// thread finishes on its own and frees this.
+struct RunState {
+  std::mutex mu;
+  std::condition_variable done_cv;
+  bool done = false;
+  std::atomic<bool> cancel{false};
+  RunOutput result;
+};
+
+// The page served when the binary was built without web/dist.
+constexpr const char* kNoPage =
+    "<!doctype html><html><head><meta charset=\"utf-8\"><title>scalemodel "
+    "ui</title></head><body style=\"font-family:sans-serif;max-width:40em;"
+    "margin:3em auto\"><h1>scalemodel ui</h1><p>The API is up (POST "
+    "<code>/api/&lt;command&gt;</code>, docs/ui.md), but this binary was "
+    "built without the page. Build it with npm, then rebuild "
+    "scalemodel:</p><pre>cd web &amp;&amp; npm ci &amp;&amp; npm run build\n"
+    "cd .. &amp;&amp; cmake --build build</pre></body></html>";
+
+// {"error": sentence} without the CLI's "error: " prefix and newline.
+std::string ErrorBody(std::string sentence) {
+  while (!sentence.empty() &&
+         (sentence.back() == '\n' || sentence.back() == ' ')) {
+    sentence.pop_back();
+  }
+  for (const char* prefix : {"error: ", "internal error: "}) {
+    if (sentence.rfind(prefix, 0) == 0) {
+      sentence = sentence.substr(std::string(prefix).size());
+    }
+  }
+  return nlohmann::json{{"error", sentence}}.dump();
+}
+
+void SetError(httplib::Response& res, int status, const std::string& sentence) {
+  res.status = status;
+  res.set_content(ErrorBody(sentence), "application/json");
+}
+
+// True for a Host header naming this machine's loopback (DNS rebinding:
+// a page elsewhere must not reach a loopback server through its own name).
+bool LoopbackHost(const std::string& host_header) {
+  std::string host = host_header;
+  if (!host.empty() && host[0] == '[') {
+    host = host.substr(0, host.find(']') + 1);
+  } else {
+    host = host.substr(0, host.find(':'));
+  }
+  return host == "127.0.0.1" || host == "localhost" || host == "[::1]";
+}
+
+bool IsLoopback(const std::string& bind_host) {
+  return bind_host == "127.0.0.1" || bind_host == "localhost" ||
+         bind_host == "::1";
+}
+
+}  // namespace
+
+struct Server::Impl {
+  ServerOptions options;
+  httplib::Server http;
+  std::filesystem::path private_dir;  // uploaded configs, mode 0700
+  std::shared_ptr<std::atomic<int>> running =
+      std::make_shared<std::atomic<int>>(0);
+  std::atomic<unsigned> uploads{0};
+  int port = 0;
+
+  explicit Impl(ServerOptions o) : options(std::move(o)) {}
+  ~Impl() {
+    std::error_code ec;
+    if (!private_dir.empty()) std::filesystem::remove_all(private_dir, ec);
+  }
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
+
+  Result<std::string> WriteConfig(const nlohmann::json& config,
+                                  const std::filesystem::path& dir) const;
+  void Api(const httplib::Request& req, httplib::Response& res);
+  bool RunLimited(const std::vector<std::string>& args, RunOutput& result);
+  void Static(const httplib::Request& req, httplib::Response& res) const;
+  void Routes();
+};
+
+// The uploaded config under `dir`/<model id>/config.json (the id names the
+// model in the report, as `scalemodel model DIR/config.json` does).
+Result<std::string> Server::Impl::WriteConfig(
+    const nlohmann::json& config, const std::filesystem::path& dir) const {
+  std::string name = "uploaded";
+  if (config.contains("model_type") && config["model_type"].is_string()) {
+    name = config["model_type"].get<std::string>();
+  }
+  for (char& ch : name) {
+    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '-' &&
+        ch != '.') {
+      ch = '_';
+    }
+  }
+  if (name.empty() || name[0] == '.') name = "uploaded";
+  std::error_code ec;
+  const std::filesystem::path folder = dir / name;
+  std::filesystem::create_directories(folder, ec);
+  const std::filesystem::path file = folder / "config.json";
+  std::ofstream out(file);
+  out << config.dump();
+  if (ec || !out) {
+    return IoError(
+        "cannot write the uploaded config.json to the server's "
+        "private folder",
+        "model");
+  }
+  return file.string();
+}
+
+// Runs `args` on a thread of its own, waiting up to the time limit; false
+// (with `result` unset) when it ran past it.
+bool Server::Impl::RunLimited(const std::vector<std::string>& args,
+                              RunOutput& result) {
+  auto state = std::make_shared<RunState>();
+  auto count = running;
+  ++*count;
+  std::thread([state, args, count] {
+    cli::RunHooks hooks;
+    hooks.interrupted = [state] { return state->cancel.load(); };
+    std::ostringstream out;
+    std::ostringstream err;
+    const int code = cli::RunCli(args, out, err, hooks);
+    {
+      std::lock_guard<std::mutex> lock(state->mu);
+      state->result = {code, out.str(), err.str()};
+      state->done = true;
+    }
+    --*count;
+    state->done_cv.notify_all();
+  }).detach();
+  std::unique_lock<std::mutex> lock(state->mu);
+  const auto limit = std::chrono::duration<double>(options.time_limit_s);
+  if (!state->done_cv.wait_for(lock, limit, [&] { return state->done; })) {
+    state->cancel = true;
+    return false;
+  }
+  result = std::move(state->result);
+  return true;
+}
+
+void Server::Impl::Api(const httplib::Request& req, httplib::Response& res) {
+  const std::string command = req.matches[1];
+  if (req.get_header_value("Content-Type").rfind("application/json", 0) != 0) {
+    SetError(res, 415,
+             "request: expected Content-Type: application/json, got '" +
+                 Excerpt(req.get_header_value("Content-Type")) + "'");
+    return;
+  }
+  nlohmann::json body = nlohmann::json::object();
+  if (!req.body.empty()) {
+    body = nlohmann::json::parse(req.body, nullptr, /*allow_exceptions=*/false);
+    if (body.is_discarded()) {
+      SetError(res, 400,
+               "request body: expected a JSON object of options, got "
+               "malformed JSON ('" +
+                   Excerpt(req.body) + "')");
+      return;
+    }
+  }
+  // A folder for this request's uploaded config, removed when it ends.
+  const std::filesystem::path dir =
+      private_dir / ("r" + std::to_string(uploads++));
+  auto args = ApiArgs(command, body, [&](const nlohmann::json& config) {
+    return WriteConfig(config, dir);
+  });
+  if (args && !options.catalog_dir.empty()) {
+    args->insert(args->begin(), {"--catalog", options.catalog_dir});
+  }
+  RunOutput run;
+  const auto start = std::chrono::steady_clock::now();
+  if (!args) {
+    SetError(res, args.error().code == ErrorCode::kNotFound ? 404 : 400,
+             args.error().ToString());
+  } else if (running->load() >= options.max_running) {
+    SetError(res, 503,
+             "server: " + std::to_string(options.max_running) +
+                 " commands are running; try again when one has finished");
+  } else if (!RunLimited(*args, run)) {
+    SetError(res, 503,
+             "server: the command ran past the time limit of " +
+                 FormatNumber(options.time_limit_s) +
+                 " s (scalemodel ui --time-limit); ask for a smaller search");
+  } else if (run.code != 0) {
+    std::string err = run.err;
+    const std::string d = dir.string();
+    for (size_t at = err.find(d); at != std::string::npos; at = err.find(d)) {
+      err.replace(at, d.size(), "(uploaded)");
+    }
+    SetError(res, run.code == 2 ? 400 : 500, err);
+  } else {
+    res.set_content(run.out, "application/json");
+  }
+  // How long the command ran here (the page shows it beside its own time).
+  const double ms = std::chrono::duration<double, std::milli>(
+                        std::chrono::steady_clock::now() - start)
+                        .count();
+  res.set_header("Server-Timing", "cli;dur=" + FormatNumber(ms));
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+}
+
+void Server::Impl::Static(const httplib::Request& req,
+                          httplib::Response& res) const {
+  const std::string path = req.path == "/" ? "/index.html" : req.path;
+  const std::vector<Asset>& assets = BuiltAssets();
+  if (assets.empty() && path == "/index.html") {
+    res.set_content(kNoPage, "text/html; charset=utf-8");
+    return;
+  }
+  for (const Asset& a : assets) {
+    if (a.path != path) continue;
+    res.set_content(std::string(a.bytes), std::string(a.content_type));
+    res.set_header("Cache-Control", path.rfind("/assets/", 0) == 0
+                                        ? "public, max-age=31536000, immutable"
+                                        : "no-cache");
+    return;
+  }
+  SetError(res, 404, "request: no page file '" + Excerpt(req.path) + "'");
+}
+
+void Server::Impl::Routes() {
+  // SO_REUSEADDR only: httplib's default SO_REUSEPORT would let a second
+  // server bind a port already in use and share its connections.
+  http.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
+  http.set_payload_max_length(options.max_body_bytes);
+  http.new_task_queue = [] { return new httplib::ThreadPool(32); };
+  http.set_keep_alive_timeout(30);
+  http.set_read_timeout(30);
+  http.set_write_timeout(10);
+  const bool loopback = IsLoopback(options.host);
+  http.set_pre_routing_handler(
+      [loopback](const httplib::Request& req, httplib::Response& res) {
+        if (loopback && !LoopbackHost(req.get_header_value("Host"))) {
+          SetError(res, 403,
+                   "request: Host '" + Excerpt(req.get_header_value("Host")) +
+                       "' is not this machine's loopback address");
+          return httplib::Server::HandlerResponse::Handled;
+        }
+        return httplib::Server::HandlerResponse::Unhandled;
+      });
+  http.set_error_handler([max = options.max_body_bytes](
+                             const httplib::Request&, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    if (res.status == 413) {
+      SetError(res, 413,
+               "request body: expected at most " + std::to_string(max) +
+                   " bytes; upload a smaller config.json");
+    } else {
+      SetError(res, res.status, "request: HTTP " + std::to_string(res.status));
+    }
+  });
+  http.Post(R"(/api/([A-Za-z0-9_-]+))",
+            [this](const httplib::Request& req, httplib::Response& res) {
+              Api(req, res);
+            });
+  http.Get(R"(/api/.*)", [](const httplib::Request&, httplib::Response& res) {
+    SetError(res, 405, "request: the API takes POST with a JSON object");
+  });
+  http.Get(R"(/.*)", [this](const httplib::Request& req,
+                            httplib::Response& res) { Static(req, res); });
+}
+
+Server::Server(ServerOptions options)
+    : impl_(std::make_unique<Impl>(std::move(options))) {
+  impl_->Routes();
+}
+
+Server::~Server() = default;
+
+bool Server::Bind(std::string& error) {
+  std::string templ =
+      (std::filesystem::temp_directory_path() / "scalemodel-ui-XXXXXX")
+          .string();
+  if (mkdtemp(templ.data()) == nullptr) {
+    error = "ui: cannot create a private folder under " +
+            std::filesystem::temp_directory_path().string();
+    return false;
+  }
+  impl_->private_dir = templ;
+  const ServerOptions& o = impl_->options;
+  if (o.port == 0) {
+    impl_->port = impl_->http.bind_to_any_port(o.host);
+  } else if (impl_->http.bind_to_port(o.host, o.port)) {
+    impl_->port = o.port;
+  }
+  if (impl_->port <= 0) {
+    error = "--port: cannot listen on " + o.host + ":" +
+            std::to_string(o.port) +
+            " (in use, or not an address of this machine); pick another "
+            "--port, or --port 0 for any free one";
+    return false;
+  }
+  return true;
+}
+
+int Server::port() const { return impl_->port; }
+
+void Server::Listen() { impl_->http.listen_after_bind(); }
+
+void Server::Stop() { impl_->http.stop(); }
+
+}  // namespace scalemodel::ui
