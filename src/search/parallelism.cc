@@ -128,7 +128,9 @@ std::vector<Offload> OffloadChoices(const estimate::MemoryPolicy& m,
 
 // Whether the saved activations stay on the chip, or also go to the host:
 // both when the search tries activation offload (kept first), else the
-// base config's own.
+// base config's own. The search offloads full-remat activations only (the
+// layer inputs, the volume MaxText's validated recipes move): a lighter
+// policy's can exceed the host's DRAM, which the catalog does not give.
 std::vector<char> ActOffloadChoices(const estimate::MemoryPolicy& m,
                                     const SearchOptions& opt) {
   if (m.offload_activations) return {1};
@@ -175,6 +177,10 @@ struct Worker {
     std::vector<Offload> offloads;   // least offloaded first
     std::vector<char> act_offloads;  // activations on the host: 0 first
     double max_stage_layers = 0;  // the most layers a variant puts on a stage
+    // Activation placements tried with remat `r`.
+    size_t Acts(model::Remat r) const {
+      return r == model::Remat::kFull ? act_offloads.size() : 1;
+    }
   };
 
   // Schedule, virtual stages, and layers on the last stage. With 1F1B the
@@ -273,9 +279,10 @@ struct Worker {
       int microbatches = static_cast<int>(per_replica / v.mbs[k]);
       for (model::Remat r : v.remats) {
         cfg.memory.remat = r;
-        for (size_t j = 0; j < v.scheds.size() * v.act_offloads.size(); ++j) {
-          const Sched& sc = v.scheds[j / v.act_offloads.size()];
-          const size_t a = j % v.act_offloads.size();
+        const size_t na = v.Acts(r);
+        for (size_t j = 0; j < v.scheds.size() * na; ++j) {
+          const Sched& sc = v.scheds[j / na];
+          const size_t a = j % na;
           char& fit = (*fits)[idx++];
           ++evaluated;
           // Activations to the host only add host-link time: the variant
@@ -332,8 +339,9 @@ struct Worker {
     const double usable = estimate::UsableCapacity(sys->chip, base.memory);
     LayoutCoefficients lay = Coefficients(pl);
     TrainingConfig cfg = base;
-    const double block = static_cast<double>(v.mbs.size()) * v.remats.size() *
-                         v.scheds.size() * v.act_offloads.size();
+    size_t per_mb = 0;
+    for (model::Remat r : v.remats) per_mb += v.scheds.size() * v.Acts(r);
+    const double block = static_cast<double>(v.mbs.size()) * per_mb;
     std::vector<char> fits;
     for (int zero : v.zeros) {
       p.zero = zero;
