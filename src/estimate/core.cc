@@ -586,20 +586,28 @@ void DataParallelComm(const SlotWriter& w, const ParamShares& sh,
 
 // The optimizer update and host offload traffic per step.
 struct OptimizerTimes {
-  double update = 0;          // Adam, on the device or the host
-  double offload = 0;         // optimizer state over PCIe
-  double offload_params = 0;  // parameters and gradients over PCIe
+  double update = 0;   // Adam, on the device or the host
+  double offload = 0;  // optimizer state over PCIe
+  // Prefetched host traffic over PCIe: parameters in and gradients out
+  // (offload_params) and saved activations out in the forward, in before
+  // the backward (offload_activations), the busier direction.
+  double offload_params = 0;
+  double offload_acts = 0;  // the activations' share, for the notes
 };
 
 OptimizerTimes OptimizerAndOffload(const PlanShape& s, const ParamShares& sh,
                                    const Parallelism& par,
                                    const TrainingConfig& cfg,
                                    const hw::Chip& chip,
-                                   const ChipEfficiency& eff) {
+                                   const ChipEfficiency& eff, double saved_mb) {
   OptimizerTimes o;
   const double owned = sh.trained / OptimizerShards(par);
   o.update = s.peak ? 0.0 : owned * 30 / (chip.hbm_bandwidth.si() * eff.hbm);
   const double pcie = chip.pcie_bandwidth.si() * (s.peak ? 1.0 : 0.85);
+  // Saved activations: out during each microbatch's forward, back in
+  // before its backward (opposite directions of the link).
+  const double acts = cfg.memory.offload_activations ? s.m * saved_mb : 0.0;
+  o.offload_acts = acts / pcie;
   if (cfg.memory.offload_params) {
     // Every microbatch's forward and backward (and a full-remat recompute)
     // bring each layer's bf16 shard in; each backward sends its gradient
@@ -608,9 +616,10 @@ OptimizerTimes OptimizerAndOffload(const PlanShape& s, const ParamShares& sh,
     const double passes = 2 + (s.full ? 1 : 0);
     const double in = s.m * passes * sh.stage * 2 / par.fsdp;
     const double out = s.m * sh.trained * sh.grad_reduce_bytes / par.fsdp;
-    o.offload_params = std::max(in, out) / pcie;
-  } else if (cfg.memory.offload_optimizer) {
-    o.offload = owned * 4 / pcie;
+    o.offload_params = std::max(in + acts, out + acts) / pcie;
+  } else {
+    o.offload_params = o.offload_acts;
+    if (cfg.memory.offload_optimizer) o.offload = owned * 4 / pcie;
   }
   if (cfg.memory.offload_params || cfg.memory.offload_optimizer) {
     // Adam on the host: the same ~30 bytes per owned parameter, at the
@@ -676,7 +685,8 @@ Exposure ExposeRealistic(const PlanShape& s, const CommTotals& c,
   x.total = m * (x.tp_mb + c.cp_exposed_mb) + x.ep + c.pp_exposed + x.fsdp +
             x.dp + x.gather + o.offload;
   if (o.offload_params > 0) {
-    // Beyond the compute, and at least one layer's transfer.
+    // Beyond the compute, and at least one layer's transfer (the first
+    // layer's parameters in, the last layer's activations back).
     x.total +=
         std::max(o.offload_params / (m * s.lps), o.offload_params - compute);
   }
@@ -763,6 +773,24 @@ StateMemory StatePerChip(const ParamShares& sh, const Parallelism& par,
 
 namespace {
 
+// Bytes one microbatch saves for the backward pass on one chip of the
+// busiest stage: the remat policy's tensors of each of its layers (and
+// materialised attention's scores where kept).
+double SavedPerMicrobatch(const ModelConsts& mc, const PlanShape& s,
+                          const Parallelism& par, const TrainingConfig& cfg) {
+  double saved = s.t * s.lps * mc.act_bytes_per_token_layer[s.remat] /
+                 (par.sequence_parallel ? s.tp : 1.0);
+  // Materialised attention keeps the softmax output, the dropout mask and
+  // its output (2 + 1 + 2 bytes per score element) unless the attention
+  // core is recomputed (selective) or the whole layer is (full).
+  if (cfg.habits.attention_kernel == AttentionKernel::kMaterialized &&
+      (cfg.memory.remat == model::Remat::kNone ||
+       cfg.memory.remat == model::Remat::kSaveMatmulOutputs)) {
+    saved += s.t * s.lps * (mc.heads / s.tp) * cfg.seq * 5;
+  }
+  return saved;
+}
+
 double ActivationsOf(const ModelConsts& mc, const PlanShape& s,
                      const Parallelism& par, const TrainingConfig& cfg) {
   double in_flight = 1;
@@ -777,18 +805,12 @@ double ActivationsOf(const ModelConsts& mc, const PlanShape& s,
       in_flight *= 1 + (s.pp - 1) / (s.pp * s.vpp);
     }
   }
-  double acts = in_flight * s.t * s.lps *
-                mc.act_bytes_per_token_layer[s.remat] /
-                (par.sequence_parallel ? s.tp : 1.0);
+  // Held on the device: every in-flight microbatch's layers, or with the
+  // activations offloaded two layers' worth (one in transit, one in use).
+  double held = in_flight * s.lps;
+  if (cfg.memory.offload_activations) held = std::min(held, 2.0);
+  double acts = held / s.lps * SavedPerMicrobatch(mc, s, par, cfg);
   if (s.full) acts += s.t * mc.act_none_per_token_layer / s.tp;
-  // Materialised attention keeps the softmax output, the dropout mask and
-  // its output (2 + 1 + 2 bytes per score element) unless the attention
-  // core is recomputed (selective) or the whole layer is (full).
-  if (cfg.habits.attention_kernel == AttentionKernel::kMaterialized &&
-      (cfg.memory.remat == model::Remat::kNone ||
-       cfg.memory.remat == model::Remat::kSaveMatmulOutputs)) {
-    acts += in_flight * s.t * s.lps * (mc.heads / s.tp) * cfg.seq * 5;
-  }
   // The logits at their peak: Megatron's unfused loss holds an fp32 copy
   // and the fp32 softmax it saves (4 + 4 B per logit); a fused kernel keeps
   // the bf16 logits, which it overwrites with their gradient (2 B).
@@ -855,7 +877,10 @@ void EvaluateCore(const ModelConsts& mc, const LayerCompute& lc,
   PipelineComm(w, s, mc, par, &c);
   c.fsdp_total = FsdpComm(w, s, sh, par);
   DataParallelComm(w, sh, par, &c);
-  const OptimizerTimes o = OptimizerAndOffload(s, sh, par, cfg, chip, eff);
+  const OptimizerTimes o = OptimizerAndOffload(
+      s, sh, par, cfg, chip, eff,
+      cfg.memory.offload_activations ? SavedPerMicrobatch(mc, s, par, cfg)
+                                     : 0.0);
 
   // Step: compute, what the communication leaves exposed, bubble, update.
   double compute = m * st.stage;
@@ -894,6 +919,7 @@ void EvaluateCore(const ModelConsts& mc, const LayerCompute& lc,
   r->other = o.update;
   r->elem_total = m * st.elem + o.update;
   r->pcie_time = o.offload + o.offload_params;
+  r->act_offload_time = o.offload_acts;
   MemoryOf(mc, s, sh, par, cfg, chip, r);
 }
 

@@ -381,6 +381,12 @@ Result<void> ApplyKeyField(const std::string& field, TrainingConfig* c,
   const std::string slot = is_schedule               ? "schedule"
                            : key == "offload-params" ? "offload"
                                                      : key;
+  if (key == "offload-acts" && eq == std::string::npos &&
+      std::find(seen->begin(), seen->end(), key) == seen->end()) {
+    seen->push_back(key);
+    c->memory.offload_activations = true;
+    return {};
+  }
   if (std::find(seen->begin(), seen->end(), slot) != seen->end()) {
     return InvalidArgument(
         (slot == "schedule" || slot == "offload" ? "the " + slot : slot) +
@@ -429,13 +435,14 @@ Result<void> ApplyKeyField(const std::string& field, TrainingConfig* c,
     c->layout.placement_order = *order;
   } else {
     static const std::vector<std::string> kFields = {
-        "mb",   "remat", "vpp",         "last",    "order",
-        "1f1b", "gpipe", "interleaved", "offload", "offload-params"};
+        "mb",      "remat",          "vpp",         "last",
+        "order",   "1f1b",           "gpipe",       "interleaved",
+        "offload", "offload-params", "offload-acts"};
     return InvalidArgument(
         "unknown field '" + field + "'" + DidYouMean(key, kFields) +
             "; after the degrees a plan takes mb=N, remat=NAME, 1f1b, gpipe "
-            "or interleaved, vpp=N, last=N, offload or offload-params and "
-            "order=A>B>..",
+            "or interleaved, vpp=N, last=N, offload or offload-params, "
+            "offload-acts and order=A>B>..",
         "plan");
   }
   return {};
@@ -856,6 +863,14 @@ void CoreNotes(const hw::System& sys, const TrainingConfig& cfg,
     est->notes.push_back("step time from an assumed MFU of " +
                          FormatNumber(cfg.assume_mfu) +
                          "; memory and communication are still checked");
+  }
+  if (cfg.memory.offload_activations) {
+    est->notes.push_back(fmt::format(
+        "saved activations in host memory: {} of transfers each way over the "
+        "host link ({} per direction at 85%) per step, prefetched under the "
+        "compute; two layers' worth stay on the chip",
+        FormatSeconds(Seconds(r.act_offload_time)),
+        FormatBandwidth(sys.chip.pcie_bandwidth)));
   }
   if (cfg.memory.offload_params || cfg.memory.offload_optimizer) {
     const bool host_known = sys.chip.host_memory_bandwidth.si() > 0;

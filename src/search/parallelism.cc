@@ -38,6 +38,7 @@ std::string PlanCandidate::Key() const {
   } else if (config.memory.offload_optimizer) {
     s += " offload";
   }
+  if (config.memory.offload_activations) s += " offload-acts";
   // The placement order of the parallelisms that are in use.
   std::string ord;
   Parallelism p = config.par;
@@ -84,12 +85,14 @@ struct Degrees {
 // Lower bound of the memory a plan needs whatever its micro batch, remat and
 // schedule: parameters, gradients and optimizer state (offloaded optimizer
 // counted as zero), plus the (fused loss's bf16) logits of the smallest micro
-// batch and the full-remat activations of one sequence. Over capacity: every
-// variant is infeasible, which the prune test checks.
+// batch and the full-remat activations of one sequence (of two layers when
+// the activations may be offloaded). Over capacity: every variant is
+// infeasible, which the prune test checks.
 double PlanMemoryLowerBound(const estimate::ModelConsts& mc,
                             const Parallelism& p, const TrainingConfig& base,
                             bool offload, bool offload_params,
-                            double max_stage_layers, double capacity) {
+                            double max_stage_layers, double capacity,
+                            bool offload_acts) {
   const bool peak = base.mode == estimate::Mode::kPeak;
   const estimate::StateBytes sb =
       estimate::TrainingStateBytes(base.mode, base.memory);
@@ -97,8 +100,10 @@ double PlanMemoryLowerBound(const estimate::ModelConsts& mc,
       estimate::StatePerChip(estimate::SharesOf(mc, p), p, sb, peak, offload,
                              offload_params, max_stage_layers);
   double t = base.seq / p.cp;
+  double layers = std::ceil(mc.layers / p.pp);
+  if (offload_acts) layers = std::min(layers, 2.0);
   double acts =
-      t * std::ceil(mc.layers / p.pp) *
+      t * layers *
           mc.act_bytes_per_token_layer[static_cast<int>(model::Remat::kFull)] /
           p.tp +
       t * mc.vocab / p.tp * 2;  // the fused loss's bf16 logits, the least
@@ -119,6 +124,18 @@ std::vector<Offload> OffloadChoices(const estimate::MemoryPolicy& m,
   }
   if (m.offload_params) return {Offload::kParams};
   return {m.offload_optimizer ? Offload::kOptimizer : Offload::kNone};
+}
+
+// Whether the saved activations stay on the chip, or also go to the host:
+// both when the search tries activation offload (kept first), else the
+// base config's own. The search offloads full-remat activations only (the
+// layer inputs, the volume MaxText's validated recipes move): a lighter
+// policy's can exceed the host's DRAM, which the catalog does not give.
+std::vector<char> ActOffloadChoices(const estimate::MemoryPolicy& m,
+                                    const SearchOptions& opt) {
+  if (m.offload_activations) return {1};
+  if (opt.search_act_offload) return {0, 1};
+  return {0};
 }
 
 struct Worker {
@@ -157,8 +174,13 @@ struct Worker {
     std::vector<model::Remat> remats;
     std::vector<Sched> scheds;
     std::vector<int> zeros;
-    std::vector<Offload> offloads;  // least offloaded first
-    double max_stage_layers = 0;    // the most layers a variant puts on a stage
+    std::vector<Offload> offloads;   // least offloaded first
+    std::vector<char> act_offloads;  // activations on the host: 0 first
+    double max_stage_layers = 0;  // the most layers a variant puts on a stage
+    // Activation placements tried with remat `r`.
+    size_t Acts(model::Remat r) const {
+      return r == model::Remat::kFull ? act_offloads.size() : 1;
+    }
   };
 
   // Schedule, virtual stages, and layers on the last stage. With 1F1B the
@@ -229,6 +251,7 @@ struct Worker {
       if (fx.zero < 0 || z == fx.zero) v.zeros.push_back(z);
     }
     v.offloads = OffloadChoices(base.memory, *opt);
+    v.act_offloads = ActOffloadChoices(base.memory, *opt);
     v.max_stage_layers = std::ceil(mc->layers / g.pp);
     for (const Sched& sc : v.scheds) {
       if (g.pp > 1 && sc.last > 0) {
@@ -240,9 +263,11 @@ struct Worker {
     return v;
   }
 
-  // Scores every micro batch, remat and schedule of one layout at one ZeRO
-  // level and offload choice, keeping the best; skips the variants `fits`
-  // marks (they fit with less offload) and marks those that fit.
+  // Scores every micro batch, remat, schedule and activation placement of
+  // one layout at one ZeRO level and offload choice, keeping the best; skips
+  // the variants `fits` marks (they fit with less offload: of the state, or
+  // with the same micro batch, remat and schedule with the activations on
+  // the chip) and marks those that fit.
   void ScoreBlock(const Parallelism& p, const std::array<int, kNumPar>& order,
                   const LayoutCoefficients& lay, const Variants& v,
                   const std::vector<LayerCompute>& lcs, double per_replica,
@@ -254,13 +279,20 @@ struct Worker {
       int microbatches = static_cast<int>(per_replica / v.mbs[k]);
       for (model::Remat r : v.remats) {
         cfg.memory.remat = r;
-        for (const Sched& sc : v.scheds) {
+        const size_t na = v.Acts(r);
+        for (size_t j = 0; j < v.scheds.size() * na; ++j) {
+          const Sched& sc = v.scheds[j / na];
+          const size_t a = j % na;
           char& fit = (*fits)[idx++];
           ++evaluated;
-          if (fit) {
+          // Activations to the host only add host-link time: the variant
+          // that fits without doing so dominates.
+          if (fit || (a > 0 && (*fits)[idx - 2])) {
             ++pruned;  // fits with less offload, which is never slower
+            fit = 1;
             continue;
           }
+          cfg.memory.offload_activations = v.act_offloads[a] != 0;
           cfg.layout.schedule = sc.schedule;
           cfg.layout.vpp = sc.vpp;
           cfg.layout.last_stage_layers = sc.last;
@@ -307,8 +339,9 @@ struct Worker {
     const double usable = estimate::UsableCapacity(sys->chip, base.memory);
     LayoutCoefficients lay = Coefficients(pl);
     TrainingConfig cfg = base;
-    const double block =
-        static_cast<double>(v.mbs.size()) * v.remats.size() * v.scheds.size();
+    size_t per_mb = 0;
+    for (model::Remat r : v.remats) per_mb += v.scheds.size() * v.Acts(r);
+    const double block = static_cast<double>(v.mbs.size()) * per_mb;
     std::vector<char> fits;
     for (int zero : v.zeros) {
       p.zero = zero;
@@ -317,9 +350,9 @@ struct Worker {
       for (Offload off : v.offloads) {
         const bool opt_off = off != Offload::kNone;
         const bool par_off = off == Offload::kParams;
-        if (all_fit ||
-            PlanMemoryLowerBound(*mc, p, base, opt_off, par_off,
-                                 v.max_stage_layers, capacity) > usable) {
+        if (all_fit || PlanMemoryLowerBound(
+                           *mc, p, base, opt_off, par_off, v.max_stage_layers,
+                           capacity, v.act_offloads.back() != 0) > usable) {
           pruned += block;
           evaluated += block;
           if (opt->on_pruned && !all_fit) {
@@ -330,6 +363,7 @@ struct Worker {
             probe.layout.schedule = Schedule::k1F1B;
             probe.memory.offload_optimizer = opt_off;
             probe.memory.offload_params = par_off;
+            probe.memory.offload_activations = v.act_offloads.back() != 0;
             opt->on_pruned(probe);
           }
           continue;

@@ -72,6 +72,8 @@ Result<std::vector<Found>> SearchSizes(const model::ModelSpec& model,
   if (request.launchable_by) {
     sopt.max_zero = estimate::MaxZeroLevel(*request.launchable_by);
     sopt.remats = estimate::ExactRemats(*request.launchable_by);
+    // The launch lines do not express activation offload yet.
+    sopt.search_act_offload = false;
   }
   sopt.progress = request.progress;
   sopt.cancelled = request.cancelled;

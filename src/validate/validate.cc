@@ -231,6 +231,7 @@ Result<TrainingRun> ReadTrainingRun(const catalog::Catalog& cat,
   cfg.habits.capacity_factor = row.value("capacity_factor", 0.0);
   cfg.habits.ep_dedup = row.value("ep_dedup", false);
   cfg.habits.ep_overlap = row.value("ep_overlap", false);
+  cfg.memory.offload_activations = row.value("offload_activations", false);
   cfg.mtp_layers = row.value("mtp_layers", -1);
   cfg.habits.unfused_cross_entropy =
       row.value("cross_entropy", "fused") == "unfused";
@@ -892,10 +893,12 @@ Result<ValidationCase> PredictTrainingRow(const json& row,
     assumptions += "; " + a.get<std::string>();
   }
   std::string detail = fmt::format(
-      "{} on {}, {}, batch {} x {}, mb {}, remat {}, {}{}{}",
+      "{} on {}, {}, batch {} x {}, mb {}, remat {}{}, {}{}{}",
       row.value("model_name", ""), sys.id, cfg.par.ToString(),
       row.value("global_batch", 0), cfg.seq, cfg.layout.micro_batch,
-      model::RematName(cfg.memory.remat), hw::DtypeName(cfg.precision.matmul),
+      model::RematName(cfg.memory.remat),
+      cfg.memory.offload_activations ? " (activations on the host)" : "",
+      hw::DtypeName(cfg.precision.matmul),
       est->feasible ? "" : "; predicted infeasible: " + est->reason,
       assumptions + remat_note);
   ValidationReport one;

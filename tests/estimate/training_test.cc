@@ -754,6 +754,57 @@ TEST(TrainingTest, ParameterOffloadStreamsOverPcie) {
   EXPECT_NE(s->notes[0].find("host memory"), std::string::npos);
 }
 
+TEST(TrainingTest, ActivationOffloadKeepsTwoLayersAndCostsTheHostLink) {
+  // Llama 3 8B, FSDP over one 8-GPU node, 4 sequences of 8192 tokens per
+  // chip at full remat: 32 layers' inputs (8192 x 4 x 4096 x 2 B each) on the
+  // chip, or two of them with the rest in host memory. The transfers (out in
+  // the forward, back before the backward, opposite directions) hide under
+  // the compute when the layer's compute outlasts its transfer; remat none
+  // saves ~17x more per layer than the link carries in a layer's compute.
+  auto m = Model("llama3-8b");
+  hw::System sys = System("h100:8x1");
+  TrainingConfig c = Config("fsdp=8", 32 * 8192.0, 8192);
+  c.layout.micro_batch = 4;
+  c.memory.remat = model::Remat::kFull;
+  auto on = EstimateTraining(m, sys, c);
+  TrainingConfig off = c;
+  off.memory.offload_activations = true;
+  auto host = EstimateTraining(m, sys, off);
+  ASSERT_TRUE(on.has_value() && host.has_value());
+  const double layer_input = 4 * 8192.0 * 4096 * 2;
+  ExpectRel(on->memory.activations.si() - host->memory.activations.si(),
+            30 * layer_input, 0.01, "30 of 32 layer inputs leave the chip");
+  // Hidden: at least one layer's transfer, far below the compute.
+  const double link = sys.chip.pcie_bandwidth.si() * 0.85;
+  const double moved = 32 * layer_input / link;
+  EXPECT_GT(host->step_time.si(), on->step_time.si() + moved / 32 * 0.99);
+  EXPECT_LT(host->step_time.si(), on->step_time.si() + moved / 8);
+  bool noted = false;
+  for (const std::string& n : host->notes) {
+    noted |= n.find("saved activations in host memory") != std::string::npos;
+  }
+  EXPECT_TRUE(noted);
+  // Remat none saves every intermediate: ~0.9 of the compute time crosses
+  // the link each way, still hidden; on a link a quarter as fast it sets the
+  // pace, and what exceeds the compute shows.
+  TrainingConfig none = off;
+  none.memory.remat = model::Remat::kNone;
+  auto n = EstimateTraining(m, sys, none);
+  ASSERT_TRUE(n.has_value());
+  EXPECT_LT(n->exposed_comm.si(), 0.05 * n->compute.si());
+  hw::System slow = sys;
+  slow.chip.pcie_bandwidth =
+      units::BytesPerSecond(sys.chip.pcie_bandwidth.si() / 4);
+  auto ns = EstimateTraining(m, slow, none);
+  ASSERT_TRUE(ns.has_value());
+  EXPECT_GT(ns->exposed_comm.si(), 1.5 * ns->compute.si());
+  // The plan key carries it.
+  TrainingConfig k = c;
+  ASSERT_TRUE(ParsePlanKey("fsdp=8 mb=4 remat=full offload-acts", &k));
+  EXPECT_TRUE(k.memory.offload_activations);
+  EXPECT_FALSE(ParsePlanKey("fsdp=8 offload-acts offload-acts", &k));
+}
+
 TEST(TrainingTest, LastPipelineStageCarriesTheOutputLayer) {
   // 80 layers over 4 stages, 20 each: the last also runs the output layer
   // and the loss, and the pipeline moves at its pace. 126 layers over 8

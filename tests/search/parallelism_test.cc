@@ -71,7 +71,10 @@ TEST(SearchTest, BestEqualsBruteForceMinimum) {
                   }
                 }
                 for (auto [s, v, last] : sch) {
-                  for (int off : {0, 1, 2}) {
+                  for (int cell = 0; cell < 6; ++cell) {
+                    const int off = cell / 2;
+                    // Activation offload is searched at full remat only.
+                    if (cell % 2 == 1 && rm != model::Remat::kFull) continue;
                     estimate::TrainingConfig c = opt.base;
                     c.par.tp = tp;
                     c.par.pp = pp;
@@ -86,6 +89,7 @@ TEST(SearchTest, BestEqualsBruteForceMinimum) {
                     c.layout.last_stage_layers = last;
                     c.memory.offload_optimizer = off >= 1;
                     c.memory.offload_params = off == 2;
+                    c.memory.offload_activations = cell % 2 == 1;
                     auto e = estimate::EstimateTraining(m, sys, c);
                     ASSERT_TRUE(e.has_value()) << e.error().ToString();
                     ++count;
@@ -125,6 +129,39 @@ TEST(SearchTest, OffloadIsSearched) {
   }
   EXPECT_TRUE(params);
   opt.search_offload = false;
+  auto none = SearchTraining(m, sys, opt);
+  ASSERT_TRUE(none.has_value());
+  EXPECT_TRUE(none->plans.empty());
+}
+
+// Activation offload is searched where the activations do not fit: Llama 3
+// 8B at 12 sequences of 8192 tokens per chip on 8 x 80 GB with FSDP needs
+// 86.7 GB even at full remat (its layer inputs: 12 x 8192 x 4096 x 2 B x 32
+// layers = 25.8 GB; the logits and the recompute buffer besides), 62.6 GB
+// with all but two layers' inputs in host memory; the search finds those
+// plans, and without activation offload none.
+TEST(SearchTest, ActivationOffloadIsSearched) {
+  model::ModelSpec m = Model("llama3-8b");
+  hw::System sys = System("h100:8x1");
+  SearchOptions opt;
+  opt.base.batch_tokens = 96 * 8192.0;
+  opt.base.seq = 8192;
+  opt.fixed.micro_batch = 12;
+  opt.fixed.offload = 0;
+  opt.fixed.degrees[estimate::kFsdp] = 8;
+  opt.top_k = 5;
+  auto r = SearchTraining(m, sys, opt);
+  ASSERT_TRUE(r.has_value());
+  ASSERT_FALSE(r->plans.empty());
+  for (const PlanCandidate& p : r->plans) {
+    EXPECT_TRUE(p.config.memory.offload_activations) << p.Key();
+    EXPECT_NE(p.Key().find(" offload-acts"), std::string::npos);
+    // The key is a plan train reads back.
+    estimate::TrainingConfig c = opt.base;
+    ASSERT_TRUE(estimate::ParsePlanKey(p.Key(), &c).has_value());
+    EXPECT_TRUE(c.memory.offload_activations);
+  }
+  opt.search_act_offload = false;
   auto none = SearchTraining(m, sys, opt);
   ASSERT_TRUE(none.has_value());
   EXPECT_TRUE(none->plans.empty());

@@ -59,6 +59,7 @@ struct TrainOptionsCli {
   bool offload = false;
   bool offload_params = false;
   std::string trace;  // train --trace FILE.json[.gz]
+  bool offload_activations = false;
 };
 
 }  // namespace
@@ -364,6 +365,7 @@ static Result<TrainInputs> ResolveTrain(const catalog::Catalog& cat,
   }
   c.memory.offload_params = o.offload_params;
   c.memory.offload_optimizer = o.offload || o.offload_params;
+  c.memory.offload_activations = o.offload_activations;
   if (o.attention == "full") {
     c.attention = model::AttentionFlops::kFull;
   } else if (o.attention != "causal") {
@@ -554,6 +556,11 @@ static void AddTrainOptions(CLI::App* app, TrainOptionsCli& o, bool plan) {
                 "Keep parameters and gradients in host memory too (FSDP2 "
                 "CPU offload, ZeRO-3 offload_param): each layer streams in "
                 "over PCIe for every pass; implies --offload-optimizer");
+  app->add_flag("--offload-activations", o.offload_activations,
+                "Keep the activations the remat policy saves in host memory "
+                "(MaxText's offloaded remat policies, Megatron-Core "
+                "--cpu-offloading): out in the forward, back before the "
+                "backward, over the host link; two layers stay on the chip");
   app->add_option("--grad-reduce", o.grad_reduce,
                   "Gradient reduction dtype: bf16 (default) or fp32 (default "
                   "with --emit maxtext, whose weights are fp32)");
@@ -1382,6 +1389,7 @@ Command AddPlanCommand(CLI::App& app) {
       j["last_stage_layers"] = cfg.layout.last_stage_layers;
       j["offload_optimizer"] = cfg.memory.offload_optimizer;
       j["offload_params"] = cfg.memory.offload_params;
+      j["offload_activations"] = cfg.memory.offload_activations;
       j["search_step_time_s"] = p.step_time_s;
       j["behind_best"] = r.behind_best;
       plans.push_back(j);

@@ -207,6 +207,7 @@ struct CoreResult {
   double headroom = 0;    // share of capacity kept free (MemoryPolicy)
   double elem_total = 0;  // memory-bound part of compute (for the verdict)
   double pcie_time = 0;   // host offload traffic per step (one direction)
+  double act_offload_time = 0;  // saved activations' share of pcie_time
   // One layer, one microbatch, forward + backward (realistic mode; peak
   // mode puts the whole layer in matmul), and the last stage's output layer
   // and loss.

@@ -162,6 +162,14 @@ struct MemoryPolicy {
   // PCIe for every pass that needs it, its gradient shard streams out.
   // Implies offload_optimizer.
   bool offload_params = false;
+  // The activations the remat policy saves for the backward pass live in
+  // host memory (MaxText's offloaded remat policies: `minimal_offloaded`,
+  // `custom` with `offload` tensors; Megatron-Core --cpu-offloading;
+  // DeepSpeed cpu_checkpointing): each layer's saved tensors stream out
+  // during its forward and back in before its backward, over the host link,
+  // prefetched under the compute. On the device: two layers' worth (the one
+  // in transit and the one in use).
+  bool offload_activations = false;
   // Bytes per parameter the engine keeps on the device in realistic mode
   // (peak mode counts the book's bf16 weights and fp32 Adam moments, 2 + 8,
   // nothing else). The defaults are Megatron-LM's with --bf16: bf16

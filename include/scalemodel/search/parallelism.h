@@ -56,6 +56,10 @@ struct SearchOptions {
   int threads = 0;  // 0: all cores
   bool search_offload = true;
   bool search_remat = true;
+  // Also try each variant with its saved activations in host memory
+  // (estimate::MemoryPolicy::offload_activations) where it does not fit
+  // without.
+  bool search_act_offload = true;
   int max_micro_batch = 64;  // largest micro batch (sequences) tried
   // Largest ZeRO level tried for data-parallel replicas: 0 for engines
   // without ZeRO-1/2 (MaxText, torchtitan), so every plan can be launched.
