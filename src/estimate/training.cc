@@ -906,6 +906,14 @@ void Throughput(const hw::Chip& chip, const TrainingConfig& cfg,
         100 * est->mfu, hw::DtypeName(cfg.precision.matmul),
         chip.Peak(cfg.precision.matmul).si() / C_bf16,
         hw::DtypeName(cfg.precision.matmul)));
+  } else if (est->hfu > 1) {
+    est->notes.push_back(fmt::format(
+        "HFU {:.0f}% is above 100% because it is stated against the bf16 "
+        "peak while the matmuls run in {} at up to {:.0f}x that rate; "
+        "--mfu-basis dtype states it against the {} peak",
+        100 * est->hfu, hw::DtypeName(cfg.precision.matmul),
+        chip.Peak(cfg.precision.matmul).si() / C_bf16,
+        hw::DtypeName(cfg.precision.matmul)));
   }
   if (cfg.tokens > 0) {
     double steps = cfg.tokens / cfg.batch_tokens;

@@ -211,6 +211,12 @@ int scalemodel::cli::RunCli(const std::vector<std::string>& args,
         << "\n";
     return 1;
   }
+  if (const CLI::Option* c = app.get_option_no_throw("--catalog");
+      c && c->count() > 0 && globals.catalog_dir.empty()) {
+    err << "error: --catalog: expected a directory with chips/, systems/ or "
+           "models/, got an empty path\n";
+    return 2;
+  }
   if (!globals.catalog_dir.empty()) {
     auto added = catalog->AddDirectory(globals.catalog_dir);
     if (!added) {

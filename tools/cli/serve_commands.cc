@@ -82,6 +82,10 @@ static Result<estimate::ServeConfig> ParseServeCommon(
   auto o = ParseOption<double>("--output", output,
                                [](auto& t) { return units::ParseLength(t); });
   if (!o) return tl::unexpected(o.error());
+  p = WholeUpTo("--prompt", *p, "prompt tokens", kMaxSeqCap);
+  if (!p) return tl::unexpected(p.error());
+  o = WholeUpTo("--output", *o, "output tokens", kMaxSeqCap);
+  if (!o) return tl::unexpected(o.error());
   c.prompt = *p;
   c.output = *o;
   auto w = hw::ParseDtype(weights);
@@ -407,6 +411,13 @@ Result<Output> RunServeSearch(const catalog::Catalog& cat,
   const model::ModelSpec& spec = m->spec;
   search::ServingPlanRequest req;
   req.base = *base;
+  if (o.max_chips < 0 || o.max_chips > kMaxChipsCap.value) {
+    return InvalidArgument(
+        fmt::format("expected a chip count from 1 to {} (0 or absent: the "
+                    "default), got {}",
+                    kMaxChipsCap.text, o.max_chips),
+        "--max-chips");
+  }
   req.max_chips = o.max_chips;
   req.tpot_max_s = tpot_max;
   req.ttft_max_s = ttft_max;
@@ -647,6 +658,8 @@ Command AddServeCommand(CLI::App& app) {
     if (!cfg) return tl::unexpected(cfg.error());
     auto b = ParseOption<double>("--batch", o->batch,
                                  [](auto& t) { return units::ParseCount(t); });
+    if (!b) return tl::unexpected(b.error());
+    b = WholeUpTo("--batch", *b, "sequences per replica", kMaxSequencesCap);
     if (!b) return tl::unexpected(b.error());
     cfg->batch = *b;
     auto plan = estimate::ParsePlan(o->plan);
