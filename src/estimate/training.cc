@@ -302,8 +302,16 @@ Result<Parallelism> ParsePlan(std::string_view text) {
       p.zero = static_cast<int>(v);
       continue;
     }
-    if (v <= 0 || v > 1000000) {
+    if (v <= 0) {
       return InvalidArgument(key + "=" + value + " must be a positive degree",
+                             "plan");
+    }
+    // strtol saturates at LONG_MAX, so an overlong value lands here too.
+    if (v > 1000000) {
+      return InvalidArgument(key +
+                                 ": expected a degree of at most 1000000, "
+                                 "got '" +
+                                 Excerpt(value) + "'",
                              "plan");
     }
     int* slot = key == "dp"     ? &p.dp

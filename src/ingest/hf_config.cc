@@ -189,18 +189,20 @@ class SyntaxCheck final : public nlohmann::json_sax<json> {
   bool number_overflow_ = false;
 };
 
-tl::unexpected<Error> TooLarge(uintmax_t bytes, const std::string& path) {
-  return ParseError("expected a config.json of at most 16 MiB, got " +
+tl::unexpected<Error> TooLarge(uintmax_t bytes, const std::string& path,
+                               const std::string& what = "a config.json") {
+  return ParseError("expected " + what + " of at most 16 MiB, got " +
                         FormatNumber(static_cast<double>(bytes) /
                                      static_cast<double>(1 << 20)) +
                         " MiB",
                     path);
 }
 
-// Parses `text` into a tree after checking its size, nesting depth, syntax
-// and number range; every failure is one sentence.
-Result<json> ParseJsonText(std::string_view text, const std::string& path) {
-  if (text.size() > kMaxJsonBytes) return TooLarge(text.size(), path);
+}  // namespace
+
+Result<void> CheckJsonText(std::string_view text, const std::string& path,
+                           const std::string& what) {
+  if (text.size() > kMaxJsonBytes) return TooLarge(text.size(), path, what);
   if (size_t at = TooDeepAt(text); at != std::string_view::npos) {
     TextPosition p = PositionOf(text, at, path);
     return ParseError("expected JSON nested at most " +
@@ -212,6 +214,17 @@ Result<json> ParseJsonText(std::string_view text, const std::string& path) {
   SyntaxCheck check;
   if (!json::sax_parse(text.begin(), text.end(), &check)) {
     return tl::unexpected(check.ToError(text, path));
+  }
+  return {};
+}
+
+namespace {
+
+// Parses `text` into a tree after checking its size, nesting depth, syntax
+// and number range; every failure is one sentence.
+Result<json> ParseJsonText(std::string_view text, const std::string& path) {
+  if (auto ok = CheckJsonText(text, path); !ok) {
+    return tl::unexpected(ok.error());
   }
   try {
     return json::parse(text.begin(), text.end());

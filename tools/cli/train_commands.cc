@@ -202,7 +202,8 @@ static Result<std::optional<std::string>> ParseBatch(
         parts.size() == 2 ? units::ParseCount(parts[0]) : Result<double>(0.0);
     auto b =
         parts.size() == 2 ? units::ParseLength(parts[1]) : Result<double>(0.0);
-    if (parts.size() != 2 || !a || !b) {
+    if (parts.size() != 2 || !a || !b || *a != std::floor(*a) ||
+        *b != std::floor(*b)) {
       return InvalidArgument(
           "expected tokens (4Mi) or SEQUENCESxLENGTH "
           "(1536x2048), got '" +
