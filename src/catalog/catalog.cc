@@ -32,9 +32,15 @@ Result<toml::table> ParseToml(std::string_view contents,
   try {
     return toml::parse(contents, path);
   } catch (const toml::parse_error& e) {
+    // toml++'s description, lower-cased and cut short, inside our sentence.
+    std::string why(e.description());
+    if (why.rfind("Error while ", 0) == 0) why = "e" + why.substr(1);
+    return tl::unexpected(Error{
+        ErrorCode::kParse, "expected valid TOML (" + Excerpt(why, 100) + ")",
+        path + ":" + std::to_string(e.source().begin.line)});
+  } catch (const std::exception&) {
     return tl::unexpected(
-        Error{ErrorCode::kParse, std::string(e.description()),
-              path + ":" + std::to_string(e.source().begin.line)});
+        Error{ErrorCode::kParse, "expected valid TOML", path});
   }
 }
 

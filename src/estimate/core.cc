@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 namespace scalemodel::estimate {
 
@@ -430,7 +431,7 @@ struct SlotWriter {
   CoreResult* r;
   bool detail;
   bool peak;
-  double Put(int i, double bytes, int calls) const {
+  double Put(int i, double bytes, std::int64_t calls) const {
     if (detail) {
       r->coll_bytes[i] = bytes;
       r->coll_calls[i] = calls;
@@ -457,7 +458,8 @@ double TensorParallelComm(const SlotWriter& w, const PlanShape& s,
   if (par.tp <= 1) return 0;
   double v = s.t * mc.d * 2;
   int passes = 2 + (s.full ? 1 : 0);
-  int calls = static_cast<int>(s.lps) * 2 * passes * s.m;
+  const std::int64_t calls =
+      static_cast<std::int64_t>(s.lps) * 2 * passes * s.m;
   if (par.sequence_parallel) {
     w.Put(kTpAg, v, calls / 2);
     w.Put(kTpRs, v, calls / 2);
@@ -476,7 +478,8 @@ double ExpertParallelComm(const SlotWriter& w, const PlanShape& s,
   double v = s.ep * s.t * mc.top_k * mc.d * 2 / s.tp * lay.ep_bytes_scale;
   int per_layer = 4 + (s.full ? 2 : 0);
   w.Put(kEpA2a, v,
-        static_cast<int>(std::round(s.lps * mc.moe_frac * per_layer * s.m)));
+        static_cast<std::int64_t>(
+            std::round(s.lps * mc.moe_frac * per_layer * s.m)));
   return w.T(kEpA2a) / s.m;
 }
 
@@ -487,8 +490,8 @@ void ContextParallelComm(const SlotWriter& w, const PlanShape& s,
                          const Parallelism& par, const TrainingConfig& cfg,
                          CommTotals* c) {
   if (par.cp <= 1) return;
-  const int layers = static_cast<int>(s.lps);
-  const int m = s.m;
+  const auto layers = static_cast<std::int64_t>(s.lps);
+  const std::int64_t m = s.m;
   double v = s.cp * s.t * mc.kv_per_token_layer * 2 / s.tp;
   switch (cfg.habits.cp_comm) {
     case CpComm::kRing: {
@@ -534,7 +537,7 @@ void PipelineComm(const SlotWriter& w, const PlanShape& s,
   if (par.pp <= 1) return;
   double v = s.pp * s.t * mc.d * 2 / s.tp;
   double send = w.lay.coll[kPpPermute].Time(v, s.peak);
-  w.Put(kPpPermute, v, 2 * s.m * s.vpp);
+  w.Put(kPpPermute, v, std::int64_t{2} * s.m * s.vpp);
   c->pp_total = w.T(kPpPermute);
   c->pp_exposed = 2.0 * (s.pp - 1) * send;
 }
@@ -544,9 +547,10 @@ void PipelineComm(const SlotWriter& w, const PlanShape& s,
 double FsdpComm(const SlotWriter& w, const PlanShape& s, const ParamShares& sh,
                 const Parallelism& par) {
   if (par.fsdp <= 1) return 0;
-  w.Put(kFsdpAg, sh.stage * 2 / s.lps, static_cast<int>(2 * s.m * s.lps));
+  w.Put(kFsdpAg, sh.stage * 2 / s.lps,
+        static_cast<std::int64_t>(2 * s.m * s.lps));
   w.Put(kFsdpRs, sh.trained * sh.grad_reduce_bytes / s.lps,
-        static_cast<int>(s.m * s.lps));
+        static_cast<std::int64_t>(s.m * s.lps));
   return w.T(kFsdpAg) + w.T(kFsdpRs);
 }
 

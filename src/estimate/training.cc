@@ -302,8 +302,16 @@ Result<Parallelism> ParsePlan(std::string_view text) {
       p.zero = static_cast<int>(v);
       continue;
     }
-    if (v <= 0 || v > 1000000) {
+    if (v <= 0) {
       return InvalidArgument(key + "=" + value + " must be a positive degree",
+                             "plan");
+    }
+    // strtol saturates at LONG_MAX, so an overlong value lands here too.
+    if (v > 1000000) {
+      return InvalidArgument(key +
+                                 ": expected a degree of at most 1000000, "
+                                 "got '" +
+                                 Excerpt(value) + "'",
                              "plan");
     }
     int* slot = key == "dp"     ? &p.dp
@@ -919,6 +927,14 @@ void Throughput(const hw::Chip& chip, const TrainingConfig& cfg,
         "peak while the matmuls run in {} at up to {:.0f}x that rate; "
         "--mfu-basis dtype states it against the {} peak",
         100 * est->mfu, hw::DtypeName(cfg.precision.matmul),
+        chip.Peak(cfg.precision.matmul).si() / C_bf16,
+        hw::DtypeName(cfg.precision.matmul)));
+  } else if (est->hfu > 1) {
+    est->notes.push_back(fmt::format(
+        "HFU {:.0f}% is above 100% because it is stated against the bf16 "
+        "peak while the matmuls run in {} at up to {:.0f}x that rate; "
+        "--mfu-basis dtype states it against the {} peak",
+        100 * est->hfu, hw::DtypeName(cfg.precision.matmul),
         chip.Peak(cfg.precision.matmul).si() / C_bf16,
         hw::DtypeName(cfg.precision.matmul)));
   }

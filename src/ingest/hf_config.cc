@@ -189,18 +189,20 @@ class SyntaxCheck final : public nlohmann::json_sax<json> {
   bool number_overflow_ = false;
 };
 
-tl::unexpected<Error> TooLarge(uintmax_t bytes, const std::string& path) {
-  return ParseError("expected a config.json of at most 16 MiB, got " +
+tl::unexpected<Error> TooLarge(uintmax_t bytes, const std::string& path,
+                               const std::string& what = "a config.json") {
+  return ParseError("expected " + what + " of at most 16 MiB, got " +
                         FormatNumber(static_cast<double>(bytes) /
                                      static_cast<double>(1 << 20)) +
                         " MiB",
                     path);
 }
 
-// Parses `text` into a tree after checking its size, nesting depth, syntax
-// and number range; every failure is one sentence.
-Result<json> ParseJsonText(std::string_view text, const std::string& path) {
-  if (text.size() > kMaxJsonBytes) return TooLarge(text.size(), path);
+}  // namespace
+
+Result<void> CheckJsonText(std::string_view text, const std::string& path,
+                           const std::string& what) {
+  if (text.size() > kMaxJsonBytes) return TooLarge(text.size(), path, what);
   if (size_t at = TooDeepAt(text); at != std::string_view::npos) {
     TextPosition p = PositionOf(text, at, path);
     return ParseError("expected JSON nested at most " +
@@ -212,6 +214,17 @@ Result<json> ParseJsonText(std::string_view text, const std::string& path) {
   SyntaxCheck check;
   if (!json::sax_parse(text.begin(), text.end(), &check)) {
     return tl::unexpected(check.ToError(text, path));
+  }
+  return {};
+}
+
+namespace {
+
+// Parses `text` into a tree after checking its size, nesting depth, syntax
+// and number range; every failure is one sentence.
+Result<json> ParseJsonText(std::string_view text, const std::string& path) {
+  if (auto ok = CheckJsonText(text, path); !ok) {
+    return tl::unexpected(ok.error());
   }
   try {
     return json::parse(text.begin(), text.end());
@@ -383,6 +396,15 @@ Result<ImportedModel> ParseHfConfig(std::string_view json_text,
   if (kv == 0 && boolean({"multi_query"}, false)) kv = 1;
   m.num_kv_heads = kv > 0 ? static_cast<int>(kv) : m.num_heads;
   long hd = integer({"head_dim"}, false);
+  // Without head_dim the heads split hidden_size evenly (HF's
+  // hidden_size // num_attention_heads); MLA configs give their own widths.
+  if (hd == 0 && m.num_heads > 0 && m.d_model % m.num_heads != 0 &&
+      !r.Has({"kv_lora_rank"})) {
+    r.Fail(r.Find({"hidden_size", "n_embd", "d_model"}).path,
+           "expected a multiple of num_attention_heads=" +
+               std::to_string(m.num_heads) + " (or a head_dim key), got " +
+               std::to_string(static_cast<long>(m.d_model)));
+  }
   m.head_dim =
       hd > 0
           ? static_cast<int>(hd)
@@ -601,6 +623,25 @@ Result<ImportedModel> FindModel(const catalog::Catalog& catalog,
   bool looks_like_path =
       name.find('/') != std::string::npos ||
       (name.size() > 5 && name.compare(name.size() - 5, 5, ".json") == 0);
+  // A HuggingFace snapshot directory holds its config.json.
+  if (!name.empty() && std::filesystem::is_directory(name, ec)) {
+    const std::filesystem::path inner =
+        std::filesystem::path(name) / "config.json";
+    if (!std::filesystem::is_regular_file(inner, ec)) {
+      return IoError("'" + Excerpt(name) +
+                         "' is a directory without a config.json (expected "
+                         "a HuggingFace config.json, the directory that "
+                         "holds one, or a catalog model)",
+                     "model");
+    }
+    name = inner.string();
+  } else if (std::filesystem::exists(name, ec) &&
+             !std::filesystem::is_regular_file(name, ec)) {
+    return IoError("'" + Excerpt(name) +
+                       "' is not a regular file (expected a HuggingFace "
+                       "config.json or a catalog model)",
+                   "model");
+  }
   if (std::filesystem::is_regular_file(name, ec)) {
     const uintmax_t bytes = std::filesystem::file_size(name, ec);
     if (!ec && bytes > kMaxJsonBytes) return TooLarge(bytes, name);

@@ -1,5 +1,6 @@
 #include "scalemodel/roofline/roofline.h"
 
+#include <cmath>
 #include <limits>
 #include <string>
 #include <utility>
@@ -96,6 +97,12 @@ Result<MatmulRoofline> AnalyzeMatmul(const hw::Chip& chip,
     if (!(v > 0 && v <= kMaxDim)) {
       return InvalidArgument(std::string("expected each dimension of BxDxF "
                                          "from 1 to 2^40 (1099511627776), "
+                                         "got ") +
+                                 name + "=" + FormatNumber(v),
+                             "matmul");
+    }
+    if (v != std::floor(v)) {
+      return InvalidArgument(std::string("expected whole dimensions of BxDxF, "
                                          "got ") +
                                  name + "=" + FormatNumber(v),
                              "matmul");

@@ -335,8 +335,8 @@ Result<std::map<std::string, double>> ParseDims(std::string_view text) {
     size_t eq = item.find('=');
     if (eq == std::string::npos || eq == 0) {
       return InvalidArgument(
-          "expected NAME=SIZE such as 'I=1024,J=512', got '" +
-              std::string(text) + "'",
+          "expected NAME=SIZE such as 'I=1024,J=512', got '" + Excerpt(text) +
+              "'",
           "dims");
     }
     std::string name(Trim(item.substr(0, eq)));
@@ -346,6 +346,15 @@ Result<std::map<std::string, double>> ParseDims(std::string_view text) {
       return InvalidArgument(
           name + ": expected a whole number, got '" + item.substr(eq + 1) + "'",
           "dims");
+    }
+    // No array dimension comes near 2^40 (docs/units.md, Limits); beyond it
+    // element counts and bytes lose their meaning.
+    if (*v > 1099511627776.0) {
+      return InvalidArgument(name +
+                                 ": expected a size of at most 2^40 "
+                                 "(1099511627776), got '" +
+                                 Excerpt(item.substr(eq + 1)) + "'",
+                             "dims");
     }
     dims[name] = *v;
   }

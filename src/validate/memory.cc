@@ -151,12 +151,9 @@ Result<MemoryReport> RunMemoryValidation(const catalog::Catalog& cat) {
   MemoryReport rep;
   for (const catalog::DataFile& f : cat.validation_files()) {
     if (!IsMemoryFile(f.path)) continue;
-    json doc;
-    try {
-      doc = json::parse(f.contents);
-    } catch (const json::exception& e) {
-      return ParseError(std::string("not valid JSON: ") + e.what(), f.path);
-    }
+    auto read = internal::ReadValidationDoc(f);
+    if (!read) return tl::unexpected(read.error());
+    const json& doc = *read;
     for (const json& row : doc.value("runs", json::array())) {
       auto c = MemoryRow(cat, f.path, row);
       if (!c) {

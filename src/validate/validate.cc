@@ -914,13 +914,10 @@ Result<ValidationReport> RunValidation(const catalog::Catalog& cat) {
   ValidationReport report;
   BookCases(cat, report);
   for (const catalog::DataFile& f : cat.validation_files()) {
-    json doc;
-    try {
-      doc = json::parse(f.contents);
-    } catch (const json::exception& e) {
-      return ParseError(std::string("not valid JSON: ") + e.what(), f.path);
-    }
     if (IsMemoryFile(f.path)) continue;  // RunMemoryValidation's
+    auto read = internal::ReadValidationDoc(f);
+    if (!read) return tl::unexpected(read.error());
+    const json& doc = *read;
     const bool inference = f.path.find("inference") != std::string::npos;
     for (const json& row : doc.value("runs", json::array())) {
       std::string id = row.value("id", "?");
@@ -1155,8 +1152,9 @@ std::vector<TrainingRun> TrainingRuns(const catalog::Catalog& cat,
   std::vector<TrainingRun> runs;
   for (const catalog::DataFile& f : cat.validation_files()) {
     if (f.path.find("training") == std::string::npos) continue;
-    json doc = json::parse(f.contents, nullptr, false);
-    if (doc.is_discarded()) continue;
+    auto read = internal::ReadValidationDoc(f);
+    if (!read) continue;
+    const json& doc = *read;
     for (const json& row : doc.value("runs", json::array())) {
       if (row.contains("skip")) continue;
       auto run = ReadTrainingRun(cat, f.path, row);
@@ -1173,13 +1171,43 @@ std::vector<TrainingRun> TrainingRuns(const catalog::Catalog& cat,
 
 namespace internal {
 
+Result<json> ReadValidationDoc(const catalog::DataFile& f) {
+  if (auto ok = ingest::CheckJsonText(f.contents, f.path, "a validation file");
+      !ok) {
+    return tl::unexpected(ok.error());
+  }
+  json doc = json::parse(f.contents, nullptr, false);
+  if (doc.is_discarded() || !doc.is_object()) {
+    return ParseError("expected a JSON object with a \"runs\" array", f.path);
+  }
+  const auto runs = doc.find("runs");
+  if (runs == doc.end()) return doc;
+  if (!runs->is_array()) {
+    return ParseError("/runs: expected an array of objects", f.path);
+  }
+  for (size_t i = 0; i < runs->size(); ++i) {
+    const json& row = (*runs)[i];
+    const std::string at = "/runs/" + std::to_string(i);
+    if (!row.is_object()) {
+      return ParseError(at + ": expected an object", f.path);
+    }
+    for (const char* key : {"id", "skip"}) {
+      if (row.contains(key) && !row[key].is_string()) {
+        return ParseError(at + "/" + key + ": expected a string", f.path);
+      }
+    }
+  }
+  return doc;
+}
+
 std::vector<PreparedRow> PrepareTrainingRows(
     const catalog::Catalog& cat, std::vector<std::string>* skipped) {
   std::vector<PreparedRow> rows;
   for (const catalog::DataFile& f : cat.validation_files()) {
     if (f.path.find("training") == std::string::npos) continue;
-    json doc = json::parse(f.contents, nullptr, false);
-    if (doc.is_discarded()) continue;
+    auto read = ReadValidationDoc(f);
+    if (!read) continue;
+    const json& doc = *read;
     for (const json& row : doc.value("runs", json::array())) {
       std::string id = row.value("id", "?");
       if (row.contains("skip")) {

@@ -16,6 +16,12 @@ namespace scalemodel::validate::internal {
 // The q-quantile of `v` (linear between order statistics); 0 when empty.
 double Quantile(std::vector<double> v, double q);
 
+// A data/validation file as a tree, after config.json's checks
+// (ingest::CheckJsonText: size, depth, syntax, number range) and a check of
+// its shape: an object whose "runs" is an array of objects, each "id" and
+// "skip" a string where given. One sentence naming the file otherwise.
+Result<nlohmann::json> ReadValidationDoc(const catalog::DataFile& f);
+
 // The parallelism degrees, ZeRO level and sequence parallelism a row's
 // "plan" states (1, 0 and on where it says nothing).
 estimate::Parallelism RowPlan(const nlohmann::json& row);

@@ -1,24 +1,62 @@
-# Bad input through the real binary: each line of errors.txt is
+# Bad input through the real binary: each line of TABLE (default errors.txt)
+# is
 #   <args> => <exact stderr line>
-# ({dir} in <args> is this directory)
 # and the command must exit with code 2 and print exactly that one line.
-file(STRINGS "${DIR}/errors.txt" lines)
+# In <args> and the expected line, {dir} is this directory (catalogs/ holds
+# --catalog test directories) and {tmp} is WORK, a scratch directory emptied
+# first. A line
+#   %file <path under WORK> = <content>
+# writes a file there before the cases after it run (\n in <content> is a
+# newline, \t a tab), so config.json and catalog TOML cases live in the table.
+if(NOT TABLE)
+  set(TABLE errors.txt)
+endif()
+if(WORK)
+  file(REMOVE_RECURSE "${WORK}")
+  file(MAKE_DIRECTORY "${WORK}")
+endif()
+# Read whole and split by hand: file(STRINGS) would group lines that hold an
+# unbalanced '[' (CMake's list syntax), and ';' would split one.
+file(READ "${DIR}/${TABLE}" text)
+string(REPLACE "[" "<LB>" text "${text}")
+string(REPLACE "]" "<RB>" text "${text}")
+string(REPLACE ";" "<SC>" text "${text}")
+string(REPLACE "\n" ";" lines "${text}")
 set(failed 0)
 set(count 0)
 foreach(line IN LISTS lines)
+  string(REPLACE "<LB>" "[" line "${line}")
+  string(REPLACE "<RB>" "]" line "${line}")
+  string(REPLACE "<SC>" "\\;" line "${line}")
   if(line MATCHES "^#" OR line STREQUAL "")
+    continue()
+  endif()
+  if(line MATCHES "^%file ")
+    string(FIND "${line}" " = " eq)
+    math(EXPR pstart "6")
+    math(EXPR plen "${eq} - 6")
+    string(SUBSTRING "${line}" ${pstart} ${plen} path)
+    math(EXPR cstart "${eq} + 3")
+    string(SUBSTRING "${line}" ${cstart} -1 content)
+    string(REPLACE "\\n" "\n" content "${content}")
+    string(REPLACE "\\t" "\t" content "${content}")
+    string(REPLACE "\\;" ";" content "${content}")
+    file(WRITE "${WORK}/${path}" "${content}")
     continue()
   endif()
   string(FIND "${line}" " => " sep)
   string(SUBSTRING "${line}" 0 ${sep} args)
   math(EXPR start "${sep} + 4")
   string(SUBSTRING "${line}" ${start} -1 expected)
-  # {dir} is this directory (catalogs/ holds --catalog test directories).
-  string(REPLACE "{dir}" "${DIR}" args "${args}")
-  string(REPLACE "{dir}" "${DIR}" expected "${expected}")
+  string(REPLACE "\\;" ";" expected "${expected}")
+  foreach(var args expected)
+    string(REPLACE "{dir}" "${DIR}" ${var} "${${var}}")
+    string(REPLACE "{tmp}" "${WORK}" ${var} "${${var}}")
+  endforeach()
   separate_arguments(argv UNIX_COMMAND "${args}")
   execute_process(COMMAND "${BIN}" ${argv}
-                  OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
+                  OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc
+                  TIMEOUT 60)
   string(STRIP "${err}" err)
   math(EXPR count "${count} + 1")
   if(NOT rc EQUAL 2)
@@ -29,7 +67,7 @@ foreach(line IN LISTS lines)
     set(failed 1)
   endif()
 endforeach()
-message(STATUS "${count} error cases checked")
+message(STATUS "${count} error cases checked in ${TABLE}")
 if(failed)
   message(FATAL_ERROR "CLI error tests failed")
 endif()

@@ -150,6 +150,21 @@ std::pair<std::string, Json> TrustOnChip(const catalog::Catalog& cat,
       j};
 }
 
+Result<double> WholeUpTo(const std::string& option, double value,
+                         const char* noun, const Cap& cap) {
+  if (!std::isfinite(value) || value != std::floor(value)) {
+    return InvalidArgument(
+        fmt::format("expected a whole number of {}, got {}", noun, value),
+        option);
+  }
+  if (value > cap.value) {
+    return InvalidArgument(
+        fmt::format("expected at most {} {}, got {}", cap.text, noun, value),
+        option);
+  }
+  return value;
+}
+
 std::string Table(const std::vector<std::vector<std::string>>& rows) {
   std::vector<size_t> width;
   for (const auto& r : rows) {

@@ -84,6 +84,28 @@ Result<T> ParseOption(const std::string& option, const std::string& text,
   return *v;
 }
 
+// Caps on sizes no real system reaches (docs/units.md, Limits): beyond
+// them counts stop fitting the estimator's integers or its results stop
+// meaning anything, so they are refused with a sentence.
+struct Cap {
+  double value;
+  const char* text;  // "2^24 (16777216)"
+};
+inline constexpr Cap kMaxChipsCap{16777216.0, "2^24 (16777216)"};
+inline constexpr Cap kMaxBatchTokensCap{1099511627776.0,
+                                        "2^40 (1099511627776)"};
+inline constexpr Cap kMaxSequencesCap{16777216.0, "2^24 (16777216)"};
+inline constexpr Cap kMaxSeqCap{1073741824.0, "2^30 (1073741824)"};
+inline constexpr Cap kMaxTrainingTokensCap{1e18, "1e18"};
+inline constexpr Cap kMaxThreadsCap{4096.0, "4096"};
+
+// `value` (already parsed, positive) as a whole number of `noun` ("tokens")
+// of at most `cap`; the error names `option`: "--seq: expected a whole
+// number of tokens, got 4096.5" or "--seq: expected at most 2^30
+// (1073741824) tokens, got 2147483648".
+Result<double> WholeUpTo(const std::string& option, double value,
+                         const char* noun, const Cap& cap);
+
 // How the realistic model did on the published runs (training runs or
 // serving points) on `chip`: a sentence for the report and a JSON object
 // {chip, published_runs, median_abs_rel_error, p90_abs_rel_error}; nothing

@@ -299,14 +299,16 @@ Result<roofline::MatmulShape> ParseMatmul(const std::string& text) {
   std::vector<std::string> parts = Split(text, 'x');
   if (parts.size() != 3) {
     return InvalidArgument(
-        "expected BxDxF such as 512x8192x8192, got '" + text + "'", "--matmul");
+        "expected BxDxF such as 512x8192x8192, got '" + Excerpt(text) + "'",
+        "--matmul");
   }
   double v[3];
   for (int i = 0; i < 3; ++i) {
     auto n = units::ParseCount(parts[i]);
     if (!n) {
       return InvalidArgument("expected BxDxF such as 512x8192x8192, got '" +
-                                 text + "' (" + n.error().message + ")",
+                                 Excerpt(text) + "' (" + n.error().message +
+                                 ")",
                              "--matmul");
     }
     v[i] = *n;

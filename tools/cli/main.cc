@@ -4,8 +4,11 @@
 // The whole command line as one function, RunCli (run.h): the scalemodel
 // executable (entry.cc) and the Python module (python/) both call it.
 #include <algorithm>
+#include <cmath>
+#include <optional>
 #include <ostream>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -91,6 +94,40 @@ std::string ErrorText(const CLI::App& root, const CLI::App* command,
                       scalemodel::Error e) {
   e.where = FlagWhere(root, command, e.where);
   return e.ToString();
+}
+
+// The first number in a result that no input should produce: not finite,
+// or negative under a key that carries a time, size, FLOP count or price
+// ("step_time_s", "hbm_bytes", "cost_usd", ...). Its JSON path and value, or
+// nothing. The last check before printing (docs/units.md, Limits).
+// NOLINTNEXTLINE(misc-no-recursion)
+std::optional<std::string> BadNumber(const scalemodel::report::Json& j,
+                                     const std::string& path) {
+  if (j.is_object()) {
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      if (auto bad = BadNumber(it.value(), path + "/" + it.key())) return bad;
+    }
+  } else if (j.is_array()) {
+    for (size_t i = 0; i < j.size(); ++i) {
+      if (auto bad = BadNumber(j[i], path + "/" + std::to_string(i))) {
+        return bad;
+      }
+    }
+  } else if (j.is_number_float()) {
+    const double v = j.get<double>();
+    auto ends = [&path](std::string_view suffix) {
+      return path.size() >= suffix.size() &&
+             path.compare(path.size() - suffix.size(), suffix.size(), suffix) ==
+                 0;
+    };
+    if (!std::isfinite(v) ||
+        (v < 0 &&
+         (ends("_s") || ends("_bytes") || ends("_usd") || ends("_flops") ||
+          ends("_per_s") || ends("/mfu") || ends("/hfu")))) {
+      return path + " = " + scalemodel::FormatNumber(v);
+    }
+  }
+  return std::nullopt;
 }
 
 // `scalemodel --help`: what the tool does and one example per command.
@@ -225,6 +262,12 @@ int scalemodel::cli::RunCli(const std::vector<std::string>& args,
         << "\n";
     return 1;
   }
+  if (const CLI::Option* c = app.get_option_no_throw("--catalog");
+      c && c->count() > 0 && globals.catalog_dir.empty()) {
+    err << "error: --catalog: expected a directory with chips/, systems/ or "
+           "models/, got an empty path\n";
+    return 2;
+  }
   if (!globals.catalog_dir.empty()) {
     auto added = catalog->AddDirectory(globals.catalog_dir);
     if (!added) {
@@ -245,6 +288,12 @@ int scalemodel::cli::RunCli(const std::vector<std::string>& args,
     if (!result) {
       err << "error: " << ErrorText(app, c.app, result.error()) << "\n";
       return result.error().code == ErrorCode::kInternal ? 1 : 2;
+    }
+    if (auto bad = BadNumber(result->json, "")) {
+      err << "error: " << c.app->get_name() << ": the result " << *bad
+          << " is out of range: an input lies beyond what the model covers "
+             "(docs/units.md, Limits)\n";
+      return 2;
     }
     if (globals.json) {
       out << report::Dump(result->json);

@@ -96,6 +96,8 @@ Command AddModelCommand(CLI::App& app) {
     auto seq = ParseOption<double>(
         "--seq", o->seq, [](auto& t) { return units::ParseLength(t); });
     if (!seq) return tl::unexpected(seq.error());
+    seq = WholeUpTo("--seq", *seq, "tokens per sequence", kMaxSeqCap);
+    if (!seq) return tl::unexpected(seq.error());
     auto kv = hw::ParseDtype(o->kv);
     if (!kv)
       return tl::unexpected(

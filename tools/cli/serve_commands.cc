@@ -2,6 +2,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 
 #include "commands.h"
@@ -83,6 +84,10 @@ static Result<estimate::ServeConfig> ParseServeCommon(
   auto o = ParseOption<double>("--output", output,
                                [](auto& t) { return units::ParseLength(t); });
   if (!o) return tl::unexpected(o.error());
+  p = WholeUpTo("--prompt", *p, "prompt tokens", kMaxSeqCap);
+  if (!p) return tl::unexpected(p.error());
+  o = WholeUpTo("--output", *o, "output tokens", kMaxSeqCap);
+  if (!o) return tl::unexpected(o.error());
   c.prompt = *p;
   c.output = *o;
   auto w = hw::ParseDtype(weights);
@@ -156,7 +161,9 @@ static bool ParseTraceRow(std::string_view row, estimate::TraceRequest* r) {
       auto j = report::Json::parse(row);
       const char* keys[] = {"arrival_s", "prompt_tokens", "output_tokens"};
       for (int i = 0; i < 3; ++i) {
-        if (!j.contains(keys[i]) || !j[keys[i]].is_number()) return false;
+        if (!j.is_object() || !j.contains(keys[i]) || !j[keys[i]].is_number()) {
+          return false;
+        }
         v[i] = j[keys[i]].get<double>();
       }
     } catch (const std::exception&) {
@@ -180,10 +187,51 @@ static bool ParseTraceRow(std::string_view row, estimate::TraceRequest* r) {
   return true;
 }
 
+// Caps on a trace (docs/units.md, Limits): its size, its rows, the last
+// arrival (about 31 years) and the lengths, which must be whole tokens.
+constexpr uintmax_t kMaxTraceBytes = uintmax_t{1} << 30;
+constexpr size_t kMaxTraceRows = size_t{1} << 24;
+constexpr double kMaxArrivalS = 1e9;
+
+// A row that parsed, checked against the caps: the sentence, or "".
+static std::string TraceRowLimit(const estimate::TraceRequest& r) {
+  if (r.prompt_tokens != std::floor(r.prompt_tokens) ||
+      r.output_tokens != std::floor(r.output_tokens) ||
+      r.prompt_tokens > kMaxSeqCap.value ||
+      r.output_tokens > kMaxSeqCap.value) {
+    return fmt::format(
+        "expected whole prompt_tokens and output_tokens of at most {}, got "
+        "{} and {}",
+        kMaxSeqCap.text, r.prompt_tokens, r.output_tokens);
+  }
+  if (r.arrival_s > kMaxArrivalS) {
+    return fmt::format("expected an arrival_s of at most 1e9 s, got {}",
+                       r.arrival_s);
+  }
+  return "";
+}
+
 // A trace file: one request per line, CSV (a first line naming the columns
 // is skipped) or JSONL; blank lines and lines starting with '#' skipped.
+// JSON rows get config.json's checks first (ingest::CheckJsonText).
 static Result<std::vector<estimate::TraceRequest>> ReadTrace(
     const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    return tl::unexpected(
+        Error{ErrorCode::kIo,
+              "expected a trace file, got '" + Excerpt(path) + "', which " +
+                  (std::filesystem::exists(path, ec) ? "is not a regular file"
+                                                     : "does not exist"),
+              "--trace-file"});
+  }
+  if (const uintmax_t bytes = std::filesystem::file_size(path, ec);
+      !ec && bytes > kMaxTraceBytes) {
+    return InvalidArgument("expected a trace of at most 1 GiB, got " +
+                               FormatNumber(static_cast<double>(bytes)) +
+                               " bytes",
+                           "--trace-file");
+  }
   std::ifstream in(path);
   if (!in) {
     return tl::unexpected(Error{ErrorCode::kIo,
@@ -196,15 +244,37 @@ static Result<std::vector<estimate::TraceRequest>> ReadTrace(
     std::string_view t = Trim(line);
     if (t.empty() || t.front() == '#') continue;
     if (out.empty() && t == "arrival_s,prompt_tokens,output_tokens") continue;
+    const std::string where = path + ":" + std::to_string(n);
+    if (t.front() == '{') {
+      if (auto ok = ingest::CheckJsonText(t, where, "a trace row"); !ok) {
+        // The row is one line: its file:line, not the row's own line 1.
+        Error e = ok.error();
+        e.where = where;
+        return tl::unexpected(e);
+      }
+    }
     estimate::TraceRequest r;
     if (!ParseTraceRow(t, &r)) {
       return InvalidArgument(
           "expected arrival_s,prompt_tokens,output_tokens (arrival >= 0 s, "
           "lengths >= 1 token) or a JSON object with those keys, got '" +
               Excerpt(t) + "'",
-          path + ":" + std::to_string(n));
+          where);
+    }
+    if (std::string why = TraceRowLimit(r); !why.empty()) {
+      return InvalidArgument(why, where);
+    }
+    if (out.size() >= kMaxTraceRows) {
+      return InvalidArgument("expected at most 2^24 (16777216) requests",
+                             where);
     }
     out.push_back(r);
+  }
+  if (out.empty()) {
+    return InvalidArgument(
+        "expected at least one request row (arrival_s,prompt_tokens,"
+        "output_tokens), found none",
+        path);
   }
   return out;
 }
@@ -413,6 +483,13 @@ Result<Output> RunServeSearch(const catalog::Catalog& cat,
   const model::ModelSpec& spec = m->spec;
   search::ServingPlanRequest req;
   req.base = *base;
+  if (o.max_chips < 0 || o.max_chips > kMaxChipsCap.value) {
+    return InvalidArgument(
+        fmt::format("expected a chip count from 1 to {} (0 or absent: the "
+                    "default), got {}",
+                    kMaxChipsCap.text, o.max_chips),
+        "--max-chips");
+  }
   req.max_chips = o.max_chips;
   req.tpot_max_s = tpot_max;
   req.ttft_max_s = ttft_max;
@@ -653,6 +730,8 @@ Command AddServeCommand(CLI::App& app) {
     if (!cfg) return tl::unexpected(cfg.error());
     auto b = ParseOption<double>("--batch", o->batch,
                                  [](auto& t) { return units::ParseCount(t); });
+    if (!b) return tl::unexpected(b.error());
+    b = WholeUpTo("--batch", *b, "sequences per replica", kMaxSequencesCap);
     if (!b) return tl::unexpected(b.error());
     cfg->batch = *b;
     auto plan = estimate::ParsePlan(o->plan);

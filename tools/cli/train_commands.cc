@@ -193,6 +193,67 @@ static Result<void> ApplyHardwareOptions(const TrainOptionsCli& o,
   return {};
 }
 
+// --batch-tokens (tokens, or SEQUENCESxLENGTH), --seq and --tokens into
+// `c`, each checked against its cap; the note when the batch was rounded to
+// whole sequences.
+static Result<std::optional<std::string>> ParseBatch(
+    const TrainOptionsCli& o, estimate::TrainingConfig* c) {
+  // Tokens ("4Mi") or the SEQUENCESxLENGTH shorthand ("1536x2048").
+  Result<double> bt = tl::unexpected(Error{});
+  if (o.batch_tokens.find('x') != std::string::npos) {
+    auto parts = Split(o.batch_tokens, 'x');
+    auto a =
+        parts.size() == 2 ? units::ParseCount(parts[0]) : Result<double>(0.0);
+    auto b =
+        parts.size() == 2 ? units::ParseLength(parts[1]) : Result<double>(0.0);
+    if (parts.size() != 2 || !a || !b || *a != std::floor(*a) ||
+        *b != std::floor(*b)) {
+      return InvalidArgument(
+          "expected tokens (4Mi) or SEQUENCESxLENGTH "
+          "(1536x2048), got '" +
+              o.batch_tokens + "'",
+          "--batch-tokens");
+    }
+    bt = *a * *b;
+  } else {
+    bt = ParseOption<double>("--batch-tokens", o.batch_tokens,
+                             [](auto& t) { return units::ParseCount(t); });
+  }
+  if (!bt) return tl::unexpected(bt.error());
+  bt = WholeUpTo("--batch-tokens", *bt, "tokens per batch", kMaxBatchTokensCap);
+  if (!bt) return tl::unexpected(bt.error());
+  // Lengths take k = 1024 ("4k" = 4096), as model cards mean.
+  auto seq = ParseOption<double>("--seq", o.seq,
+                                 [](auto& t) { return units::ParseLength(t); });
+  if (!seq) return tl::unexpected(seq.error());
+  seq = WholeUpTo("--seq", *seq, "tokens per sequence", kMaxSeqCap);
+  if (!seq) return tl::unexpected(seq.error());
+  c->batch_tokens = *bt;
+  c->seq = *seq;
+  // "4M" tokens, as papers write, to the nearest whole sequences.
+  auto note = estimate::RoundBatchToSequences(c);
+  if (c->batch_tokens / c->seq > kMaxSequencesCap.value) {
+    return InvalidArgument(
+        fmt::format("a batch of {} sequences is more than the {} one step "
+                    "may hold",
+                    c->batch_tokens / c->seq, kMaxSequencesCap.text),
+        "--batch-tokens");
+  }
+  if (!o.tokens.empty()) {
+    auto tok = ParseOption<double>(
+        "--tokens", o.tokens, [](auto& t) { return units::ParseCount(t); });
+    if (!tok) return tl::unexpected(tok.error());
+    if (*tok > kMaxTrainingTokensCap.value) {
+      return InvalidArgument(fmt::format("expected at most {} training "
+                                         "tokens, got {}",
+                                         kMaxTrainingTokensCap.text, *tok),
+                             "--tokens");
+    }
+    c->tokens = *tok;
+  }
+  return note;
+}
+
 static Result<TrainInputs> ResolveTrain(const catalog::Catalog& cat,
                                         const TrainOptionsCli& o,
                                         bool need_plan) {
@@ -227,41 +288,9 @@ static Result<TrainInputs> ResolveTrain(const catalog::Catalog& cat,
     if (!plan) return tl::unexpected(plan.error());
     c.par = probe.par;
   }
-  // Tokens ("4Mi") or the SEQUENCESxLENGTH shorthand ("1536x2048").
-  Result<double> bt = tl::unexpected(Error{});
-  if (o.batch_tokens.find('x') != std::string::npos) {
-    auto parts = Split(o.batch_tokens, 'x');
-    auto a =
-        parts.size() == 2 ? units::ParseCount(parts[0]) : Result<double>(0.0);
-    auto b =
-        parts.size() == 2 ? units::ParseLength(parts[1]) : Result<double>(0.0);
-    if (parts.size() != 2 || !a || !b) {
-      return InvalidArgument(
-          "expected tokens (4Mi) or SEQUENCESxLENGTH "
-          "(1536x2048), got '" +
-              o.batch_tokens + "'",
-          "--batch-tokens");
-    }
-    bt = *a * *b;
-  } else {
-    bt = ParseOption<double>("--batch-tokens", o.batch_tokens,
-                             [](auto& t) { return units::ParseCount(t); });
-  }
-  if (!bt) return tl::unexpected(bt.error());
-  // Lengths take k = 1024 ("4k" = 4096), as model cards mean.
-  auto seq = ParseOption<double>("--seq", o.seq,
-                                 [](auto& t) { return units::ParseLength(t); });
-  if (!seq) return tl::unexpected(seq.error());
-  c.batch_tokens = *bt;
-  c.seq = *seq;
-  // "4M" tokens, as papers write, to the nearest whole sequences.
-  in.batch_note = estimate::RoundBatchToSequences(&c);
-  if (!o.tokens.empty()) {
-    auto tok = ParseOption<double>(
-        "--tokens", o.tokens, [](auto& t) { return units::ParseCount(t); });
-    if (!tok) return tl::unexpected(tok.error());
-    c.tokens = *tok;
-  }
+  auto batch = ParseBatch(o, &c);
+  if (!batch) return tl::unexpected(batch.error());
+  in.batch_note = *batch;
   auto remat = model::ParseRemat(o.remat);
   if (!remat) {
     return tl::unexpected(
@@ -414,6 +443,16 @@ static Result<TrainInputs> ResolveTrain(const catalog::Catalog& cat,
   if (need_plan) {
     auto ok = estimate::ParsePlanKey(o.plan, &c);
     if (!ok) return tl::unexpected(ok.error());
+    if (c.layout.vpp > 1 && c.par.pp < 2) {
+      return InvalidArgument(
+          o.vpp > 1 ? fmt::format("virtual stages need pipeline stages; "
+                                  "with pp={} expected --vpp 1",
+                                  c.par.pp)
+                    : fmt::format("vpp={} needs pipeline stages (pp >= 2), "
+                                  "got pp={}",
+                                  c.layout.vpp, c.par.pp),
+          o.vpp > 1 ? "--vpp" : "--plan");
+    }
   }
   in.inputs = {
       {"model", in.model.spec.id},
@@ -1295,6 +1334,13 @@ Command AddPlanCommand(CLI::App& app) {
     req.base = in->config;
     req.top = o->top;
     req.objective = *objective;
+    if (o->threads < 0 || o->threads > kMaxThreadsCap.value) {
+      return InvalidArgument(
+          fmt::format("expected a number of worker threads from 0 (all "
+                      "cores) to {}, got {}",
+                      kMaxThreadsCap.text, o->threads),
+          "--threads");
+    }
     req.threads = o->threads;
     req.fixed = fixed;
     // Only plans the engine can launch: its ZeRO levels and remat policies,
@@ -1311,9 +1357,14 @@ Command AddPlanCommand(CLI::App& app) {
          o->chips.empty() ? std::vector<std::string>{} : Split(o->chips, ',')) {
       auto n = units::ParseCount(count);
       if (!n || std::floor(*n) != *n) {
-        return InvalidArgument(
-            "expected chip counts such as 256,512, got '" + o->chips + "'",
-            "--chips");
+        return InvalidArgument("expected chip counts such as 256,512, got '" +
+                                   Excerpt(o->chips) + "'",
+                               "--chips");
+      }
+      if (*n > kMaxChipsCap.value) {
+        return InvalidArgument(fmt::format("expected at most {} chips, got {}",
+                                           kMaxChipsCap.text, *n),
+                               "--chips");
       }
       req.chip_counts.push_back(static_cast<int>(*n));
     }

@@ -6,6 +6,7 @@
 #define SCALEMODEL_ESTIMATE_CORE_H_
 
 #include <array>
+#include <cstdint>
 
 #include "scalemodel/estimate/efficiency.h"
 #include "scalemodel/estimate/training.h"
@@ -220,7 +221,7 @@ struct CoreResult {
   bool last_stage_paces = false;
   // Per-collective totals per step (time, exposed) in CollIndex order.
   std::array<double, kNumColl> coll_time{}, coll_exposed{}, coll_bytes{};
-  std::array<int, kNumColl> coll_calls{};
+  std::array<std::int64_t, kNumColl> coll_calls{};
 };
 
 // A stage's parameters per tensor/expert-parallel rank (before FSDP or

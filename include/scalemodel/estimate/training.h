@@ -11,6 +11,7 @@
 #ifndef SCALEMODEL_ESTIMATE_TRAINING_H_
 #define SCALEMODEL_ESTIMATE_TRAINING_H_
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -277,7 +278,7 @@ struct CommItem {
   std::string parallelism;        // "tp", "fsdp", "dp", "ep", "cp", "pp"
   std::vector<std::string> axes;  // physical axes
   units::Bytes bytes;             // V of one call
-  int calls = 0;                  // per step
+  std::int64_t calls = 0;         // per step
   units::Seconds time;            // all calls, per step
   units::Seconds exposed;         // not hidden under compute
 };

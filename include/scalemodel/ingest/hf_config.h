@@ -48,6 +48,14 @@ Result<ImportedModel> FindModel(const catalog::Catalog& catalog,
                                 const std::string& name_or_path);
 
 // Ids of the catalog's models, sorted.
+// The checks config.json gets before it is parsed into a tree, for any
+// JSON text a user hands in (trace rows, validation files): at most 16 MiB,
+// nested at most 64 deep, valid syntax, numbers within a double's range.
+// Each failure is one sentence naming `where` (and the line), never a
+// library's exception text; `what` names the file kind ("a trace row").
+Result<void> CheckJsonText(std::string_view text, const std::string& where,
+                           const std::string& what = "a config.json");
+
 std::vector<std::string> ModelIds(const catalog::Catalog& catalog);
 
 }  // namespace scalemodel::ingest
