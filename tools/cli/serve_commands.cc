@@ -382,10 +382,22 @@ Result<Output> RunServeSearch(const catalog::Catalog& cat,
   }
   auto m = ingest::FindModel(cat, o.model);
   if (!m) return tl::unexpected(m.error());
+  // --system: a chip, or a system whose chip is searched and whose size
+  // is the default --max-chips.
   auto chip = cat.FindChip(o.chip);
-  if (!chip)
-    return tl::unexpected(
-        Error{chip.error().code, chip.error().message, "--chip"});
+  int system_chips = 0;
+  if (!chip) {
+    auto sys = cat.FindSystem(o.chip);
+    if (!sys) {
+      // A CHIP:SHAPE or catalog-system spelling gets the system's message.
+      const Error& e =
+          o.chip.find(':') != std::string::npos ? sys.error() : chip.error();
+      return tl::unexpected(Error{e.code, e.message, "--system"});
+    }
+    chip = cat.FindChip(sys->chip.id);
+    if (!chip) return tl::unexpected(chip.error());
+    system_chips = sys->num_chips();
+  }
   auto base =
       ParseServeCommon(o.prompt, o.output, o.weights, o.kv, o.mode, o.price);
   if (!base) return tl::unexpected(base.error());
@@ -407,7 +419,7 @@ Result<Output> RunServeSearch(const catalog::Catalog& cat,
   const model::ModelSpec& spec = m->spec;
   search::ServingPlanRequest req;
   req.base = *base;
-  req.max_chips = o.max_chips;
+  req.max_chips = o.max_chips > 0 ? o.max_chips : system_chips;
   req.tpot_max_s = tpot_max;
   req.ttft_max_s = ttft_max;
   const search::ServingPlanResult res = search::PlanServing(spec, **chip, req);
@@ -497,7 +509,11 @@ Result<Output> RunServeSearch(const catalog::Catalog& cat,
 void AddServeSearchOptions(CLI::App* app, ServeSearchCli& o) {
   app->add_option("--model", o.model, "Catalog model or config.json")
       ->required();
-  app->add_option("--chip", o.chip, "Chip id")->required();
+  app->add_option("--system,--chip", o.chip,
+                  "Chip to search slices of (h100, tpu-v5e); a system "
+                  "(h100:8x2) gives its chip and, without --max-chips, its "
+                  "size. --chip is an alias")
+      ->required();
   app->add_option("--prompt", o.prompt, "Prompt tokens")->capture_default_str();
   app->add_option("--output", o.output, "Output tokens")->capture_default_str();
   app->add_option(

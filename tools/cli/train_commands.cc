@@ -1216,7 +1216,7 @@ Command AddPlanCommand(CLI::App& app) {
       "and expert\nparallelism, batch sizes. Prints the latency/throughput "
       "Pareto frontier, the best plan\nunder --tpot-max / --ttft-max, and the "
       "prefill:decode chip ratio for disaggregated serving.\n\nExample:\n"
-      "  scalemodel plan serve --model llama3-70b --chip tpu-v5e --prompt 8192 "
+      "  scalemodel plan serve --model llama3-70b --system tpu-v5e --prompt 8192 "
       "--output 512 --tpot-max 50ms");
   auto so = std::make_shared<ServeSearchCli>();
   AddServeSearchOptions(sv, *so);
