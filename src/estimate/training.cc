@@ -1059,13 +1059,25 @@ void ThresholdNotes(const hw::System& sys, const TrainingConfig& cfg,
                 "(F W / C = {:.2f} < 2)",
                 cb.tensor_parallel_max);
   // FSDP x TP needs an axis for each; a system with one has no threshold.
-  std::string fsdp_tp_text =
-      cb.fsdp_tp > 0
-          ? fmt::format(
-                "FSDP x TP {:.0f} tokens per chip (for this batch the best "
-                "split is FSDP {:.0f} x TP {:.1f})",
-                cb.fsdp_tp, cb.fsdp_tp_x_opt, chips / cb.fsdp_tp_x_opt)
-          : std::string("FSDP x TP not applicable (one axis)");
+  // The book's X_opt is continuous ("TP 2.6", "TP 0.4"); the note gives
+  // the nearest whole power-of-two degrees and X_opt itself.
+  std::string fsdp_tp_text = "FSDP x TP not applicable (one axis)";
+  if (cb.fsdp_tp > 0) {
+    const double tp_opt = chips / cb.fsdp_tp_x_opt;
+    const int tp_whole =
+        tp_opt <= 1
+            ? 1
+            : std::min(chips,
+                       1 << static_cast<int>(std::lround(std::log2(tp_opt))));
+    fsdp_tp_text = fmt::format(
+        "FSDP x TP {:.0f} tokens per chip (for this batch {}; the book's "
+        "X_opt = {:.0f})",
+        cb.fsdp_tp,
+        tp_whole == 1 ? std::string("FSDP alone is best")
+                      : fmt::format("the best whole split is FSDP {} x TP {}",
+                                    chips / tp_whole, tp_whole),
+        cb.fsdp_tp_x_opt);
+  }
   est->notes.push_back(fmt::format(
       "the book's critical batches on {}: data parallel / FSDP {:.0f} tokens "
       "per chip, {}, {}{}",
@@ -1146,9 +1158,9 @@ void StructureNotes(const model::ModelSpec& m, const TrainingConfig& cfg,
                         ? std::max(1, cfg.layout.vpp)
                         : 1;
     est->notes.push_back(fmt::format(
-        "pipeline bubble {:.1f}% ({} schedule, {} microbatches, {} stages{})",
+        "pipeline bubble {:.1f}% ({} schedule, {}, {} stages{})",
         100 * est->bubble / est->step_time, ScheduleName(cfg.layout.schedule),
-        est->microbatches, par.pp,
+        units::Plural(est->microbatches, "microbatch", "microbatches"), par.pp,
         vpp > 1 ? ", " + std::to_string(vpp) + " virtual" : ""));
   }
 }

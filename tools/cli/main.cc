@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <ostream>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -310,6 +311,9 @@ int scalemodel::cli::RunCli(const std::vector<std::string>& args,
   app.add_flag("--json", globals.json,
                "Print one JSON object (SI units, unit in the key) instead of "
                "tables");
+  app.add_flag("--csv", globals.csv,
+               "Print the command's table as CSV (plan train, plan serve, "
+               "validate, chips, models, systems)");
   app.add_option("--catalog", globals.catalog_dir,
                  "Directory with chips/, systems/ and models/ data files that "
                  "add to or override the built-in catalog");
@@ -331,9 +335,15 @@ int scalemodel::cli::RunCli(const std::vector<std::string>& args,
   try {
     app.parse(reversed);
   } catch (const CLI::CallForHelp& e) {
-    return app.exit(e, out, err);
+    std::ostringstream help;
+    const int rc = app.exit(e, help, err);
+    out << cli::WrapHelp(help.str());
+    return rc;
   } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e, out, err);
+    std::ostringstream help;
+    const int rc = app.exit(e, help, err);
+    out << cli::WrapHelp(help.str());
+    return rc;
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e, out, err);
   } catch (const CLI::ParseError& e) {
@@ -370,8 +380,16 @@ int scalemodel::cli::RunCli(const std::vector<std::string>& args,
     }
     if (globals.json) {
       out << report::Dump(result->json);
+    } else if (globals.csv) {
+      if (result->csv.empty()) {
+        err << "error: --csv: '" << CommandPath(c.app)
+            << "' prints no table; use --json, or --csv with plan train, "
+               "plan serve, validate, chips, models or systems\n";
+        return 2;
+      }
+      out << result->csv;
     } else {
-      out << result->text;
+      out << (result->verbatim ? result->text : cli::Wrap(result->text));
     }
     return 0;
   }
