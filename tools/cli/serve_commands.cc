@@ -380,6 +380,26 @@ static Result<Output> RunServeSim(const ingest::ImportedModel& m,
   return out;
 }
 
+// plan serve --system: a chip, or a system whose chip is searched and
+// whose size (`*system_chips`) is the default --max-chips.
+static Result<const hw::Chip*> SearchedChip(const catalog::Catalog& cat,
+                                            const std::string& name,
+                                            int* system_chips) {
+  auto chip = cat.FindChip(name);
+  if (chip) return *chip;
+  auto sys = cat.FindSystem(name);
+  if (!sys) {
+    // A CHIP:SHAPE or catalog-system spelling gets the system's message.
+    const Error& e =
+        name.find(':') != std::string::npos ? sys.error() : chip.error();
+    return tl::unexpected(Error{e.code, e.message, "--system"});
+  }
+  *system_chips = sys->num_chips();
+  auto of_system = cat.FindChip(sys->chip.id);
+  if (!of_system) return tl::unexpected(of_system.error());
+  return *of_system;
+}
+
 Result<Output> RunServeSearch(const catalog::Catalog& cat,
                               const ServeSearchCli& o) {
   if (!o.emit.empty()) {
@@ -388,22 +408,9 @@ Result<Output> RunServeSearch(const catalog::Catalog& cat,
   }
   auto m = ingest::FindModel(cat, o.model);
   if (!m) return tl::unexpected(m.error());
-  // --system: a chip, or a system whose chip is searched and whose size
-  // is the default --max-chips.
-  auto chip = cat.FindChip(o.chip);
   int system_chips = 0;
-  if (!chip) {
-    auto sys = cat.FindSystem(o.chip);
-    if (!sys) {
-      // A CHIP:SHAPE or catalog-system spelling gets the system's message.
-      const Error& e =
-          o.chip.find(':') != std::string::npos ? sys.error() : chip.error();
-      return tl::unexpected(Error{e.code, e.message, "--system"});
-    }
-    chip = cat.FindChip(sys->chip.id);
-    if (!chip) return tl::unexpected(chip.error());
-    system_chips = sys->num_chips();
-  }
+  auto chip = SearchedChip(cat, o.chip, &system_chips);
+  if (!chip) return tl::unexpected(chip.error());
   auto base =
       ParseServeCommon(o.prompt, o.output, o.weights, o.kv, o.mode, o.price);
   if (!base) return tl::unexpected(base.error());
