@@ -351,6 +351,10 @@ int scalemodel::cli::RunCli(const std::vector<std::string>& args,
     return 2;
   }
 
+  if (globals.json && globals.csv) {
+    err << "error: --csv: give --json or --csv, not both\n";
+    return 2;
+  }
   auto catalog = catalog::Catalog::Builtin();
   if (!catalog) {
     err << "internal error: built-in catalog: " << catalog.error().ToString()
