@@ -13,7 +13,7 @@ import scalemodel as sm
 
 results = []
 for chip in ("h100", "tpu-v5e"):
-    r = sm.plan_serve(model="llama3-70b", chip=chip, prompt=2048, output=512,
+    r = sm.plan_serve(model="llama3-70b", system=chip, prompt=2048, output=512,
                       max_chips=16, tpot_max="50ms")
     results.append(r)
     b = r.best

@@ -51,7 +51,7 @@ COMMANDS = [
           prompt=1024, output=128, emit="vllm", price_per_chip_hour=2.0),
      "ServeResult"),
     (("plan", "serve"), ("plan_serve", None),
-     dict(model="llama3-8b", chip="h100", prompt=1024, output=128,
+     dict(model="llama3-8b", system="h100", prompt=1024, output=128,
           max_chips=8, emit="vllm"), "PlanServeResult"),
     (("validate",), ("validate", None), {"filter": "h100"},
      "ValidateResult"),
@@ -59,7 +59,7 @@ COMMANDS = [
 
 Option = namedtuple("Option", "name kind required")
 _OPTION = re.compile(r"^\s{2}(?:-\w,)?--([a-z0-9][a-z0-9-]*)"
-                     r"(\s+(?:TEXT|INT|UINT|FLOAT|NUMBER)\b)?\S*"
+                     r"(?:,--[a-z0-9-]+)*(\s+(?:TEXT|INT|UINT|FLOAT|NUMBER)\b)?\S*"
                      r"(?:\s+(REQUIRED)\b)?")
 _KINDS = {"INT": "int", "UINT": "int", "FLOAT": "float"}
 

@@ -61,16 +61,16 @@ class ChipResult(Result):
     name: str
     family: str
     aliases: list[str]
-    bf16_flops_per_s: float
-    int8_ops_per_s: float
-    fp8_flops_per_s: float
+    bf16_flops_per_s: int
+    int8_ops_per_s: int
+    fp8_flops_per_s: int
     peak_flops_per_s: Record
-    hbm_bytes: float
-    hbm_bytes_per_s: float
+    hbm_bytes: int
+    hbm_bytes_per_s: int
     on_chip_memory: Table
-    host_memory_bytes_per_s: float
+    host_memory_bytes_per_s: int
     links: Table
-    power_w: float
+    power_w: int
     price_usd_per_chip_hour: float
     price: Record
     sources: Record
@@ -87,7 +87,7 @@ class SystemResult(Result):
     num_chips: int
     axes: Table
     peak_bf16_flops_per_s: float
-    hbm_bytes: float
+    hbm_bytes: int
 
 class ModelsResult(Result):
     """`scalemodel models`"""
@@ -97,17 +97,17 @@ class ModelResult(Result):
     """`scalemodel model NAME|CONFIG`"""
     id: str
     name: str
-    params: float
-    active_params: float
+    params: int
+    active_params: int
     params_by_component: Record
-    matmul_params_active: float
-    train_flops_per_token: float
-    forward_flops_per_token: float
-    attention_flops_per_token: float
+    matmul_params_active: int
+    train_flops_per_token: int
+    forward_flops_per_token: int
+    attention_flops_per_token: int
     attention_flops_convention: str
-    kv_cache_bytes_per_token: float
-    kv_cache_bytes_per_sequence: float
-    weight_bytes: float
+    kv_cache_bytes_per_token: int
+    kv_cache_bytes_per_sequence: int
+    weight_bytes: int
     activations_bf16: Record
     architecture: Record
     source: str
@@ -115,12 +115,12 @@ class ModelResult(Result):
 
 class RooflineResult(Result):
     """`scalemodel roofline`"""
-    flops: float
-    bytes: float
+    flops: int
+    bytes: int
     intensity: float
     critical_intensity: float
-    peak_flops_per_s: float
-    bandwidth_bytes_per_s: float
+    peak_flops_per_s: int
+    bandwidth_bytes_per_s: int
     t_math_s: float
     t_mem_s: float
     t_lower_s: float
@@ -129,13 +129,12 @@ class RooflineResult(Result):
     bound: str
     compute_dtype: str
     memory_level: str
-    critical_batch: float
-    critical_batch_exact: float
+    critical_batch: Record
 
 class CollectiveResult(Result):
     """`scalemodel collective KIND`"""
     kind: str
-    bytes: float
+    bytes: int
     group_size: int
     time_s: float
     bandwidth_time_s: float
@@ -147,10 +146,10 @@ class CollectiveResult(Result):
 class ShardResult(Result):
     """`scalemodel shard SPEC`"""
     local_shape: list[Any]
-    bytes_per_device: float
-    total_bytes: float
-    array_bytes: float
-    replicas: float
+    bytes_per_device: int
+    total_bytes: int
+    array_bytes: int
+    replicas: int
     devices: int
 
 class MatmulResult(Result):
@@ -158,7 +157,7 @@ class MatmulResult(Result):
     description: str
     case: int
     collectives: Table
-    per_device_flops: float
+    per_device_flops: int
     t_math_s: float
     t_comm_s: float
     t_total_s: float
@@ -200,10 +199,10 @@ class PlanTrainResult(Result):
     """`scalemodel plan train`"""
     plans: Table
     accuracy: Record
-    configs_evaluated: float
-    configs_scored: float
-    configs_pruned: float
-    configs_infeasible: float
+    configs_evaluated: int
+    configs_scored: int
+    configs_pruned: int
+    configs_infeasible: int
     search_time_s: float
     threads: int
     explain: Record
@@ -222,8 +221,8 @@ class ServeResult(Result):
     tokens_per_s: float
     tokens_per_s_per_chip: float
     tokens_per_s_per_user: float
-    max_batch: float
-    critical_batch: float
+    max_batch: int
+    critical_batch: Record
     memory_per_chip: Record
     decode_breakdown: Record
     prefill_breakdown: Record
@@ -238,7 +237,7 @@ class PlanServeResult(Result):
     """`scalemodel plan serve`"""
     frontier: Table
     best: Record | None
-    configs_evaluated: float
+    configs_evaluated: int
     search_time_s: float
     accuracy: Record
     launch: Record
@@ -465,7 +464,7 @@ def serve(
 def plan_serve(
     *,
     model: _Model,
-    chip: _Opt,
+    system: _Opt,
     prompt: _Opt | None = ...,
     output: _Opt | None = ...,
     max_chips: int | None = ...,

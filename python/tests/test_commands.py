@@ -145,7 +145,7 @@ def test_plan_tables():
     assert isinstance(p.plans, list) and len(p.plans) == 3
     assert p.best.key == p.plans[0].key
     assert p.plans.to_list() == p.to_dict()["plans"]
-    f = sm.plan_serve(model="llama3-70b", chip="tpu-v5e", prompt=8192,
+    f = sm.plan_serve(model="llama3-70b", system="tpu-v5e", prompt=8192,
                       output=512, tpot_max="50ms")
     assert len(f.frontier) > 0 and f.best.plan
 

@@ -48,7 +48,7 @@ def test_memory_step_time_plans(tmp_path):
 
 
 def test_frontier(tmp_path):
-    f = sm.plan_serve(model="llama3-8b", chip="h100", prompt=1024,
+    f = sm.plan_serve(model="llama3-8b", system="h100", prompt=1024,
                       output=256, max_chips=8)
     fig = sm.plot.frontier(f, path=tmp_path / "f.png")
     assert len(fig.axes[0].get_lines()[0].get_xdata()) == len(f.frontier)

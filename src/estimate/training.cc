@@ -1056,6 +1056,27 @@ CriticalBatches CriticalFor(const model::ModelSpec& m, const hw::System& sys,
   return cb;
 }
 
+// The FSDP x TP part of the critical-batch note. The book's X_opt is
+// continuous ("TP 2.6", "TP 0.4"); the note gives the nearest whole
+// power-of-two degrees and X_opt itself.
+std::string FsdpTpText(const CriticalBatches& cb, int chips) {
+  if (cb.fsdp_tp <= 0) return "FSDP x TP not applicable (one axis)";
+  const double tp_opt = chips / cb.fsdp_tp_x_opt;
+  const int tp_whole =
+      tp_opt <= 1
+          ? 1
+          : std::min(chips,
+                     1 << static_cast<int>(std::lround(std::log2(tp_opt))));
+  return fmt::format(
+      "FSDP x TP {:.0f} tokens per chip (for this batch {}; the book's "
+      "X_opt = {:.0f})",
+      cb.fsdp_tp,
+      tp_whole == 1 ? std::string("FSDP alone is best")
+                    : fmt::format("the best whole split is FSDP {} x TP {}",
+                                  chips / tp_whole, tp_whole),
+      cb.fsdp_tp_x_opt);
+}
+
 // Notes that compare the plan with the book's thresholds: data / FSDP
 // (x TP) batch per chip, the critical batches, the TP degree, the memory
 // floor, the batch per slice across DCN.
@@ -1090,13 +1111,7 @@ void ThresholdNotes(const hw::System& sys, const TrainingConfig& cfg,
                 "(F W / C = {:.2f} < 2)",
                 cb.tensor_parallel_max);
   // FSDP x TP needs an axis for each; a system with one has no threshold.
-  std::string fsdp_tp_text =
-      cb.fsdp_tp > 0
-          ? fmt::format(
-                "FSDP x TP {:.0f} tokens per chip (for this batch the best "
-                "split is FSDP {:.0f} x TP {:.1f})",
-                cb.fsdp_tp, cb.fsdp_tp_x_opt, chips / cb.fsdp_tp_x_opt)
-          : std::string("FSDP x TP not applicable (one axis)");
+  const std::string fsdp_tp_text = FsdpTpText(cb, chips);
   est->notes.push_back(fmt::format(
       "the book's critical batches on {}: data parallel / FSDP {:.0f} tokens "
       "per chip, {}, {}{}",
@@ -1177,9 +1192,9 @@ void StructureNotes(const model::ModelSpec& m, const TrainingConfig& cfg,
                         ? std::max(1, cfg.layout.vpp)
                         : 1;
     est->notes.push_back(fmt::format(
-        "pipeline bubble {:.1f}% ({} schedule, {} microbatches, {} stages{})",
+        "pipeline bubble {:.1f}% ({} schedule, {}, {} stages{})",
         100 * est->bubble / est->step_time, ScheduleName(cfg.layout.schedule),
-        est->microbatches, par.pp,
+        units::Plural(est->microbatches, "microbatch", "microbatches"), par.pp,
         vpp > 1 ? ", " + std::to_string(vpp) + " virtual" : ""));
   }
 }

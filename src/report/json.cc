@@ -1,6 +1,7 @@
 #include "scalemodel/report/json.h"
 
 #include <cmath>
+#include <cstdint>
 
 namespace scalemodel::report {
 
@@ -151,8 +152,11 @@ Json ToJson(const roofline::MatmulRoofline& m) {
   Json j = ToJson(m.roofline);
   j["compute_dtype"] = std::string(hw::DtypeName(m.compute_dtype));
   j["memory_level"] = m.level_name;
-  j["critical_batch"] = m.critical_batch;
-  j["critical_batch_exact"] = NumberOrNull(m.critical_batch_exact);
+  // critical_batch is an object in every command, its keys naming the
+  // unit (docs/cli.md).
+  j["critical_batch"] = {
+      {"tokens", m.critical_batch},
+      {"tokens_exact", NumberOrNull(m.critical_batch_exact)}};
   return j;
 }
 
@@ -249,7 +253,38 @@ Json ToJson(const estimate::TrainingEstimate& e) {
   return j;
 }
 
-std::string Dump(const Json& j) { return j.dump(2) + "\n"; }
+namespace {
+
+// Whole numbers as JSON integers ("batch": 32, not 32.0): counts are
+// computed in doubles, and a whole value below 2^53 is exact either way.
+// NOLINTNEXTLINE(misc-no-recursion)
+Json WholeAsIntegers(const Json& j) {
+  if (j.is_number_float()) {
+    const double v = j.get<double>();
+    constexpr double kExact = 9007199254740992.0;  // 2^53
+    if (std::isfinite(v) && std::floor(v) == v && std::fabs(v) < kExact) {
+      return static_cast<int64_t>(v);
+    }
+    return j;
+  }
+  if (j.is_object()) {
+    Json out = Json::object();
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      out[it.key()] = WholeAsIntegers(it.value());
+    }
+    return out;
+  }
+  if (j.is_array()) {
+    Json out = Json::array();
+    for (const Json& v : j) out.push_back(WholeAsIntegers(v));
+    return out;
+  }
+  return j;
+}
+
+}  // namespace
+
+std::string Dump(const Json& j) { return WholeAsIntegers(j).dump(2) + "\n"; }
 
 Json ToJson(const model::ModelSpec& m, double seq, hw::Dtype kv,
             model::AttentionFlops conv) {
@@ -376,7 +411,7 @@ Json ToJson(const estimate::ServeEstimate& e) {
           {"tokens_per_s_per_chip", e.tokens_per_s_per_chip},
           {"tokens_per_s_per_user", e.tokens_per_s_per_user},
           {"max_batch", e.max_batch},
-          {"critical_batch", e.critical_batch},
+          {"critical_batch", {{"decode_sequences", e.critical_batch}}},
           {"memory_per_chip",
            {{"weights_bytes", e.weights_bytes.si()},
             {"kv_cache_bytes", e.kv_cache_bytes.si()},

@@ -9,6 +9,8 @@ set(examples "")
 foreach(h IN LISTS helps)
   separate_arguments(argv UNIX_COMMAND "${h}")
   execute_process(COMMAND "${BIN}" ${argv} OUTPUT_VARIABLE out RESULT_VARIABLE rc)
+  # Examples wrapped at 100 columns continue with " \\" (WrapHelp).
+  string(REGEX REPLACE " \\\\\n +" " " out "${out}")
   string(REPLACE "\n" ";" lines "${out}")
   foreach(line IN LISTS lines)
     if(line MATCHES "^ +scalemodel (.*)$")

@@ -1,6 +1,7 @@
 #include "commands.h"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -36,6 +37,7 @@ Result<bool> PutLaunch(const std::string& engine_name,
                        const Result<std::string>& text, Output& out) {
   if (!text) return tl::unexpected(EmitError(text.error()));
   out.text = *text;
+  out.verbatim = true;
   out.json["launch"] = {{"engine", ToLower(engine_name)}, {"script", *text}};
   return true;
 }
@@ -97,6 +99,7 @@ Result<bool> PutCheckedLaunch(const launch::CheckedLaunch& c, Output& out) {
                         {"version", c.version.name},
                         {"engine_commit", c.version.commit},
                         {"launchable", c.launchable()}};
+  out.verbatim = true;
   if (c.launchable()) {
     out.text = c.text;
     out.json["launch"]["script"] = c.text;
@@ -165,7 +168,39 @@ Result<double> WholeUpTo(const std::string& option, double value,
   return value;
 }
 
-std::string Table(const std::vector<std::vector<std::string>>& rows) {
+namespace {
+
+// Where to break `text` so that the first piece is at most `width`
+// characters: after the last space, comma or '>' that fits, else at
+// `width` (a word longer than the column).
+size_t BreakAt(const std::string& text, size_t width) {
+  if (text.size() <= width) return text.size();
+  for (size_t i = width; i > 0; --i) {
+    const char c = text[i - 1];
+    if (c == ' ' || c == ',' || c == '>' || c == '/') return i;
+  }
+  return width;
+}
+
+// `text` cut into pieces of at most `width` (BreakAt), trailing spaces
+// dropped.
+std::vector<std::string> WrapCell(std::string text, size_t width) {
+  std::vector<std::string> lines;
+  while (text.size() > width) {
+    const size_t at = BreakAt(text, width);
+    std::string piece = text.substr(0, at);
+    while (!piece.empty() && piece.back() == ' ') piece.pop_back();
+    lines.push_back(piece);
+    text = std::string(Trim(text.substr(at)));
+  }
+  lines.push_back(text);
+  return lines;
+}
+
+// Column widths of `rows` shrunk, widest first, until the table fits
+// kTextWidth (no column below 12 characters).
+std::vector<size_t> FitWidths(
+    const std::vector<std::vector<std::string>>& rows) {
   std::vector<size_t> width;
   for (const auto& r : rows) {
     if (width.size() < r.size()) width.resize(r.size(), 0);
@@ -173,16 +208,169 @@ std::string Table(const std::vector<std::vector<std::string>>& rows) {
       width[i] = std::max(width[i], r[i].size());
     }
   }
+  auto total = [&] {
+    size_t t = 0;
+    for (size_t w : width) t += w + 2;
+    return t - 2;
+  };
+  constexpr size_t kMinColumn = 12;
+  while (!width.empty() && total() > kTextWidth) {
+    auto widest = std::max_element(width.begin(), width.end());
+    if (*widest <= kMinColumn) break;
+    *widest = std::max(kMinColumn, *widest - (total() - kTextWidth));
+  }
+  return width;
+}
+
+}  // namespace
+
+std::string Table(const std::vector<std::vector<std::string>>& rows) {
+  const std::vector<size_t> width = FitWidths(rows);
   std::string out;
-  for (size_t k = 0; k < rows.size(); ++k) {
-    std::string line;
-    for (size_t i = 0; i < rows[k].size(); ++i) {
-      std::string cell = rows[k][i];
-      if (i + 1 < rows[k].size()) cell.resize(width[i] + 2, ' ');
-      line += cell;
+  for (const auto& row : rows) {
+    std::vector<std::vector<std::string>> cells;
+    size_t height = 1;
+    for (size_t i = 0; i < row.size(); ++i) {
+      cells.push_back(WrapCell(row[i], width[i]));
+      height = std::max(height, cells.back().size());
     }
-    while (!line.empty() && line.back() == ' ') line.pop_back();
-    out += line + "\n";
+    for (size_t k = 0; k < height; ++k) {
+      std::string line;
+      for (size_t i = 0; i < cells.size(); ++i) {
+        std::string cell = k < cells[i].size() ? cells[i][k] : "";
+        if (i + 1 < cells.size()) cell.resize(width[i] + 2, ' ');
+        line += cell;
+      }
+      while (!line.empty() && line.back() == ' ') line.pop_back();
+      out += line + "\n";
+    }
+  }
+  return out;
+}
+
+std::string Wrap(const std::string& text, size_t width) {
+  std::string out;
+  for (const std::string& line : Split(text, '\n')) {
+    const size_t indent = line.find_first_not_of(' ');
+    if (line.size() <= width || indent == std::string::npos) {
+      out += line + "\n";
+      continue;
+    }
+    std::string prefix(indent, ' ');
+    std::string rest = line.substr(indent);
+    // "- item": continuation lines align under the item's text.
+    const std::string hang(indent + 2, ' ');
+    while (prefix.size() + rest.size() > width) {
+      // The last space that fits; a word longer than the line stays whole.
+      // A number keeps its unit ("38.6 GB").
+      size_t at = rest.rfind(' ', width - prefix.size());
+      while (at != std::string::npos && at > 0 &&
+             std::isdigit(static_cast<unsigned char>(rest[at - 1]))) {
+        at = rest.rfind(' ', at - 1);
+      }
+      if (at == std::string::npos || at == 0) at = rest.find(' ');
+      if (at == std::string::npos) break;
+      std::string piece = rest.substr(0, at);
+      while (!piece.empty() && piece.back() == ' ') piece.pop_back();
+      out += prefix + piece + "\n";
+      rest = std::string(Trim(rest.substr(at)));
+      prefix = hang;
+    }
+    out += prefix + rest + "\n";
+  }
+  // Split gives one more piece than there are newlines.
+  if (!out.empty()) out.pop_back();
+  return out;
+}
+
+namespace {
+
+// One --help example line ("  scalemodel train --model ...") over
+// kTextWidth, broken before options with " \\" continuations.
+std::string WrapExample(const std::string& line) {
+  const size_t indent = line.find_first_not_of(' ');
+  const std::string hang(indent + 4, ' ');
+  std::string out;
+  std::string current;
+  for (const std::string& word : Split(line.substr(indent), ' ')) {
+    const std::string& prefix = out.empty() ? std::string(indent, ' ') : hang;
+    if (!current.empty() &&
+        prefix.size() + current.size() + 1 + word.size() + 2 > kTextWidth) {
+      // An option moves to the next line with its value.
+      const size_t last = current.rfind(' ');
+      std::string carry;
+      if (last != std::string::npos &&
+          current.compare(last + 1, 2, "--") == 0 &&
+          word.compare(0, 1, "-") != 0) {
+        carry = current.substr(last + 1);
+        current.resize(last);
+      }
+      out += prefix + current + " \\\n";
+      current = carry;
+    }
+    current += (current.empty() ? "" : " ") + word;
+  }
+  return out + (out.empty() ? std::string(indent, ' ') : hang) + current;
+}
+
+}  // namespace
+
+std::string WrapHelp(const std::string& help) {
+  std::string out;
+  for (const std::string& line : Split(help, '\n')) {
+    const size_t indent = line.find_first_not_of(' ');
+    if (line.size() <= kTextWidth || indent == std::string::npos) {
+      out += line + "\n";
+    } else if (line.compare(indent, 11, "scalemodel ") == 0 && indent > 0) {
+      out += WrapExample(line) + "\n";
+    } else if (line.compare(indent, 1, "-") == 0) {
+      // "  --name TEXT      Description": continuation under the
+      // description.
+      const size_t gap = line.find("  ", indent);
+      const size_t desc = gap == std::string::npos
+                              ? indent + 4
+                              : line.find_first_not_of(' ', gap);
+      const std::string wrapped = Wrap(line.substr(desc), kTextWidth - desc);
+      std::string hung;
+      for (const std::string& l : Split(wrapped, '\n')) {
+        hung += hung.empty()
+                    ? line.substr(0, desc) + l
+                    : "\n" + std::string(desc, ' ') + std::string(Trim(l));
+      }
+      out += hung + "\n";
+    } else {
+      out += Wrap(line) + "\n";
+    }
+  }
+  if (!out.empty()) out.pop_back();
+  return out;
+}
+
+std::string CsvNumber(double v) {
+  if (std::isfinite(v) && std::floor(v) == v && std::fabs(v) < 9.0e15) {
+    return fmt::format("{:.0f}", v);
+  }
+  return fmt::format("{}", v);
+}
+
+std::string Csv(const std::vector<std::vector<std::string>>& rows) {
+  std::string out;
+  for (const auto& row : rows) {
+    for (size_t i = 0; i < row.size(); ++i) {
+      if (i > 0) out += ',';
+      const std::string& f = row[i];
+      if (f.find_first_of(",\"\n") == std::string::npos) {
+        out += f;
+        continue;
+      }
+      out += '"';
+      for (char c : f) {
+        if (c == '"') out += '"';
+        out += c;
+      }
+      out += '"';
+    }
+    out += "\n";
   }
   return out;
 }

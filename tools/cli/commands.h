@@ -24,6 +24,7 @@ namespace scalemodel::cli {
 // Shared by every command.
 struct Globals {
   bool json = false;
+  bool csv = false;
   std::string catalog_dir;
 };
 
@@ -32,7 +33,34 @@ struct Globals {
 struct Output {
   report::Json json;
   std::string text;
+  // --csv: the command's table as CSV (a header row, then one row per
+  // item); empty when the command has no table.
+  std::string csv;
+  // Text that must reach the user as it is (a launch script, Markdown):
+  // not wrapped at kTextWidth.
+  bool verbatim = false;
 };
+
+// Text output for people is at most this many columns: Table fits its
+// columns into it and Wrap breaks longer lines.
+inline constexpr size_t kTextWidth = 100;
+
+// Breaks every line longer than `width` at spaces, continuation lines
+// indented two more than the line (a hanging indent; "- " items align
+// under their text).
+std::string Wrap(const std::string& text, size_t width = kTextWidth);
+
+// --help text at kTextWidth: example command lines break with a shell
+// continuation (" \\") so that they still paste whole; option lines hang
+// under their description; other lines as Wrap.
+std::string WrapHelp(const std::string& help);
+
+// RFC 4180 CSV of `rows` (the first is the header): fields with a comma,
+// quote or newline are quoted.
+std::string Csv(const std::vector<std::vector<std::string>>& rows);
+// A number for CSV: whole values as integers, others in the shortest form
+// that reads back exactly (SI units, as in --json).
+std::string CsvNumber(double v);
 
 using Action = std::function<Result<Output>(const catalog::Catalog&)>;
 
@@ -114,7 +142,8 @@ std::pair<std::string, report::Json> TrustOnChip(const catalog::Catalog& cat,
                                                  const hw::Chip& chip,
                                                  bool training, bool applies);
 
-// Left-aligned text table: first row is the header.
+// Left-aligned text table: first row is the header. A table wider than
+// kTextWidth wraps its widest columns' cells onto more lines.
 std::string Table(const std::vector<std::vector<std::string>>& rows);
 
 // "peak" or "realistic"; the error names `where`.

@@ -27,11 +27,11 @@ std::string RateOrDash(units::FlopsPerSecond r) {
 
 std::string ChipLinks(const hw::Chip& c) {
   if (c.ici) {
-    return fmt::format("ICI {} x {} one-way", c.ici->links_per_chip,
+    return fmt::format("ICI {}x{}", c.ici->links_per_chip,
                        FormatBandwidth(c.ici->link_bandwidth));
   }
   if (c.nvlink) {
-    return fmt::format("{} {}/dir, domain {}", c.nvlink->name,
+    return fmt::format("{} {} x{}", c.nvlink->name,
                        FormatBandwidth(c.nvlink->bandwidth),
                        c.nvlink->domain_size);
   }
@@ -73,28 +73,44 @@ Command AddChipsCommand(CLI::App& app) {
     Output out;
     Json list = Json::array();
     std::vector<std::vector<std::string>> rows = {
-        {"chip", "name", "bf16", "fp8", "int8", "HBM", "HBM bw", "links",
-         "$/chip-h"}};
+        {"chip", "bf16", "fp8", "int8", "HBM", "HBM bw", "links", "$/h"}};
+    std::vector<std::vector<std::string>> csv = {
+        {"chip", "name", "bf16_flops_per_s", "fp8_flops_per_s",
+         "int8_ops_per_s", "hbm_bytes", "hbm_bytes_per_s",
+         "price_usd_per_chip_hour"}};
+    auto number_or_empty = [](double v) {
+      return v > 0 ? CsvNumber(v) : std::string();
+    };
     std::vector<const hw::Chip*> chips;
     for (const hw::Chip& chip : cat.chips()) chips.push_back(&chip);
     std::sort(chips.begin(), chips.end(),
               [](auto* a, auto* b) { return a->id < b->id; });
     for (const hw::Chip* chip : chips) {
       list.push_back(report::ToJson(*chip));
-      rows.push_back(
-          {chip->id, chip->name, RateOrDash(chip->Peak(hw::Dtype::kBf16)),
-           RateOrDash(chip->Peak(hw::Dtype::kFp8)),
-           RateOrDash(chip->Peak(hw::Dtype::kInt8)),
-           FormatBytes(chip->hbm_capacity),
-           FormatBandwidth(chip->hbm_bandwidth), ChipLinks(*chip),
-           chip->price ? fmt::format("{:.2f}", chip->price->usd_per_chip_hour)
-                       : "-"});
+      csv.push_back(
+          {chip->id, chip->name,
+           number_or_empty(chip->Peak(hw::Dtype::kBf16).si()),
+           number_or_empty(chip->Peak(hw::Dtype::kFp8).si()),
+           number_or_empty(chip->Peak(hw::Dtype::kInt8).si()),
+           CsvNumber(chip->hbm_capacity.si()),
+           CsvNumber(chip->hbm_bandwidth.si()),
+           chip->price ? CsvNumber(chip->price->usd_per_chip_hour) : ""});
+      rows.push_back({chip->id, RateOrDash(chip->Peak(hw::Dtype::kBf16)),
+                      RateOrDash(chip->Peak(hw::Dtype::kFp8)),
+                      RateOrDash(chip->Peak(hw::Dtype::kInt8)),
+                      FormatBytes(chip->hbm_capacity),
+                      FormatBandwidth(chip->hbm_bandwidth), ChipLinks(*chip),
+                      chip->price
+                          ? units::FormatUsd(chip->price->usd_per_chip_hour)
+                          : "-"});
     }
     out.json = Document(Json::object(), Json{{"chips", list}});
+    out.csv = Csv(csv);
     out.text = Table(rows) +
-               "\nRates are dense (no sparsity) per chip; link bandwidths "
-               "are per direction.\n`scalemodel chip NAME` shows every "
-               "number with its source.\n" +
+               "\nRates are dense (no sparsity) per chip; links: ICI links x "
+               "bandwidth, or NVLink bandwidth x domain size, per direction; "
+               "$/h: list price per chip-hour.\n`scalemodel chip NAME` shows the "
+               "name and every number with its source.\n" +
                PriceTable(chips);
     return out;
   };
@@ -118,9 +134,15 @@ Command AddChipCommand(CLI::App& app) {
     out.json = Document(Json{{"name", *name}}, report::ToJson(ch));
     std::vector<std::vector<std::string>> rows = {
         {"quantity", "value", "source"}};
+    // Sources, often longer than a line, as numbered notes under the
+    // table; a source several numbers share gets one number.
+    std::vector<std::string> notes;
     auto src = [&](const std::string& key) {
       auto it = ch.sources.find(key);
-      return it == ch.sources.end() ? std::string("-") : it->second;
+      if (it == ch.sources.end()) return std::string("-");
+      auto n = std::find(notes.begin(), notes.end(), it->second);
+      if (n == notes.end()) n = notes.insert(notes.end(), it->second);
+      return fmt::format("[{}]", n - notes.begin() + 1);
     };
     for (hw::Dtype d : hw::kAllDtypes) {
       if (ch.Peak(d).si() <= 0) continue;
@@ -182,17 +204,22 @@ Command AddChipCommand(CLI::App& app) {
           {"Power", fmt::format("{:.0f} W", ch.power_watts), src("power.tdp")});
     }
     rows.push_back({"Price (list on-demand)",
-                    ch.price ? fmt::format("${:.2f} per chip-hour, {} ({})",
-                                           ch.price->usd_per_chip_hour,
-                                           ch.price->cloud, ch.price->date)
+                    ch.price ? units::FormatUsd(ch.price->usd_per_chip_hour) +
+                                   fmt::format(" per chip-hour, {} ({})",
+                                               ch.price->cloud, ch.price->date)
                              : "not in catalog (--price-per-chip-hour)",
                     src("price.usd_per_chip_hour")});
     double bf16 = ch.Peak(hw::Dtype::kBf16).si();
+    std::string sources = "\nsources:\n";
+    for (size_t i = 0; i < notes.size(); ++i) {
+      sources += fmt::format("[{}] {}\n", i + 1, notes[i]);
+    }
     out.text = ch.name + " (" + ch.id + ")\n\n" + Table(rows) +
                fmt::format(
                    "\nCritical intensity (bf16 vs HBM): {:.0f} "
                    "FLOP/byte\n",
-                   bf16 / ch.hbm_bandwidth.si());
+                   bf16 / ch.hbm_bandwidth.si()) +
+               sources;
     return out;
   };
   return c;
@@ -211,6 +238,9 @@ Command AddSystemsCommand(CLI::App& app) {
     Json list = Json::array();
     std::vector<std::vector<std::string>> rows = {
         {"system", "chips", "shape", "peak bf16", "name"}};
+    std::vector<std::vector<std::string>> csv = {
+        {"system", "num_chips", "chip", "shape", "peak_bf16_flops_per_s",
+         "name"}};
     for (const catalog::SystemEntry& e : cat.systems()) {
       auto sys = cat.FindSystem(e.id);
       if (!sys) return tl::unexpected(sys.error());
@@ -222,8 +252,13 @@ Command AddSystemsCommand(CLI::App& app) {
            FormatFlopRate(units::FlopsPerSecond(
                sys->num_chips() * sys->chip.Peak(hw::Dtype::kBf16).si())),
            e.name});
+      csv.push_back(
+          {e.id, std::to_string(sys->num_chips()), e.chip, e.shape,
+           CsvNumber(sys->num_chips() * sys->chip.Peak(hw::Dtype::kBf16).si()),
+           e.name});
     }
     out.json = Document(Json::object(), Json{{"systems", list}});
+    out.csv = Csv(csv);
     out.text = Table(rows) +
                "\nAny CHIP:SHAPE is a system too: tpu-v5e:16x16, "
                "tpu-v5p:16x16x16/4, h100:8x128, gb200:72x8; SYSTEM:SHAPE "

@@ -4,9 +4,11 @@
 // The whole command line as one function, RunCli (run.h): the scalemodel
 // executable (entry.cc) and the Python module (python/) both call it.
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <optional>
 #include <ostream>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -130,6 +132,142 @@ std::optional<std::string> BadNumber(const scalemodel::report::Json& j,
   return std::nullopt;
 }
 
+// The subcommand that ran deepest in the command tree ("plan serve" is
+// `serve` under `plan`); `root` when none did.
+const CLI::App* DeepestParsed(const CLI::App& root) {
+  const CLI::App* app = &root;
+  for (bool descended = true; descended;) {
+    descended = false;
+    for (const CLI::App* sub : app->get_subcommands()) {
+      app = sub;
+      descended = true;
+      break;
+    }
+  }
+  return app;
+}
+
+// "plan serve": the command path of `app` without the program name.
+std::string CommandPath(const CLI::App* app) {
+  std::string path;
+  for (; app && app->get_parent(); app = app->get_parent()) {
+    path = path.empty() ? app->get_name() : app->get_name() + " " + path;
+  }
+  return path;
+}
+
+// "a", "a and b", "a, b and c" (or `last` instead of "and").
+std::string JoinAnd(const std::vector<std::string>& items,
+                    const std::string& last = "and") {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i > 0) out += i + 1 == items.size() ? " " + last + " " : ", ";
+    out += items[i];
+  }
+  return out;
+}
+
+// The long option names `app` and the commands above it accept (options
+// fall through to the parent), "--help" included.
+std::vector<std::string> OptionNames(const CLI::App* app) {
+  std::vector<std::string> names;
+  for (; app; app = app->get_parent()) {
+    for (const CLI::Option* o : app->get_options()) {
+      for (const std::string& l : o->get_lnames()) names.push_back("--" + l);
+    }
+  }
+  return names;
+}
+
+// An argument the command did not take, as one sentence: an unknown option
+// or subcommand with a suggestion, or a stray value. `extras` are in the
+// order of the command line.
+std::string ExtraArgumentText(const CLI::App* cmd,
+                              const std::vector<std::string>& extras) {
+  const std::string where =
+      cmd->get_parent() ? " for '" + CommandPath(cmd) + "'" : "";
+  std::vector<std::string> subs;
+  for (const CLI::App* s : cmd->get_subcommands({})) {
+    subs.push_back(s->get_name());
+  }
+  auto is_option = [](const std::string& a) {
+    return !a.empty() && a[0] == '-';
+  };
+  // A command that needs a subcommand: its first word; otherwise the first
+  // option, else the first value.
+  std::string arg = extras.front();
+  for (const std::string& e : extras) {
+    if (is_option(e) == subs.empty()) {
+      arg = e;
+      break;
+    }
+  }
+  if (is_option(arg)) {
+    const std::string name = arg.substr(0, arg.find('='));
+    return "unknown option '" + name + "'" + where +
+           scalemodel::DidYouMean(name, OptionNames(cmd));
+  }
+  if (!subs.empty()) {
+    return "unknown subcommand '" + arg + "'" + where +
+           scalemodel::DidYouMean(arg, subs) + "; expected " +
+           JoinAnd(subs, "or");
+  }
+  return "unexpected argument '" + arg + "'" + where;
+}
+
+// Every required option or argument of `cmd` that was not given, in one
+// sentence: "plan train needs --model, --system and --batch-tokens".
+std::string MissingText(const CLI::App* cmd) {
+  std::vector<std::string> missing;
+  for (const CLI::Option* o : cmd->get_options()) {
+    if (!o->get_required() || o->count() > 0) continue;
+    std::string name = o->get_name(true);
+    if (o->get_lnames().empty()) {
+      for (char& ch : name) ch = static_cast<char>(std::toupper(ch));
+    } else {
+      name = "--" + o->get_lnames().front();
+    }
+    missing.push_back(name);
+  }
+  const std::string path = CommandPath(cmd);
+  if (!missing.empty()) return path + " needs " + JoinAnd(missing);
+  std::vector<std::string> subs;
+  for (const CLI::App* s : cmd->get_subcommands({})) {
+    subs.push_back(s->get_name());
+  }
+  if (!subs.empty()) {
+    return (path.empty() ? "scalemodel" : path) +
+           " needs a subcommand: " + JoinAnd(subs, "or");
+  }
+  return "";
+}
+
+// CLI11's parse errors as one sentence (exit 2): unknown options and
+// subcommands with "did you mean", all missing required options at once,
+// conversions ("--vpp: expected a whole number, got 'x'"). The suggestion
+// names the command's help.
+std::string ParseErrorText(const CLI::App& app, const CLI::ParseError& e,
+                           const std::vector<std::string>& args) {
+  const CLI::App* cmd = DeepestParsed(app);
+  const std::string help =
+      "; see `scalemodel " +
+      (cmd->get_parent() ? CommandPath(cmd) + " " : std::string()) + "--help`";
+  // Arguments no command took: CLI11 reports missing options before them,
+  // but a misspelled option is the likelier cause of both.
+  std::vector<std::string> extras = app.remaining(true);
+  std::stable_sort(extras.begin(), extras.end(),
+                   [&](const std::string& a, const std::string& b) {
+                     return std::find(args.begin(), args.end(), a) <
+                            std::find(args.begin(), args.end(), b);
+                   });
+  if (!extras.empty()) return ExtraArgumentText(cmd, extras) + help;
+  if (dynamic_cast<const CLI::RequiredError*>(&e) != nullptr) {
+    const std::string missing = MissingText(cmd);
+    if (!missing.empty()) return missing + help;
+  }
+  return ConversionMessage(app, e.what()) + help;
+}
+
 // `scalemodel --help`: what the tool does and one example per command.
 constexpr const char* kAbout =
     "scalemodel: step time, memory, MFU and cost of training and serving "
@@ -147,7 +285,7 @@ constexpr const char* kAbout =
     "fsdp=256,tp=8 --batch-tokens 4Mi --seq 4096\n"
     "  scalemodel serve --model llama3-70b --system h100:8x1 --plan tp=8 "
     "--batch 64 --prompt 2048 --output 512\n"
-    "  scalemodel plan serve --model llama3-70b --chip tpu-v5e --prompt 8192 "
+    "  scalemodel plan serve --model llama3-70b --system tpu-v5e --prompt 8192 "
     "--output 512 --tpot-max 50ms\n"
     "  scalemodel model llama3-70b --seq 8192\n"
     "  scalemodel matmul 'A[I_X, J] @ B[J, K_Y] -> C[I_X, K_Y]' --system "
@@ -220,6 +358,9 @@ int scalemodel::cli::RunCli(const std::vector<std::string>& args,
   app.add_flag("--json", globals.json,
                "Print one JSON object (SI units, unit in the key) instead of "
                "tables");
+  app.add_flag("--csv", globals.csv,
+               "Print the command's table as CSV (plan train, plan serve, "
+               "validate, chips, models, systems)");
   app.add_option("--catalog", globals.catalog_dir,
                  "Directory with chips/, systems/ and models/ data files that "
                  "add to or override the built-in catalog");
@@ -245,17 +386,26 @@ int scalemodel::cli::RunCli(const std::vector<std::string>& args,
   try {
     app.parse(reversed);
   } catch (const CLI::CallForHelp& e) {
-    return app.exit(e, out, err);
+    std::ostringstream help;
+    const int rc = app.exit(e, help, err);
+    out << cli::WrapHelp(help.str());
+    return rc;
   } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e, out, err);
+    std::ostringstream help;
+    const int rc = app.exit(e, help, err);
+    out << cli::WrapHelp(help.str());
+    return rc;
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e, out, err);
   } catch (const CLI::ParseError& e) {
-    std::string what = ConversionMessage(app, e.what());
-    err << "error: " << what << "; see `scalemodel --help`\n";
+    err << "error: " << ParseErrorText(app, e, args) << "\n";
     return 2;
   }
 
+  if (globals.json && globals.csv) {
+    err << "error: --csv: give --json or --csv, not both\n";
+    return 2;
+  }
   auto catalog = catalog::Catalog::Builtin();
   if (!catalog) {
     err << "internal error: built-in catalog: " << catalog.error().ToString()
@@ -297,8 +447,16 @@ int scalemodel::cli::RunCli(const std::vector<std::string>& args,
     }
     if (globals.json) {
       out << report::Dump(result->json);
+    } else if (globals.csv) {
+      if (result->csv.empty()) {
+        err << "error: --csv: '" << CommandPath(c.app)
+            << "' prints no table; use --json, or --csv with plan train, "
+               "plan serve, validate, chips, models or systems\n";
+        return 2;
+      }
+      out << result->csv;
     } else {
-      out << result->text;
+      out << (result->verbatim ? result->text : cli::Wrap(result->text));
     }
     return 0;
   }

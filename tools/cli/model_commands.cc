@@ -43,6 +43,9 @@ Command AddModelsCommand(CLI::App& app) {
     std::vector<std::vector<std::string>> rows = {
         {"model", "params", "active", "layers", "d_model", "heads/kv",
          "KV/token bf16", "name"}};
+    std::vector<std::vector<std::string>> csv = {
+        {"model", "params", "active_params", "layers", "d_model", "heads",
+         "kv_heads", "kv_cache_bytes_per_token_bf16", "name"}};
     for (const std::string& id : ingest::ModelIds(cat)) {
       auto m = ingest::FindModel(cat, id);
       if (!m) return tl::unexpected(m.error());
@@ -57,8 +60,15 @@ Command AddModelsCommand(CLI::App& app) {
            FormatBytes(
                units::Bytes(model::KvCacheBytesPerToken(s, hw::Dtype::kBf16))),
            s.name});
+      csv.push_back(
+          {s.id, CsvNumber(p.total), CsvNumber(p.active),
+           std::to_string(s.num_layers), std::to_string(s.d_model),
+           std::to_string(s.num_heads), std::to_string(s.num_kv_heads),
+           CsvNumber(model::KvCacheBytesPerToken(s, hw::Dtype::kBf16)),
+           s.name});
     }
     out.json = Document(Json::object(), Json{{"models", list}});
+    out.csv = Csv(csv);
     out.text = Table(rows);
     return out;
   };

@@ -133,21 +133,22 @@ static std::string ServeText(const estimate::ServeEstimate& e) {
   s += fmt::format(
       "time per output token {} ({}-bound)\n  = {}\n  bounds: weights {}, KV "
       "cache {}, compute {}; all collectives {}\nTTFT {} (prefill of the "
-      "batch)\n  = {}\nrequest latency {}\nthroughput {:.0f} output "
-      "tokens/s ({:.0f} per chip, {:.1f} per user)\nmemory per chip: {} of {} "
-      "(weights {}, KV cache {}); max batch {:.0f}\ncost {}\n",
+      "batch)\n  = {}\nrequest latency {}\nthroughput {} output "
+      "tokens/s ({} per chip, {} per user)\nmemory per chip: {} of {} "
+      "(weights {}, KV cache {}); max batch {}\ncost {}\n",
       FormatSeconds(e.decode_step), e.bound, PartsText(e.decode_parts),
       FormatSeconds(e.weight_time), FormatSeconds(e.kv_time),
       FormatSeconds(e.compute_time), FormatSeconds(e.comm_time),
       FormatSeconds(e.ttft), PartsText(e.prefill_parts),
-      FormatSeconds(e.request_latency), e.tokens_per_s, e.tokens_per_s_per_chip,
-      e.tokens_per_s_per_user, FormatBytes(e.total_bytes),
+      FormatSeconds(e.request_latency), units::FormatCount(e.tokens_per_s),
+      units::FormatCount(e.tokens_per_s_per_chip),
+      units::FormatCount(e.tokens_per_s_per_user), FormatBytes(e.total_bytes),
       FormatBytes(e.capacity_bytes), FormatBytes(e.weights_bytes),
-      FormatBytes(e.kv_cache_bytes), e.max_batch,
+      FormatBytes(e.kv_cache_bytes), units::FormatCount(e.max_batch),
       std::isnan(e.cost_per_million_tokens_usd)
           ? std::string("unknown (no price; pass --price-per-chip-hour)")
-          : fmt::format("${:.3f} per million output tokens",
-                        e.cost_per_million_tokens_usd));
+          : units::FormatUsd(e.cost_per_million_tokens_usd) +
+                " per million output tokens");
   for (const std::string& n : e.notes) s += "- " + n + "\n";
   return s;
 }
@@ -355,10 +356,12 @@ static std::string SimText(const estimate::SimulationResult& r,
   s += PercentileRow("TTFT", r.ttft_s) + PercentileRow("TPOT", r.tpot_s) +
        PercentileRow("ITL", r.itl_s) + PercentileRow("E2E", r.e2e_s);
   s += fmt::format(
-      "\nthroughput {:.0f} output tokens/s ({:.0f} per chip), {:.3g} "
-      "requests/s ({:.3g} per chip)\n",
-      r.throughput_output_tokens_per_s, r.output_tokens_per_s_per_chip,
-      r.requests_per_s, r.requests_per_s_per_chip);
+      "\nthroughput {} output tokens/s ({} per chip), {} "
+      "requests/s ({} per chip)\n",
+      units::FormatCount(r.throughput_output_tokens_per_s),
+      units::FormatCount(r.output_tokens_per_s_per_chip),
+      units::FormatCount(r.requests_per_s),
+      units::FormatCount(r.requests_per_s_per_chip));
   if (slo.ttft_s > 0 || slo.tpot_s > 0) {
     std::vector<std::string> met;
     if (slo.ttft_s > 0) {
@@ -367,18 +370,21 @@ static std::string SimText(const estimate::SimulationResult& r,
     if (slo.tpot_s > 0) {
       met.push_back("TPOT <= " + FormatSeconds(units::Seconds(slo.tpot_s)));
     }
-    s += fmt::format(
-        "goodput {:.3g} requests/s ({:.1f}% of requests meet {})\n",
-        r.goodput_requests_per_s, 100 * r.slo_attainment, fmt::join(met, ", "));
+    s += fmt::format("goodput {} requests/s ({:.1f}% of requests meet {})\n",
+                     units::FormatCount(r.goodput_requests_per_s),
+                     100 * r.slo_attainment, fmt::join(met, ", "));
   }
   s += fmt::format(
-      "KV cache: peak {:.0f}%, mean {:.0f}% of {:.0f} tokens per replica; {} "
-      "preemptions\n{} steps, {:.1f} decoding sequences per step on average, "
-      "largest step {:.0f} tokens\nrequests in the system {:.2f} on average "
+      "KV cache: peak {:.0f}%, mean {:.0f}% of {} tokens per replica; {}\n"
+      "{}, {:.1f} decoding sequences per step on average, "
+      "largest step {} tokens\nrequests in the system {:.2f} on average "
       "(throughput x mean E2E = {:.2f})\n",
-      100 * r.kv_peak_fraction, 100 * r.kv_mean_fraction, r.kv_capacity_tokens,
-      r.preemptions, r.steps, r.mean_decode_batch, r.max_step_tokens,
-      r.mean_requests_in_system, r.requests_per_s * r.e2e_s.mean);
+      100 * r.kv_peak_fraction, 100 * r.kv_mean_fraction,
+      units::FormatCount(r.kv_capacity_tokens),
+      units::Plural(r.preemptions, "preemption", "preemptions"),
+      units::Plural(r.steps, "step", "steps"), r.mean_decode_batch,
+      units::FormatCount(r.max_step_tokens), r.mean_requests_in_system,
+      r.requests_per_s * r.e2e_s.mean);
   for (const std::string& n : r.notes) s += "- " + n + "\n";
   return s;
 }
@@ -450,6 +456,26 @@ static Result<Output> RunServeSim(const ingest::ImportedModel& m,
   return out;
 }
 
+// plan serve --system: a chip, or a system whose chip is searched and
+// whose size (`*system_chips`) is the default --max-chips.
+static Result<const hw::Chip*> SearchedChip(const catalog::Catalog& cat,
+                                            const std::string& name,
+                                            int* system_chips) {
+  auto chip = cat.FindChip(name);
+  if (chip) return *chip;
+  auto sys = cat.FindSystem(name);
+  if (!sys) {
+    // A CHIP:SHAPE or catalog-system spelling gets the system's message.
+    const Error& e =
+        name.find(':') != std::string::npos ? sys.error() : chip.error();
+    return tl::unexpected(Error{e.code, e.message, "--system"});
+  }
+  *system_chips = sys->num_chips();
+  auto of_system = cat.FindChip(sys->chip.id);
+  if (!of_system) return tl::unexpected(of_system.error());
+  return *of_system;
+}
+
 Result<Output> RunServeSearch(const catalog::Catalog& cat,
                               const ServeSearchCli& o) {
   if (!o.emit.empty()) {
@@ -458,10 +484,9 @@ Result<Output> RunServeSearch(const catalog::Catalog& cat,
   }
   auto m = ingest::FindModel(cat, o.model);
   if (!m) return tl::unexpected(m.error());
-  auto chip = cat.FindChip(o.chip);
-  if (!chip)
-    return tl::unexpected(
-        Error{chip.error().code, chip.error().message, "--chip"});
+  int system_chips = 0;
+  auto chip = SearchedChip(cat, o.chip, &system_chips);
+  if (!chip) return tl::unexpected(chip.error());
   auto base =
       ParseServeCommon(o.prompt, o.output, o.weights, o.kv, o.mode, o.price);
   if (!base) return tl::unexpected(base.error());
@@ -490,7 +515,7 @@ Result<Output> RunServeSearch(const catalog::Catalog& cat,
                     kMaxChipsCap.text, o.max_chips),
         "--max-chips");
   }
-  req.max_chips = o.max_chips;
+  req.max_chips = o.max_chips > 0 ? o.max_chips : system_chips;
   req.tpot_max_s = tpot_max;
   req.ttft_max_s = ttft_max;
   const search::ServingPlanResult res = search::PlanServing(spec, **chip, req);
@@ -503,6 +528,9 @@ Result<Output> RunServeSearch(const catalog::Catalog& cat,
   std::vector<std::vector<std::string>> rows = {{"chips", "plan", "batch",
                                                  "TPOT", "TTFT", "tok/s/chip",
                                                  "$/M tok", "bound"}};
+  std::vector<std::vector<std::string>> csv = {
+      {"chips", "plan", "batch", "decode_step_time_s", "ttft_s",
+       "tokens_per_s_per_chip", "cost_per_million_tokens_usd", "bound"}};
   for (const search::ServingPlan& p : res.frontier) {
     const estimate::ServeEstimate& e = p.estimate;
     fr.push_back({{"plan", p.PlanString()},
@@ -517,11 +545,18 @@ Result<Output> RunServeSearch(const catalog::Catalog& cat,
     rows.push_back({std::to_string(p.chips()), p.PlanString(),
                     FormatNumber(p.config.batch), FormatSeconds(e.decode_step),
                     FormatSeconds(e.ttft),
-                    fmt::format("{:.0f}", e.tokens_per_s_per_chip),
+                    units::FormatCount(e.tokens_per_s_per_chip),
                     std::isnan(e.cost_per_million_tokens_usd)
                         ? "-"
-                        : fmt::format("{:.3f}", e.cost_per_million_tokens_usd),
+                        : units::FormatUsd(e.cost_per_million_tokens_usd),
                     e.bound});
+    csv.push_back({std::to_string(p.chips()), p.PlanString(),
+                   CsvNumber(p.config.batch), CsvNumber(e.decode_step.si()),
+                   CsvNumber(e.ttft.si()), CsvNumber(e.tokens_per_s_per_chip),
+                   std::isnan(e.cost_per_million_tokens_usd)
+                       ? ""
+                       : CsvNumber(e.cost_per_million_tokens_usd),
+                   e.bound});
   }
   Json best_json = nullptr;
   std::string best_text = "\nNo plan on the frontier meets the constraints.\n";
@@ -558,11 +593,14 @@ Result<Output> RunServeSearch(const catalog::Catalog& cat,
       TrustOnChip(cat, **chip, false, base->mode == estimate::Mode::kRealistic);
   out.json["accuracy"] = trust_json;
   out.text = fmt::format(
-      "{} on {} chips, prompt {} + output {} tokens: {:.0f} "
-      "configurations\n\nPareto frontier (time per output "
+      "{} on {} chips, prompt {} + output {} tokens: {}\n\nPareto frontier "
+      "(time per output "
       "token vs throughput per chip):\n{}{}{}",
       spec.name, (*chip)->id, FormatNumber(base->prompt),
-      FormatNumber(base->output), evaluated, Table(rows), best_text, trust);
+      FormatNumber(base->output),
+      units::Plural(evaluated, "configuration", "configurations"), Table(rows),
+      best_text, trust);
+  out.csv = Csv(csv);
   if (!o.emit.empty()) {
     if (!best) {
       return InvalidArgument(
@@ -580,7 +618,11 @@ Result<Output> RunServeSearch(const catalog::Catalog& cat,
 void AddServeSearchOptions(CLI::App* app, ServeSearchCli& o) {
   app->add_option("--model", o.model, "Catalog model or config.json")
       ->required();
-  app->add_option("--chip", o.chip, "Chip id")->required();
+  app->add_option("--system,--chip", o.chip,
+                  "Chip to search slices of (h100, tpu-v5e); a system "
+                  "(h100:8x2) gives its chip and, without --max-chips, its "
+                  "size. --chip is an alias")
+      ->required();
   app->add_option("--prompt", o.prompt, "Prompt tokens")->capture_default_str();
   app->add_option("--output", o.output, "Output tokens")->capture_default_str();
   app->add_option(

@@ -714,18 +714,20 @@ static std::string TrainText(const estimate::TrainingEstimate& e,
                 "stage\n",
                 FormatSeconds(L.total), L.layers_per_stage);
   std::string out = fmt::format(
-      "{}step time {} ({} microbatches; layout: {})\n"
+      "{}step time {} ({}; layout: {})\n"
       "  compute {}, exposed communication {}, bubble {}, optimizer update "
       "{}\n"
-      "  MFU {:.1f}%, HFU {:.1f}%, {:.0f} tokens/s ({:.0f} per chip), "
+      "  MFU {:.1f}%, HFU {:.1f}%, {} tokens/s ({} per chip), "
       "{:.0f} TFLOP/s per chip\n{}  bottleneck: {}\n\n",
       e.feasible ? "" : "NOT FEASIBLE: " + e.reason + "\n",
-      FormatSeconds(e.step_time), e.microbatches,
+      FormatSeconds(e.step_time),
+      units::Plural(e.microbatches, "microbatch", "microbatches"),
       layout.empty() ? "one chip" : layout, FormatSeconds(e.compute),
       FormatSeconds(e.exposed_comm), FormatSeconds(e.bubble),
-      FormatSeconds(e.other), 100 * e.mfu, 100 * e.hfu, e.tokens_per_s,
-      e.tokens_per_s_per_chip, e.model_flops_per_s_per_chip / 1e12, per_layer,
-      e.bottleneck);
+      FormatSeconds(e.other), 100 * e.mfu, 100 * e.hfu,
+      units::FormatCount(e.tokens_per_s),
+      units::FormatCount(e.tokens_per_s_per_chip),
+      e.model_flops_per_s_per_chip / 1e12, per_layer, e.bottleneck);
   out += fmt::format(
       "memory per chip: {} of {} (params {}, grads {}, optimizer {}, "
       "activations {}, reserve {})\n\n",
@@ -735,13 +737,26 @@ static std::string TrainText(const estimate::TrainingEstimate& e,
   if (!e.comms.empty()) out += Table(comm_rows) + "\n";
   for (const std::string& n : e.notes) out += "- " + n + "\n";
   if (e.time_to_train_s > 0) {
-    out += fmt::format("\ntime to train {}, {:.3g} chip-hours, cost {}\n",
+    out += fmt::format("\ntime to train {}, {} chip-hours, cost {}\n",
                        FormatSeconds(units::Seconds(e.time_to_train_s)),
-                       e.chip_hours,
+                       units::FormatCount(e.chip_hours),
                        std::isnan(e.cost_usd)
                            ? std::string("unknown (no price for ") +
                                  sys.chip.id + "; pass --price-per-chip-hour)"
-                           : fmt::format("${:.3g}", e.cost_usd));
+                           : units::FormatUsd(e.cost_usd));
+  }
+  return out;
+}
+
+// `rows` (a header and one row per plan) as a table, each plan's row
+// followed by "   plan: KEY".
+static std::string TableWithKeys(
+    const std::vector<std::vector<std::string>>& rows,
+    const std::vector<std::string>& keys) {
+  const std::vector<std::string> lines = Split(Table(rows), '\n');
+  std::string out = lines[0] + "\n";
+  for (size_t i = 1; i < lines.size() && i - 1 < keys.size(); ++i) {
+    out += lines[i] + "\n   plan: " + keys[i - 1] + "\n";
   }
   return out;
 }
@@ -1053,14 +1068,20 @@ Result<Output> ValidateOutput(const catalog::Catalog& cat, bool markdown,
     }
     out.text = validate::AccuracyMarkdown(*rep, headline) +
                validate::MemoryMarkdown(*mem);
+    out.verbatim = true;
   } else {
     std::vector<std::vector<std::string>> crow = {
         {"id", "metric", "predicted", "measured", "error"}};
+    std::vector<std::vector<std::string>> csv = {
+        {"id", "group", "metric", "predicted", "expected", "rel_error"}};
     for (const validate::ValidationCase& v : rep->cases) {
-      crow.push_back({v.id, v.metric, fmt::format("{:.4g}", v.predicted),
-                      fmt::format("{:.4g}", v.expected),
+      crow.push_back({v.id, v.metric, units::FormatCount(v.predicted, 4),
+                      units::FormatCount(v.expected, 4),
                       fmt::format("{:+.1f}%", 100 * v.rel_error)});
+      csv.push_back({v.id, v.group, v.metric, CsvNumber(v.predicted),
+                     CsvNumber(v.expected), CsvNumber(v.rel_error)});
     }
+    out.csv = Csv(csv);
     out.text = Table(crow) + "\n" + Table(rows) + "\n" + Table(chip_rows) +
                "\n" + metric_table + "\n" + engine_table + "\n" +
                validate::MemoryText(*mem) +
@@ -1304,7 +1325,8 @@ Command AddPlanCommand(CLI::App& app) {
       "and expert\nparallelism, batch sizes. Prints the latency/throughput "
       "Pareto frontier, the best plan\nunder --tpot-max / --ttft-max, and the "
       "prefill:decode chip ratio for disaggregated serving.\n\nExample:\n"
-      "  scalemodel plan serve --model llama3-70b --chip tpu-v5e --prompt 8192 "
+      "  scalemodel plan serve --model llama3-70b --system tpu-v5e --prompt "
+      "8192 "
       "--output 512 --tpot-max 50ms");
   auto so = std::make_shared<ServeSearchCli>();
   AddServeSearchOptions(sv, *so);
@@ -1385,10 +1407,9 @@ Command AddPlanCommand(CLI::App& app) {
                       .count();
       if (el < 2) return;
       printed = true;
-      std::fprintf(
-          stderr,
-          "\rsearching: %3.0f%% of layouts, %.3g configurations, %.1f s",
-          100 * fraction, configs, el);
+      std::fprintf(stderr,
+                   "\rsearching: %3.0f%% of layouts, %s configurations, %.1f s",
+                   100 * fraction, units::FormatCount(configs).c_str(), el);
     };
     req.cancelled = Interrupted;
     auto res = search::PlanTraining(in->model.spec, in->system, req);
@@ -1409,20 +1430,27 @@ Command AddPlanCommand(CLI::App& app) {
     Output out;
     Json plans = Json::array();
     std::string text = fmt::format(
-        "{} on {} ({} chips), batch {} tokens x seq {}: {:.4g} configurations "
-        "({:.4g} scored, {:.4g} pruned by memory, {:.4g} over HBM) in {:.3f} s "
-        "on {} threads\n\n",
+        "{} on {} ({} chips), batch {} tokens x seq {}: {} configurations "
+        "({} scored, {} pruned by memory, {} over HBM) in {:.3g} s on {}\n\n",
         in->model.spec.name, in->system.id,
         o->chips.empty()
             ? std::to_string(in->system.num_chips())
             : o->chips + " of " + std::to_string(in->system.num_chips()),
         FormatNumber(in->config.batch_tokens), FormatNumber(in->config.seq),
-        counts.configs_evaluated, counts.configs_scored, counts.configs_pruned,
-        counts.configs_infeasible, counts.search_time_s, counts.threads);
+        units::FormatCount(counts.configs_evaluated),
+        units::FormatCount(counts.configs_scored),
+        units::FormatCount(counts.configs_pruned),
+        units::FormatCount(counts.configs_infeasible), counts.search_time_s,
+        units::Plural(counts.threads, "thread", "threads"));
     if (res->plans.empty()) text += NoPlanSentence(*in, counts, fixed);
-    std::vector<std::vector<std::string>> rows = {{"#", "chips", "plan", "step",
-                                                   "vs best", "MFU", "memory",
-                                                   "bottleneck"}};
+    // The plan key, often 60+ characters, goes on its own line under its
+    // row so that the table fits 100 columns and the key copies whole.
+    std::vector<std::vector<std::string>> rows = {
+        {"#", "chips", "step", "vs best", "MFU", "memory", "bottleneck"}};
+    std::vector<std::string> keys;
+    std::vector<std::vector<std::string>> csv = {
+        {"rank", "chips", "system", "plan", "step_time_s", "behind_best", "mfu",
+         "memory_bytes", "bottleneck"}};
     int rank = 0;
     for (const search::RankedPlan& r : res->plans) {
       const search::PlanCandidate& p = r.candidate;
@@ -1444,15 +1472,22 @@ Command AddPlanCommand(CLI::App& app) {
       j["search_step_time_s"] = p.step_time_s;
       j["behind_best"] = r.behind_best;
       plans.push_back(j);
+      keys.push_back(p.Key());
+      csv.push_back({std::to_string(rank), std::to_string(r.system.num_chips()),
+                     r.system.id, p.Key(), CsvNumber(p.step_time_s),
+                     CsvNumber(r.behind_best), CsvNumber(p.mfu),
+                     CsvNumber(p.memory_bytes),
+                     r.estimate ? r.estimate->bottleneck : ""});
       rows.push_back({std::to_string(rank),
-                      std::to_string(r.system.num_chips()), p.Key(),
+                      std::to_string(r.system.num_chips()),
                       FormatSeconds(units::Seconds(p.step_time_s)),
                       fmt::format("{:+.1f}%", 100 * r.behind_best),
                       fmt::format("{:.1f}%", 100 * p.mfu),
                       FormatBytes(units::Bytes(p.memory_bytes)),
                       r.estimate ? r.estimate->bottleneck : "?"});
     }
-    text += Table(rows);
+    if (!keys.empty()) text += TableWithKeys(rows, keys);
+    out.csv = Csv(csv);
     // The top-ranked plan in detail, and for --emit.
     const search::RankedPlan* best_plan =
         !res->plans.empty() && res->plans[0].estimate ? &res->plans[0]

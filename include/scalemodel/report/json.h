@@ -22,7 +22,7 @@ namespace scalemodel::report {
 using Json = nlohmann::ordered_json;
 
 // The schema version printed in every --json document.
-inline constexpr int kSchemaVersion = 1;
+inline constexpr int kSchemaVersion = 2;
 
 // A number, or null when it is zero (unknown / unsupported).
 Json NumberOrNull(double v);
@@ -47,7 +47,8 @@ Json ToJson(const estimate::SimulationResult& r);
 Json ToJson(const model::ModelSpec& m, double seq, hw::Dtype kv,
             model::AttentionFlops conv);
 
-// Pretty-prints with 2-space indentation and a trailing newline.
+// Pretty-prints with 2-space indentation and a trailing newline; a whole
+// number prints as an integer (32, not 32.0).
 std::string Dump(const Json& j);
 
 }  // namespace scalemodel::report

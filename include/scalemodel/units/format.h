@@ -17,8 +17,16 @@ std::string FormatBytesBinary(Bytes b);         // "80 GiB"
 std::string FormatBandwidth(BytesPerSecond r);  // "3.35 TB/s"
 std::string FormatFlopRate(FlopsPerSecond r);   // "989 TFLOP/s"
 std::string FormatFlops(Flops f);               // "6.3e24 FLOP"
-// A count with a decimal suffix: 4194304 -> "4.19M".
-std::string FormatCount(double n);
+// The one style of numbers in text for people (docs/cli.md "Text output"):
+// a count with a decimal suffix and `digits` significant digits, never
+// scientific notation: 4194304 -> "4.19M", 16070 -> "16.1k", 512 -> "512",
+// 0.25 -> "0.25". Suffixes k, M, G, T, P, E (SI).
+std::string FormatCount(double n, int digits = 3);
+// Money in US dollars: "$0.42", "$10.80", "$233", "$233k", "$2.33M".
+std::string FormatUsd(double usd);
+// A count and its noun, singular for exactly one: "1 microbatch",
+// "16 microbatches", "16.1k configurations".
+std::string Plural(double n, const std::string& one, const std::string& many);
 
 }  // namespace scalemodel::units
 
