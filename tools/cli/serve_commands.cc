@@ -12,6 +12,7 @@
 #include "scalemodel/estimate/inference.h"
 #include "scalemodel/estimate/training.h"
 #include "scalemodel/ingest/hf_config.h"
+#include "scalemodel/launch/import.h"
 #include "scalemodel/launch/launch.h"
 #include "scalemodel/model/transformer.h"
 #include "scalemodel/net/collective.h"
