@@ -370,6 +370,7 @@ def train(
     attention: _Opt | None = ...,
     emit: _Opt | None = ...,
     engine: _Opt | None = ...,
+    from: _Opt | None = ...,
     catalog: _Path | None = ...,
 ) -> TrainResult: ...
 
@@ -454,6 +455,7 @@ def serve(
     seed: int | None = ...,
     slo_ttft: _Opt | None = ...,
     slo_tpot: _Opt | None = ...,
+    from: _Opt | None = ...,
     catalog: _Path | None = ...,
 ) -> ServeResult: ...
 
