@@ -775,6 +775,23 @@ static Result<Json> ApplyFrom(const catalog::Catalog& cat, const CLI::App& app,
   return from;
 }
 
+// --from ENGINE ARG...: with it, --model, --plan and --batch-tokens are
+// not required (the line gives them).
+static void AddFromOption(CLI::App* app, TrainOptionsCli& o) {
+  app->add_option("--from", o.from,
+                  "Estimate the run an engine's launch line or config "
+                  "describes: megatron \"ARGS\" (or a script), maxtext "
+                  "CONFIG.yml [key=value ...], torchtitan CONFIG.toml "
+                  "[\"--section.key value ...\"]; --model overrides the "
+                  "model it names (docs/cli.md)")
+      ->expected(1, -1)
+      ->each([app](const std::string&) {
+        for (const char* f : {"--model", "--plan", "--batch-tokens"}) {
+          app->get_option(f)->required(false);
+        }
+      });
+}
+
 Command AddTrainCommand(CLI::App& app) {
   Command c;
   auto o = std::make_shared<TrainOptionsCli>();
@@ -800,19 +817,7 @@ Command AddTrainCommand(CLI::App& app) {
       "  scalemodel train --model llama3-8b --system h100:8x4 --plan "
       "'fsdp=32 mb=1 remat=none order=fsdp' --batch-tokens 1Mi --seq 8192");
   AddTrainOptions(c.app, *o, true);
-  c.app
-      ->add_option("--from", o->from,
-                   "Estimate the run an engine's launch line or config "
-                   "describes: megatron \"ARGS\" (or a script), maxtext "
-                   "CONFIG.yml [key=value ...], torchtitan CONFIG.toml "
-                   "[\"--section.key value ...\"]; --model overrides the "
-                   "model it names (docs/cli.md)")
-      ->expected(1, -1)
-      ->each([app = c.app](const std::string&) {
-        for (const char* f : {"--model", "--plan", "--batch-tokens"}) {
-          app->get_option(f)->required(false);
-        }
-      });
+  AddFromOption(c.app, *o);
   c.action = [o, app = c.app](const catalog::Catalog& cat) -> Result<Output> {
     TrainOptionsCli opts = *o;
     std::vector<std::string> from_notes;
