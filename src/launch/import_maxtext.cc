@@ -235,7 +235,7 @@ model::Remat MaxTextRemat(const std::string& policy,
   if (policy == "save_dot_except_mlpwi")
     return model::Remat::kSaveDotExceptMlpIn;
   if (policy == "minimal_with_context") {
-    notes->push_back(
+    notes->emplace_back(
         "remat_policy minimal_with_context read as remat none (MaxText's "
         "lightest policy still recomputes a little)");
     return model::Remat::kNone;

@@ -212,7 +212,7 @@ Result<void> MegatronDegrees(Args& a, const hw::System& sys,
       !fsdp && a.Has("--use-distributed-optimizer") && par.dp * par.ep > 1 ? 1
                                                                            : 0;
   if (par.zero == 1) {
-    out->notes.push_back(
+    out->notes.emplace_back(
         "--use-distributed-optimizer read as zero=1 (Megatron-LM shards the "
         "optimizer state and keeps a full gradient buffer)");
   }
@@ -293,7 +293,7 @@ model::Remat MegatronRemat(Args& a, std::vector<std::string>* notes) {
 Result<void> MegatronPrecision(Args& a, ImportedTraining* out) {
   estimate::TrainingConfig& c = out->config;
   if (a.Has("--fp16")) {
-    out->notes.push_back("--fp16 read as bf16 (the same matmul rates)");
+    out->notes.emplace_back("--fp16 read as bf16 (the same matmul rates)");
   }
   if (std::string fmt8 = a.Str("--fp8-format"); !fmt8.empty()) {
     c.precision.matmul = hw::Dtype::kFp8;
@@ -321,7 +321,7 @@ Result<void> MegatronHabits(Args& a, ImportedTraining* out) {
   const int dp_ranks = c.par.dp * c.par.fsdp * c.par.ep;
   if (dp_ranks > 1 && !a.Has("--overlap-grad-reduce")) {
     c.habits.dp_overlap = false;
-    out->notes.push_back(
+    out->notes.emplace_back(
         "no --overlap-grad-reduce: the gradient reduction runs after the "
         "backward pass (Megatron-LM's default)");
   }

@@ -226,7 +226,7 @@ Result<ImportedServing> ImportSglang(const LaunchInput& in,
   } else {
     c.tp = static_cast<int>(*tp);
     if (*ep > 1) {
-      out.notes.push_back(
+      out.notes.emplace_back(
           "--ep-size without --enable-dp-attention: experts read as split "
           "by tensor parallelism over the tp ranks");
     }
@@ -238,7 +238,7 @@ Result<ImportedServing> ImportSglang(const LaunchInput& in,
   if (*reqs > 0) {
     c.batch = static_cast<double>(*reqs);
   } else {
-    out.notes.push_back(
+    out.notes.emplace_back(
         "no --max-running-requests: SGLang sizes it from free memory; the "
         "batch is --batch's");
   }
