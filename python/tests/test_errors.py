@@ -47,6 +47,8 @@ def as_keywords(args):
     i = 0
     while i < len(rest):
         a = rest[i]
+        if a.startswith("--") and " " in a:
+            return None  # a quoted launch line (--from): no keyword spelling
         if not a.startswith("--"):
             if options:
                 return None

@@ -610,59 +610,15 @@ std::vector<std::string> ModelIds(const catalog::Catalog& catalog) {
   return ids;
 }
 
-Result<ImportedModel> FindModel(const catalog::Catalog& catalog,
-                                const std::string& name_or_path) {
-  std::string name(Trim(name_or_path));
-  std::string lname = ToLower(name);
-  for (const catalog::DataFile& f : catalog.model_files()) {
-    if (ToLower(std::filesystem::path(f.path).stem().string()) == lname) {
-      return ParseHfConfig(f.contents, f.path);
-    }
-  }
+Result<ImportedModel> ReadHfConfigFile(const std::string& path) {
   std::error_code ec;
-  bool looks_like_path =
-      name.find('/') != std::string::npos ||
-      (name.size() > 5 && name.compare(name.size() - 5, 5, ".json") == 0);
-  // A HuggingFace snapshot directory holds its config.json.
-  if (!name.empty() && std::filesystem::is_directory(name, ec)) {
-    const std::filesystem::path inner =
-        std::filesystem::path(name) / "config.json";
-    if (!std::filesystem::is_regular_file(inner, ec)) {
-      return IoError("'" + Excerpt(name) +
-                         "' is a directory without a config.json (expected "
-                         "a HuggingFace config.json, the directory that "
-                         "holds one, or a catalog model)",
-                     "model");
-    }
-    name = inner.string();
-  } else if (std::filesystem::exists(name, ec) &&
-             !std::filesystem::is_regular_file(name, ec)) {
-    return IoError("'" + Excerpt(name) +
-                       "' is not a regular file (expected a HuggingFace "
-                       "config.json or a catalog model)",
-                   "model");
-  }
-  if (std::filesystem::is_regular_file(name, ec)) {
-    const uintmax_t bytes = std::filesystem::file_size(name, ec);
-    if (!ec && bytes > kMaxJsonBytes) return TooLarge(bytes, name);
-    std::ifstream in(name);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    if (!in && !in.eof()) return IoError("cannot read file", name);
-    return ParseHfConfig(ss.str(), name);
-  }
-  if (looks_like_path) {
-    return IoError("no such file '" + name +
-                       "' (expected a HuggingFace config.json or a catalog "
-                       "model)",
-                   "model");
-  }
-  std::vector<std::string> ids = ModelIds(catalog);
-  return NotFound("unknown model '" + name + "'" + DidYouMean(name, ids) +
-                      "; `scalemodel models` lists all " +
-                      std::to_string(ids.size()) +
-                      ", or pass a path to a config.json",
-                  "model");
+  const uintmax_t bytes = std::filesystem::file_size(path, ec);
+  if (!ec && bytes > kMaxJsonBytes) return TooLarge(bytes, path);
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  if (!in && !in.eof()) return IoError("cannot read file", path);
+  return ParseHfConfig(ss.str(), path);
 }
 
 }  // namespace scalemodel::ingest

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "fmt/format.h"
+#include "import_internal.h"
 #include "scalemodel/base/strings.h"
 #include "scalemodel/launch/rules.h"
 #include "scalemodel/units/format.h"
@@ -1154,5 +1155,14 @@ Result<std::string> EmitServing(ServeEngine engine,
   }
   return InvalidArgument("unknown serving engine", "engine");
 }
+
+namespace internal {
+
+// For the importers (import_internal.h).
+std::vector<int> StageLayers(int layers, int pp, int vpp, int last) {
+  return launch::StageLayers(layers, pp, vpp, last);
+}
+
+}  // namespace internal
 
 }  // namespace scalemodel::launch

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "fmt/format.h"
+#include "import_internal.h"
 #include "scalemodel/base/strings.h"
 
 namespace scalemodel::launch {
@@ -884,5 +885,14 @@ std::vector<RuleFailure> ValidateLaunch(const EngineVersion& version,
   }
   return {};
 }
+
+namespace internal {
+
+// For the importers (import_internal.h).
+std::vector<std::string> LayoutStages(std::string s) {
+  return launch::LayoutStages(std::move(s));
+}
+
+}  // namespace internal
 
 }  // namespace scalemodel::launch

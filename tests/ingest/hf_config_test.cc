@@ -209,11 +209,11 @@ TEST(HfConfigTest, FindModelErrors) {
   EXPECT_EQ(FindModel(BuiltinCatalog(), "lama3-405b").error().ToString(),
             "model: unknown model 'lama3-405b' (did you mean 'llama3-405b'?); "
             "`scalemodel models` lists all 25, or pass a path to a "
-            "config.json");
+            "config.json or its directory");
   EXPECT_EQ(
       FindModel(BuiltinCatalog(), "/no/such/config.json").error().ToString(),
       "model: no such file '/no/such/config.json' (expected a "
-      "HuggingFace config.json or a catalog model)");
+      "HuggingFace config.json, its directory or a catalog model)");
 }
 
 // Every catalog model parses, validates, and has a source.

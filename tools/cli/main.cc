@@ -381,8 +381,20 @@ int scalemodel::cli::RunCli(const std::vector<std::string>& args,
 
   // An unknown command gets a suggestion rather than CLI11's generic text.
   if (!args.empty() && !KnownCommand(args[0], commands, err)) return 2;
-  // CLI11 takes the arguments last first.
+  // CLI11 takes the arguments last first. A quoted launch line after
+  // `--from ENGINE` that starts with a flag ("--tensor-model-parallel-size
+  // 8 ...") is the option's value, not an option of ours: a leading space
+  // keeps CLI11 from reading it as one (the importer trims it).
   std::vector<std::string> reversed(args.rbegin(), args.rend());
+  for (size_t i = 0; i + 1 < args.size(); ++i) {
+    if (args[i] != "--from") continue;
+    for (size_t j = args.size() - 1 - (i + 2); j + 1 > 0; --j) {
+      const std::string& a = reversed[j];
+      if (a.rfind('-', 0) != 0) continue;  // a file, key=value, a word
+      if (a.find_first_of(" \n") == std::string::npos) break;  // our option
+      reversed[j] = " " + a;
+    }
+  }
   try {
     app.parse(reversed);
   } catch (const CLI::CallForHelp& e) {

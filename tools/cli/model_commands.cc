@@ -103,6 +103,10 @@ Command AddModelCommand(CLI::App& app) {
   c.action = [o](const catalog::Catalog& cat) -> Result<Output> {
     auto imported = ingest::FindModel(cat, o->name);
     if (!imported) return tl::unexpected(imported.error());
+    // How an alias or cached repo id resolved, first among the notes.
+    if (!imported->resolution.empty()) {
+      imported->notes.insert(imported->notes.begin(), imported->resolution);
+    }
     auto seq = ParseOption<double>(
         "--seq", o->seq, [](auto& t) { return units::ParseLength(t); });
     if (!seq) return tl::unexpected(seq.error());

@@ -13,6 +13,7 @@
 #include "scalemodel/estimate/inference.h"
 #include "scalemodel/estimate/training.h"
 #include "scalemodel/ingest/hf_config.h"
+#include "scalemodel/launch/import.h"
 #include "scalemodel/launch/launch.h"
 #include "scalemodel/model/transformer.h"
 #include "scalemodel/net/collective.h"
@@ -53,6 +54,8 @@ struct ServeCli {
                              mode = "realistic", emit, power_cap, trace;
   double price = 0;
   ServeSimCli sim;
+  // serve --from vllm|sglang ARG...: the server line to import.
+  std::vector<std::string> from;
 };
 
 static constexpr const char* kEmitHelp =
@@ -708,6 +711,76 @@ static Result<bool> SimulationWanted(const CLI::App& app, const ServeCli& cli) {
   return sources == 1;
 }
 
+// serve --from ENGINE ARG...: the server line becomes the model, plan,
+// batch and dtypes (docs/cli.md "--from"); returns the notes to print.
+static Result<std::vector<std::string>> ApplyServeFrom(
+    const catalog::Catalog& cat, const CLI::App& app, ServeCli* o) {
+  for (const char* f : {"--plan", "--weights", "--kv"}) {
+    if (app.count(f) > 0) {
+      return InvalidArgument(
+          "the launch line given to --from sets this; change it in the line "
+          "(or drop --from)",
+          f);
+    }
+  }
+  auto engine = launch::ParseServeEngine(o->from[0]);
+  if (!engine) {
+    return tl::unexpected(
+        Error{engine.error().code, engine.error().message, "--from"});
+  }
+  auto sys = cat.FindSystem(o->system);
+  if (!sys) {
+    return tl::unexpected(
+        Error{sys.error().code, sys.error().message, "--system"});
+  }
+  const std::vector<std::string> args(o->from.begin() + 1, o->from.end());
+  auto r = launch::ImportServing(*engine, args, cat, *sys, o->model);
+  if (!r)
+    return tl::unexpected(Error{r.error().code, r.error().message, "--from"});
+  const estimate::ServeConfig& c = r->config;
+  o->model = r->model_name;
+  o->plan = fmt::format("tp={},ep={},dp={}", c.tp, c.ep, c.dp);
+  if (r->batch_given) {
+    if (app.count("--batch") > 0) {
+      return InvalidArgument(
+          "the launch line given to --from sets this; change it in the line "
+          "(or drop --from)",
+          "--batch");
+    }
+    o->batch = FormatNumber(c.batch);
+  }
+  o->weights = hw::DtypeName(c.weights);
+  o->kv = hw::DtypeName(c.kv);
+  if (app.count("--max-num-seqs") == 0 && r->batch_given) {
+    o->sim.max_num_seqs = static_cast<int>(c.batch);
+  }
+  if (app.count("--max-batched-tokens") == 0 && r->max_batched_tokens > 0) {
+    o->sim.max_batched_tokens = static_cast<int>(r->max_batched_tokens);
+  }
+  std::vector<std::string> notes;
+  if (!r->model.resolution.empty()) notes.push_back(r->model.resolution);
+  notes.insert(notes.end(), r->notes.begin(), r->notes.end());
+  auto prompt = units::ParseCount(o->prompt);
+  auto output = units::ParseCount(o->output);
+  if (r->max_model_len > 0 && prompt && output &&
+      *prompt + *output > static_cast<double>(r->max_model_len)) {
+    notes.push_back(fmt::format(
+        "prompt + output = {} tokens exceed the line's context limit of {}: "
+        "the server would refuse such requests",
+        FormatNumber(*prompt + *output), r->max_model_len));
+  }
+  std::string ignored;
+  for (const std::string& a : r->ignored) {
+    ignored += (ignored.empty() ? "" : ", ") + a;
+  }
+  if (!ignored.empty()) {
+    notes.push_back(
+        "read from the " + o->from[0] +
+        " line and ignored (no effect on the estimate): " + ignored);
+  }
+  return notes;
+}
+
 Command AddServeCommand(CLI::App& app) {
   Command c;
   auto o = std::make_shared<ServeCli>();
@@ -757,7 +830,25 @@ Command AddServeCommand(CLI::App& app) {
                     "GPU board power limit (500 W): sustained matrix "
                     "throughput x (cap / TDP)^0.329 (docs/model.md 5.6)");
   AddServeSimOptions(c.app, o->sim);
+  c.app
+      ->add_option("--from", o->from,
+                   "Estimate the server a launch line describes: vllm "
+                   "\"serve MODEL --tensor-parallel-size ...\" or sglang "
+                   "\"--model-path MODEL --tp-size ...\" (or a script); the "
+                   "system and --prompt/--output come from the options")
+      ->expected(1, -1)
+      ->each([app = c.app](const std::string&) {
+        app->get_option("--model")->required(false);
+      });
   c.action = [o, app = c.app](const catalog::Catalog& cat) -> Result<Output> {
+    std::vector<std::string> from_notes;
+    if (!o->from.empty()) {
+      auto f = ApplyServeFrom(cat, *app, o.get());
+      if (!f) return tl::unexpected(f.error());
+      from_notes = *f;
+    } else if (o->model.empty()) {
+      return InvalidArgument("--model is required (or --from)", "serve");
+    }
     auto m = ingest::FindModel(cat, o->model);
     if (!m) return tl::unexpected(m.error());
     auto sys = cat.FindSystem(o->system);
@@ -794,6 +885,10 @@ Command AddServeCommand(CLI::App& app) {
         !n.empty() && o->mode != "peak") {
       e->notes.insert(e->notes.begin(), n);
     }
+    if (!m->resolution.empty() && o->from.empty()) {
+      from_notes.push_back(m->resolution);
+    }
+    e->notes.insert(e->notes.begin(), from_notes.begin(), from_notes.end());
     Output out;
     out.json = Document({{"model", m->spec.id},
                          {"system", sys->id},

@@ -13,6 +13,7 @@
 #include "scalemodel/estimate/presets.h"
 #include "scalemodel/estimate/training.h"
 #include "scalemodel/ingest/hf_config.h"
+#include "scalemodel/launch/import.h"
 #include "scalemodel/launch/launch.h"
 #include "scalemodel/model/transformer.h"
 #include "scalemodel/net/collective.h"
@@ -60,6 +61,10 @@ struct TrainOptionsCli {
   bool offload_params = false;
   std::string trace;  // train --trace FILE.json[.gz]
   bool offload_activations = false;
+  // train --from ENGINE ARG...: the launch line or config to import, and
+  // whether it set the loss kernel (which the preset would otherwise).
+  std::vector<std::string> from;
+  bool cross_entropy_set = false;
 };
 
 }  // namespace
@@ -383,7 +388,8 @@ static Result<TrainInputs> ResolveTrain(const catalog::Catalog& cat,
                                DidYouMean(ce, {"fused", "unfused"}),
                            "--cross-entropy");
   }
-  if (!preset || (o.cross_entropy_option && o.cross_entropy_option->count())) {
+  if (!preset || o.cross_entropy_set ||
+      (o.cross_entropy_option && o.cross_entropy_option->count())) {
     c.habits.unfused_cross_entropy = ce == "unfused";
   }
   auto cp_comm = estimate::ParseCpComm(o.cp_comm);
@@ -761,6 +767,95 @@ static std::string TableWithKeys(
   return out;
 }
 
+// train --from ENGINE ARG...: the imported line becomes the options it
+// decides (docs/cli.md "--from"); options that the line decides may not be
+// given beside it. Returns the notes to print and the JSON input "from".
+static Result<Json> ApplyFrom(const catalog::Catalog& cat, const CLI::App& app,
+                              TrainOptionsCli* o,
+                              std::vector<std::string>* notes) {
+  for (const char* f :
+       {"--plan",           "--batch-tokens",  "--seq",
+        "--micro-batch",    "--microbatches",  "--remat",
+        "--schedule",       "--vpp",           "--precision",
+        "--fp8-recipe",     "--grad-reduce",   "--tp-overlap",
+        "--ep-overlap",     "--ep-dedup",      "--offload-optimizer",
+        "--offload-params", "--no-dp-overlap", "--cross-entropy",
+        "--cp-comm",        "--engine",        "--last-stage-layers",
+        "--mtp-layers"}) {
+    if (app.get_option_no_throw(f) != nullptr && app.count(f) > 0) {
+      return InvalidArgument(
+          std::string("the launch line given to --from sets this; change it "
+                      "in the line (or drop --from)"),
+          f);
+    }
+  }
+  auto engine = launch::ParseTrainEngine(o->from[0]);
+  if (!engine)
+    return tl::unexpected(
+        Error{engine.error().code, engine.error().message, "--from"});
+  auto sys = cat.FindSystem(o->system);
+  if (!sys)
+    return tl::unexpected(
+        Error{sys.error().code, sys.error().message, "--system"});
+  const std::vector<std::string> args(o->from.begin() + 1, o->from.end());
+  auto r = launch::ImportTraining(*engine, args, cat, *sys, o->model);
+  if (!r)
+    return tl::unexpected(Error{r.error().code, r.error().message, "--from"});
+  const estimate::TrainingConfig& c = r->config;
+  o->model = r->model_name;
+  o->plan = launch::PlanKeyOf(c);
+  o->batch_tokens = fmt::format("{}", c.batch_tokens);
+  o->seq = fmt::format("{}", c.seq);
+  o->remat = model::RematName(c.memory.remat);
+  o->precision = hw::DtypeName(c.precision.matmul);
+  o->fp8_recipe =
+      c.precision.matmul == hw::Dtype::kFp8
+          ? std::string(estimate::Fp8RecipeName(c.precision.fp8_recipe))
+          : "";
+  o->engine = estimate::EngineName(r->preset);
+  o->grad_reduce = hw::DtypeName(c.precision.grad_reduce);
+  o->tp_overlap = c.habits.tp_comm_overlap ? "default" : "";
+  o->ep_overlap = c.habits.ep_overlap ? "default" : "";
+  o->ep_dedup = c.habits.ep_dedup;
+  o->no_dp_overlap = !c.habits.dp_overlap;
+  o->cross_entropy = c.habits.unfused_cross_entropy ? "unfused" : "fused";
+  o->cross_entropy_set = true;
+  o->cp_comm = estimate::CpCommName(c.habits.cp_comm);
+  o->mtp_layers = c.mtp_layers;
+  if (app.count("--capacity-factor") == 0)
+    o->capacity = c.habits.capacity_factor;
+  if (!r->model.resolution.empty()) notes->push_back(r->model.resolution);
+  notes->insert(notes->end(), r->notes.begin(), r->notes.end());
+  std::string ignored;
+  for (const std::string& a : r->ignored)
+    ignored += (ignored.empty() ? "" : ", ") + a;
+  if (!ignored.empty()) {
+    notes->push_back(
+        "read from the " + o->from[0] +
+        " line and ignored (no effect on the estimate): " + ignored);
+  }
+  Json from = {{"engine", o->from[0]}, {"plan", o->plan}};
+  from["ignored"] = r->ignored;
+  return from;
+}
+
+// --from ENGINE ARG...: with it, --model, --plan and --batch-tokens are
+// not required (the line gives them).
+static void AddFromOption(CLI::App* app, TrainOptionsCli& o) {
+  app->add_option("--from", o.from,
+                  "Estimate the run an engine's launch line or config "
+                  "describes: megatron \"ARGS\" (or a script), maxtext "
+                  "CONFIG.yml [key=value ...], torchtitan CONFIG.toml "
+                  "[\"--section.key value ...\"]; --model overrides the "
+                  "model it names (docs/cli.md)")
+      ->expected(1, -1)
+      ->each([app](const std::string&) {
+        for (const char* f : {"--model", "--plan", "--batch-tokens"}) {
+          app->get_option(f)->required(false);
+        }
+      });
+}
+
 Command AddTrainCommand(CLI::App& app) {
   Command c;
   auto o = std::make_shared<TrainOptionsCli>();
@@ -786,16 +881,34 @@ Command AddTrainCommand(CLI::App& app) {
       "  scalemodel train --model llama3-8b --system h100:8x4 --plan "
       "'fsdp=32 mb=1 remat=none order=fsdp' --batch-tokens 1Mi --seq 8192");
   AddTrainOptions(c.app, *o, true);
-  c.action = [o](const catalog::Catalog& cat) -> Result<Output> {
+  AddFromOption(c.app, *o);
+  c.action = [o, app = c.app](const catalog::Catalog& cat) -> Result<Output> {
     TrainOptionsCli opts = *o;
+    std::vector<std::string> from_notes;
+    std::optional<Json> from_json;
+    if (!opts.from.empty()) {
+      auto f = ApplyFrom(cat, *app, &opts, &from_notes);
+      if (!f) return tl::unexpected(f.error());
+      from_json = *f;
+    } else if (opts.model.empty() || app->count("--plan") == 0 ||
+               opts.batch_tokens.empty()) {
+      return InvalidArgument(
+          "--model, --plan and --batch-tokens are required (or --from)",
+          "train");
+    }
     auto in = ResolveTrain(cat, opts, true);
     if (!in) return tl::unexpected(in.error());
     auto est =
         estimate::EstimateTraining(in->model.spec, in->system, in->config);
     if (!est) return tl::unexpected(est.error());
     if (in->batch_note) est->notes.insert(est->notes.begin(), *in->batch_note);
+    if (!in->model.resolution.empty() && !from_json) {
+      from_notes.push_back(in->model.resolution);
+    }
+    est->notes.insert(est->notes.begin(), from_notes.begin(), from_notes.end());
     Output out;
     in->inputs["plan"] = in->config.par.ToString();
+    if (from_json) in->inputs["from"] = *from_json;
     Json result = report::ToJson(*est);
     auto [trust, trust_json] =
         TrustOnChip(cat, in->system.chip, true, PredictsARun(in->config));

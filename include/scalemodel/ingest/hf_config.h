@@ -36,6 +36,10 @@ struct ImportedModel {
   // Keys that were present but not used ("ignored keys: a, b"), and other
   // remarks on how fields were read. Never errors.
   std::vector<std::string> notes;
+  // How FindModel resolved a name that is not a catalog id or a file path
+  // ("meta-llama/Meta-Llama-3-70B is the catalog's llama3-70b: ..."); empty
+  // otherwise.
+  std::string resolution;
 };
 
 // Parses a config.json. Missing required keys are one error naming all of
@@ -43,9 +47,35 @@ struct ImportedModel {
 Result<ImportedModel> ParseHfConfig(std::string_view json_text,
                                     const std::string& path);
 
-// A catalog model id (or alias) or a path to a config.json on disk.
+// Reads and parses a config.json file.
+Result<ImportedModel> ReadHfConfigFile(const std::string& path);
+
+// A model as users name it (src/ingest/model_names.cc), in this order:
+//  1. a catalog id, alias, HuggingFace repo id or MaxText name, compared
+//     without case, an organisation prefix, '-', '_', '.' or the suffixes
+//     -instruct, -chat, -base, -hf, -it (`meta-llama/Llama-3.1-70B`,
+//     `llama3.1-70b`, `Meta-Llama-3-70B-Instruct`); an alias may carry a note
+//     (ImportedModel::resolution) saying how the named model differs;
+//  2. a config.json file, or a directory holding one;
+//  3. an ORG/NAME HuggingFace id in the local HuggingFace cache
+//     ($HF_HUB_CACHE, else $HF_HOME/hub, else ~/.cache/huggingface/hub:
+//     models--ORG--NAME/snapshots/<refs/main or newest>/config.json).
+// Nothing is downloaded. Errors: did-you-mean over the catalog's names, or
+// for an ORG/NAME id where the cache was searched and how to get the file.
 Result<ImportedModel> FindModel(const catalog::Catalog& catalog,
                                 const std::string& name_or_path);
+
+// The names of one catalog model (its file's "_scalemodel" block).
+struct CatalogModelNames {
+  std::string id, name, hf_repo, maxtext_model, torchtitan_model,
+      torchtitan_flavor;
+  // Other names, each with a note on how that model differs ("" if not).
+  std::vector<std::pair<std::string, std::string>> aliases;
+};
+std::vector<CatalogModelNames> CatalogNames(const catalog::Catalog& catalog);
+
+// The HuggingFace hub cache directories FindModel searches, in order.
+std::vector<std::string> HfCacheDirs();
 
 // Ids of the catalog's models, sorted.
 // The checks config.json gets before it is parsed into a tree, for any
