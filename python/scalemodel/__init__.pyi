@@ -371,6 +371,7 @@ def train(
     attention: _Opt | None = ...,
     emit: _Opt | None = ...,
     engine: _Opt | None = ...,
+    from: _Opt | None = ...,
     trace: _Opt | None = ...,
     catalog: _Path | None = ...,
 ) -> TrainResult: ...
@@ -457,6 +458,7 @@ def serve(
     seed: int | None = ...,
     slo_ttft: _Opt | None = ...,
     slo_tpot: _Opt | None = ...,
+    from: _Opt | None = ...,
     trace: _Opt | None = ...,
     catalog: _Path | None = ...,
 ) -> ServeResult: ...

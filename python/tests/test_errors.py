@@ -49,6 +49,8 @@ def as_keywords(args):
         a = rest[i]
         if a.startswith("--") and " " in a:
             return None  # a quoted launch line (--from): no keyword spelling
+        if a == "--csv":
+            return None  # the module always asks for --json
         if not a.startswith("--"):
             if options:
                 return None

@@ -259,6 +259,12 @@ Result<ImportedModel> FindModel(const catalog::Catalog& catalog,
                        "directory)",
                    "model");
   }
+  if (fs::exists(name, ec)) {
+    return IoError("'" + name +
+                       "' is not a regular file (expected a HuggingFace "
+                       "config.json, its directory or a catalog model)",
+                   "model");
+  }
   if (LooksLikeRepoId(name)) {
     for (const std::string& hub : HfCacheDirs()) {
       if (std::string p = CachedConfig(hub, name); !p.empty()) {

@@ -249,11 +249,11 @@ TEST(PlanTrainingTest, ErrorsNameTheInput) {
   req = SmallRequest();
   req.base.price_per_chip_hour = 0;
   req.objective = Objective::kCost;
-  r = PlanTraining(m, System("a100:8x1"), req);
+  r = PlanTraining(m, System("h800:8x1"), req);
   ASSERT_FALSE(r.has_value());
   EXPECT_EQ(r.error().where, "objective");
   EXPECT_EQ(r.error().message,
-            "ranking by cost needs a price: a100 has none in the catalog; "
+            "ranking by cost needs a price: h800 has none in the catalog; "
             "give a price per chip-hour");
 }
 

@@ -106,12 +106,13 @@ Command AddChipsCommand(CLI::App& app) {
     }
     out.json = Document(Json::object(), Json{{"chips", list}});
     out.csv = Csv(csv);
-    out.text = Table(rows) +
-               "\nRates are dense (no sparsity) per chip; links: ICI links x "
-               "bandwidth, or NVLink bandwidth x domain size, per direction; "
-               "$/h: list price per chip-hour.\n`scalemodel chip NAME` shows the "
-               "name and every number with its source.\n" +
-               PriceTable(chips);
+    out.text =
+        Table(rows) +
+        "\nRates are dense (no sparsity) per chip; links: ICI links x "
+        "bandwidth, or NVLink bandwidth x domain size, per direction; "
+        "$/h: list price per chip-hour.\n`scalemodel chip NAME` shows the "
+        "name and every number with its source.\n" +
+        PriceTable(chips);
     return out;
   };
   return c;
