@@ -29,12 +29,19 @@ Result<void> CheckReadable(const std::string& path) {
   return {};
 }
 
+// Engine configs nest a few levels; deeper levels (64, the JSON readers'
+// limit) are left out rather than recursed into.
+constexpr int kMaxConfigDepth = 64;
+
+// NOLINTNEXTLINE(misc-no-recursion): bounded by kMaxConfigDepth
 void FlattenYaml(const YAML::Node& node, const std::string& prefix,
-                 FlatConfig* out) {
+                 FlatConfig* out, int depth = 0) {
   if (node.IsMap()) {
+    if (depth >= kMaxConfigDepth) return;
     for (const auto& kv : node) {
       const std::string key = kv.first.as<std::string>();
-      FlattenYaml(kv.second, prefix.empty() ? key : prefix + "." + key, out);
+      FlattenYaml(kv.second, prefix.empty() ? key : prefix + "." + key, out,
+                  depth + 1);
     }
   } else if (node.IsSequence()) {
     std::string joined;
@@ -51,6 +58,7 @@ void FlattenYaml(const YAML::Node& node, const std::string& prefix,
   }
 }
 
+// NOLINTNEXTLINE(misc-no-recursion): base_config chains stop at 4 files
 Result<FlatConfig> ReadYamlAt(const std::string& path, int depth) {
   if (auto ok = CheckReadable(path); !ok) return tl::unexpected(ok.error());
   FlatConfig out;
@@ -89,14 +97,16 @@ std::string TomlScalar(const toml::node& node) {
   return "";
 }
 
+// NOLINTNEXTLINE(misc-no-recursion): bounded by kMaxConfigDepth
 void FlattenToml(const toml::table& t, const std::string& prefix,
-                 FlatConfig* out) {
+                 FlatConfig* out, int depth = 0) {
+  if (depth >= kMaxConfigDepth) return;
   for (const auto& [k, node] : t) {
     const std::string key = prefix.empty()
                                 ? std::string(k.str())
                                 : prefix + "." + std::string(k.str());
     if (const toml::table* sub = node.as_table()) {
-      FlattenToml(*sub, key, out);
+      FlattenToml(*sub, key, out, depth + 1);
     } else if (const toml::array* arr = node.as_array()) {
       std::string joined;
       for (const auto& item : *arr) {
