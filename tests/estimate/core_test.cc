@@ -58,7 +58,7 @@ TrainingConfig Config(const std::string& plan, double seqs, double seq = 1024) {
 }
 
 struct Seen {
-  int calls = 0;
+  std::int64_t calls = 0;
   double bytes = 0;
 };
 // Comms of an estimate by "kind/parallelism".
