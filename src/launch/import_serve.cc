@@ -117,6 +117,22 @@ Result<void> CommonLimits(Args& a, ImportedServing* out,
   return {};
 }
 
+// The end of every server import: the length and batched-token limits
+// (under the engine's own flag names), the weight and KV dtypes, then the
+// arguments no step read, listed as ignored.
+Result<ImportedServing> Finish(Args& a, ImportedServing out,
+                               const std::vector<std::string>& len_flags,
+                               const std::vector<std::string>& tok_flags) {
+  if (auto ok = CommonLimits(a, &out, len_flags, tok_flags); !ok) {
+    return tl::unexpected(ok.error());
+  }
+  if (auto ok = Dtypes(a, out.model.spec, &out); !ok) {
+    return tl::unexpected(ok.error());
+  }
+  out.ignored = a.Unused(ServerQuiet());
+  return out;
+}
+
 // vLLM's -tp/-pp/-dp spelled long, so that ParseLaunchText sees flags.
 LaunchInput LongFlags(const LaunchInput& in) {
   static const std::regex kShort(R"((^|\s)-(tp|pp|dp)(?=\s|$))");
@@ -181,16 +197,8 @@ Result<ImportedServing> ImportVllm(const LaunchInput& raw,
   // --max-num-seqs applies per DP rank
   // (docs/serving/data_parallel_deployment.md).
   c.batch = static_cast<double>(*seqs * c.ep);
-  if (auto ok = CommonLimits(a, &out, {"--max-model-len"},
-                             {"--max-num-batched-tokens"});
-      !ok) {
-    return tl::unexpected(ok.error());
-  }
-  if (auto ok = Dtypes(a, out.model.spec, &out); !ok) {
-    return tl::unexpected(ok.error());
-  }
-  out.ignored = a.Unused(ServerQuiet());
-  return out;
+  return Finish(a, std::move(out), {"--max-model-len"},
+                {"--max-num-batched-tokens"});
 }
 
 Result<ImportedServing> ImportSglang(const LaunchInput& in,
@@ -242,16 +250,8 @@ Result<ImportedServing> ImportSglang(const LaunchInput& in,
         "no --max-running-requests: SGLang sizes it from free memory; the "
         "batch is --batch's");
   }
-  if (auto ok = CommonLimits(a, &out, {"--context-length"},
-                             {"--chunked-prefill-size"});
-      !ok) {
-    return tl::unexpected(ok.error());
-  }
-  if (auto ok = Dtypes(a, out.model.spec, &out); !ok) {
-    return tl::unexpected(ok.error());
-  }
-  out.ignored = a.Unused(ServerQuiet());
-  return out;
+  return Finish(a, std::move(out), {"--context-length"},
+                {"--chunked-prefill-size"});
 }
 
 std::vector<std::string> VllmArguments() {
