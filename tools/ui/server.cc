@@ -261,6 +261,10 @@ void Server::Impl::Routes() {
   });
   http.set_payload_max_length(options.max_body_bytes);
   http.new_task_queue = [] { return new httplib::ThreadPool(32); };
+  // Responses go out as headers then body; without TCP_NODELAY the body
+  // waits on the browser's delayed ACK (tens of ms on a kept-alive
+  // connection), which the page would add to every API call.
+  http.set_tcp_nodelay(true);
   http.set_keep_alive_timeout(30);
   http.set_read_timeout(30);
   http.set_write_timeout(10);
