@@ -286,9 +286,9 @@ int Replica::Complete(const std::vector<Scheduled>& step, double now,
     if (q.computed < q.tokens()) continue;
     // A verify step yields the accepted draft tokens and one more, streamed
     // together (one inter-token gap); their KV stays (lookahead slots).
-    const int got =
-        decoding && lookahead_ > 0 ? std::min(Accepted(), q.output - q.generated)
-                                   : 1;
+    const int got = decoding && lookahead_ > 0
+                        ? std::min(Accepted(), q.output - q.generated)
+                        : 1;
     q.generated += got;
     q.computed += got - 1;
     if (q.first < 0) {

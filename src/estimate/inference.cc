@@ -163,11 +163,11 @@ Result<bool> CheckServePlan(const model::ModelSpec& m, const hw::System& sys,
         "plan");
   }
   if (cfg.pp < 1 || cfg.pp > m.num_layers) {
-    return InvalidArgument(
-        "pipeline_parallel=" + std::to_string(cfg.pp) + " must be from 1 to " +
-            m.id + "'s " + std::to_string(m.num_layers) +
-            " layers (each stage holds at least one layer)",
-        "plan");
+    return InvalidArgument("pipeline_parallel=" + std::to_string(cfg.pp) +
+                               " must be from 1 to " + m.id + "'s " +
+                               std::to_string(m.num_layers) +
+                               " layers (each stage holds at least one layer)",
+                           "plan");
   }
   if (m.num_heads % cfg.tp) {
     return InvalidArgument(
@@ -194,8 +194,8 @@ Result<bool> CheckServePlan(const model::ModelSpec& m, const hw::System& sys,
     return InvalidArgument(
         "redundant experts need a mixture-of-experts model served with "
         "ep >= 2 (and a count >= 0); got " +
-            std::to_string(cfg.redundant_experts) + " with ep=" +
-            std::to_string(cfg.ep) + " on " + m.id,
+            std::to_string(cfg.redundant_experts) +
+            " with ep=" + std::to_string(cfg.ep) + " on " + m.id,
         "--redundant-experts");
   }
   if (cfg.dp_attention && cfg.ep < 2) {
@@ -215,8 +215,7 @@ Result<bool> CheckServePlan(const model::ModelSpec& m, const hw::System& sys,
                   sp.accept.size() != static_cast<size_t>(sp.k))) {
     return InvalidArgument(
         "expected one acceptance probability or one per draft position (" +
-            std::to_string(sp.k) + "), got " +
-            std::to_string(sp.accept.size()),
+            std::to_string(sp.k) + "), got " + std::to_string(sp.accept.size()),
         "--spec-accept");
   }
   for (double a : sp.accept) {
@@ -368,8 +367,7 @@ double StepCostModel::Impl::RealisticMatmuls(double all_tokens) const {
     // touched expert shares its tokens).
     double touched = Touched(all_tokens) * slots / m.moe.num_experts;
     double local = touched / cfg.ep;
-    double rows =
-        imbalance * all_tokens * m.moe.top_k / std::max(1.0, touched);
+    double rows = imbalance * all_tokens * m.moe.top_k / std::max(1.0, touched);
     double fe = m.moe.expert_ffn;
     moe = GroupedGemm(local, rows, up * fe / tp, D) +
           GroupedGemm(local, rows, D, fe / tp);
@@ -503,8 +501,8 @@ double StepCostModel::Impl::DraftTime(const StepWork& w) const {
                                chip().Peak(hw::Dtype::kBf16).si()) +
                   a.prefill_pairs * prefill_flops_per_pair / prefill_attn_rate;
     double mm = peak ? PeakMatmuls(tokens) : RealisticMatmuls(tokens);
-    double comm = cfg.tp > 1 ? 2 * L * TpAllReduce(DenseRows(tokens) * D * 2)
-                             : 0.0;
+    double comm =
+        cfg.tp > 1 ? 2 * L * TpAllReduce(DenseRows(tokens) * D * 2) : 0.0;
     return (mm + comm + attn + fixed) / L + Logits(tokens);
   };
   return sp.k * head(w.decode_seqs, dec) + head(w.prefill_tokens, pre);
@@ -550,8 +548,7 @@ double StepCostModel::Impl::DraftKvPerTokenPerChip() const {
 }
 
 double StepCostModel::Impl::KvPerTokenPerChip() const {
-  return model::KvCacheBytesPerToken(m, cfg.kv) /
-             (kv_shard * cfg.ep * cfg.pp) +
+  return model::KvCacheBytesPerToken(m, cfg.kv) / (kv_shard * cfg.ep * cfg.pp) +
          DraftKvPerTokenPerChip();
 }
 
@@ -743,8 +740,8 @@ Result<ServeEstimate> EstimateServing(const model::ModelSpec& m,
   const StepCostModel::Impl& x = *sc->impl_;
   if (cfg.batch < cfg.pp) {
     return InvalidArgument(
-        "a batch of " + FormatNumber(cfg.batch) + " cannot fill pp=" +
-            std::to_string(cfg.pp) +
+        "a batch of " + FormatNumber(cfg.batch) +
+            " cannot fill pp=" + std::to_string(cfg.pp) +
             " pipeline microbatches; give a batch of at least " +
             std::to_string(cfg.pp),
         "batch");

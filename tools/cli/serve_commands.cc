@@ -435,18 +435,19 @@ static Result<estimate::SpecDecode> ParseSpec(const catalog::Catalog& cat,
   const double k = std::strtod(f.back().c_str(), &end);
   if (f.back().empty() || *end != '\0' || !(k >= 1) || k != std::floor(k) ||
       k > 16) {
-    return InvalidArgument("expected a whole number of draft tokens from 1 "
-                           "to 16 after the last ':', got '" +
-                               Excerpt(f.back()) + "'",
-                           "--spec");
+    return InvalidArgument(
+        "expected a whole number of draft tokens from 1 "
+        "to 16 after the last ':', got '" +
+            Excerpt(f.back()) + "'",
+        "--spec");
   }
   sp.k = static_cast<int>(k);
   if (draft) {
     std::string name = f[1];
     for (size_t i = 2; i + 1 < f.size(); ++i) name += ":" + f[i];
     auto m = ingest::FindModel(cat, name);
-    if (!m) return tl::unexpected(Error{m.error().code, m.error().message,
-                                        "--spec"});
+    if (!m)
+      return tl::unexpected(Error{m.error().code, m.error().message, "--spec"});
     sp.draft = std::make_shared<const model::ModelSpec>(m->spec);
   }
   if (accept.empty()) {
@@ -467,7 +468,8 @@ static Result<estimate::SpecDecode> ParseSpec(const catalog::Catalog& cat,
     if (t.empty() || *e != '\0' || !(v >= 0 && v <= 1)) {
       return InvalidArgument(
           "expected acceptance probabilities from 0 to 1 (A or A1,A2,...), "
-          "got '" + Excerpt(accept) + "'",
+          "got '" +
+              Excerpt(accept) + "'",
           "--spec-accept");
     }
     sp.accept.push_back(v);
@@ -1048,13 +1050,12 @@ Command AddServeCommand(CLI::App& app) {
     if (cfg->spec.on()) {
       e->notes.insert(
           e->notes.begin(),
-          fmt::format("speculative decoding {}: {:.2f} tokens per sequence "
-                      "per verify step of {} (drafting {} of it); time per "
-                      "output token is the step over the tokens",
-                      o->spec, e->spec_tokens_per_step,
-                      FormatSeconds(e->spec_step),
-                      FormatSeconds(e->decode_parts.draft *
-                                    e->spec_tokens_per_step)));
+          fmt::format(
+              "speculative decoding {}: {:.2f} tokens per sequence "
+              "per verify step of {} (drafting {} of it); time per "
+              "output token is the step over the tokens",
+              o->spec, e->spec_tokens_per_step, FormatSeconds(e->spec_step),
+              FormatSeconds(e->decode_parts.draft * e->spec_tokens_per_step)));
     }
     Output out;
     out.json = Document({{"model", m->spec.id},
