@@ -153,6 +153,37 @@ namespace {
 // num_speculative_tokens are in single digits; 16 bounds the input.
 constexpr int kMaxDraftTokens = 16;
 
+// The speculative-decoding plan: k in range, one acceptance or k, each in
+// [0, 1], a draft model for kDraft.
+Result<bool> CheckSpec(const SpecDecode& sp) {
+  if (sp.on() && (sp.k < 1 || sp.k > kMaxDraftTokens)) {
+    return InvalidArgument("expected 1 to " + std::to_string(kMaxDraftTokens) +
+                               " draft tokens per step, got " +
+                               std::to_string(sp.k),
+                           "--spec");
+  }
+  if (sp.on() && (sp.accept.size() != 1 &&
+                  sp.accept.size() != static_cast<size_t>(sp.k))) {
+    return InvalidArgument(
+        "expected one acceptance probability or one per draft position (" +
+            std::to_string(sp.k) + "), got " + std::to_string(sp.accept.size()),
+        "--spec-accept");
+  }
+  for (double a : sp.accept) {
+    if (!(a >= 0 && a <= 1)) {
+      return InvalidArgument(
+          "expected acceptance probabilities from 0 to 1, got " +
+              FormatNumber(a),
+          "--spec-accept");
+    }
+  }
+  if (sp.kind == SpecDecode::kDraft && !sp.draft) {
+    return InvalidArgument("a draft-model plan needs the draft model",
+                           "--spec");
+  }
+  return true;
+}
+
 Result<bool> CheckServePlan(const model::ModelSpec& m, const hw::System& sys,
                             const ServeConfig& cfg) {
   const int chips = sys.num_chips();
@@ -204,32 +235,7 @@ Result<bool> CheckServePlan(const model::ModelSpec& m, const hw::System& sys,
         "give ep >= 2 in --plan",
         "--dp-attention");
   }
-  const SpecDecode& sp = cfg.spec;
-  if (sp.on() && (sp.k < 1 || sp.k > kMaxDraftTokens)) {
-    return InvalidArgument("expected 1 to " + std::to_string(kMaxDraftTokens) +
-                               " draft tokens per step, got " +
-                               std::to_string(sp.k),
-                           "--spec");
-  }
-  if (sp.on() && (sp.accept.size() != 1 &&
-                  sp.accept.size() != static_cast<size_t>(sp.k))) {
-    return InvalidArgument(
-        "expected one acceptance probability or one per draft position (" +
-            std::to_string(sp.k) + "), got " + std::to_string(sp.accept.size()),
-        "--spec-accept");
-  }
-  for (double a : sp.accept) {
-    if (!(a >= 0 && a <= 1)) {
-      return InvalidArgument(
-          "expected acceptance probabilities from 0 to 1, got " +
-              FormatNumber(a),
-          "--spec-accept");
-    }
-  }
-  if (sp.kind == SpecDecode::kDraft && !sp.draft) {
-    return InvalidArgument("a draft-model plan needs the draft model",
-                           "--spec");
-  }
+  if (auto ok = CheckSpec(cfg.spec); !ok) return ok;
   if (!(cfg.batch >= 1) || !(cfg.prompt >= 1) || !(cfg.output >= 1)) {
     return InvalidArgument("batch, prompt and output must be at least 1",
                            "batch");
@@ -589,6 +595,27 @@ double FixedStepCost(const StepCostModel::Impl& x) {
          x.moe_layers * (gemm + 3 * kSmallKernelFloor);
 }
 
+// The draft model's step cost: on the same chips with the target's tp
+// (vLLM's default draft tensor_parallel_size), the rest of the chips as its
+// replicas.
+Result<std::shared_ptr<const StepCostModel>> BuildDraft(
+    const hw::System& sys, const ServeConfig& cfg) {
+  ServeConfig d = cfg;
+  d.ep = 1;
+  d.pp = 1;
+  d.dp = sys.num_chips() / cfg.tp;
+  d.dp_attention = false;
+  d.redundant_experts = 0;
+  d.spec = SpecDecode{};
+  auto draft = StepCostModel::Create(*cfg.spec.draft, sys, d);
+  if (!draft) {
+    return InvalidArgument(
+        "the draft model " + cfg.spec.draft->id + ": " + draft.error().message,
+        "--spec");
+  }
+  return std::make_shared<const StepCostModel>(*draft);
+}
+
 // The replica's constants: rates, parameter counts, collective
 // coefficients, the per-token KV and attention coefficients and the fixed
 // per-step cost.
@@ -653,23 +680,9 @@ Result<std::shared_ptr<StepCostModel::Impl>> BuildImpl(
   x->fixed = x->peak ? 0 : FixedStepCost(*x);
   if (!x->peak) x->ar_curve = chip.allreduce_measured;
   if (cfg.spec.kind == SpecDecode::kDraft) {
-    // The draft model on the same chips with the target's tp (vLLM's
-    // default draft tensor_parallel_size), the rest of the chips as its
-    // replicas.
-    ServeConfig d = cfg;
-    d.ep = 1;
-    d.pp = 1;
-    d.dp = sys.num_chips() / cfg.tp;
-    d.dp_attention = false;
-    d.redundant_experts = 0;
-    d.spec = SpecDecode{};
-    auto draft = StepCostModel::Create(*cfg.spec.draft, sys, d);
-    if (!draft) {
-      return InvalidArgument("the draft model " + cfg.spec.draft->id + ": " +
-                                 draft.error().message,
-                             "--spec");
-    }
-    x->draft = std::make_shared<const StepCostModel>(*draft);
+    auto draft = BuildDraft(sys, cfg);
+    if (!draft) return tl::unexpected(draft.error());
+    x->draft = *draft;
   }
   return x;
 }
