@@ -418,6 +418,7 @@ double StepCostModel::Impl::PeakMatmuls(double tokens) const {
 // collectives overlapped: the step is max(that, communication), so the
 // exposed communication is the excess.
 // Speculating, every sequence puts q = k + 1 queries through the weights.
+// NOLINTNEXTLINE(misc-no-recursion): one level, a draft model has no draft
 StepParts StepCostModel::Impl::PeakDecode(const StepWork& w) const {
   const double B = w.decode_seqs * q;
   double dense = (pc.total - pc.experts) * wb;
@@ -466,6 +467,7 @@ double StepCostModel::MatmulTokens(const StepWork& w) const {
 const SpecDecode& StepCostModel::spec() const { return impl_->cfg.spec; }
 int StepCostModel::pipeline_stages() const { return impl_->cfg.pp; }
 
+// NOLINTNEXTLINE(misc-no-recursion): one level, a draft model has no draft
 StepParts StepCostModel::Cost(const StepWork& w) const {
   const Impl& x = *impl_;
   if (x.peak && w.prefill_tokens <= 0) return x.PeakDecode(w);
@@ -488,6 +490,7 @@ StepParts StepCostModel::Cost(const StepWork& w) const {
 // one such pass over the step's prompt tokens (the head's own KV). A draft
 // model: k of its decode steps and its prefill of the prompt tokens.
 // n-gram lookup runs on the host: no device time.
+// NOLINTNEXTLINE(misc-no-recursion): one level, a draft model has no draft
 double StepCostModel::Impl::DraftTime(const StepWork& w) const {
   const SpecDecode& sp = cfg.spec;
   if (sp.kind == SpecDecode::kNone || sp.kind == SpecDecode::kNgram) return 0;
@@ -598,6 +601,7 @@ double FixedStepCost(const StepCostModel::Impl& x) {
 // The draft model's step cost: on the same chips with the target's tp
 // (vLLM's default draft tensor_parallel_size), the rest of the chips as its
 // replicas.
+// NOLINTNEXTLINE(misc-no-recursion): one level, a draft model has no draft
 Result<std::shared_ptr<const StepCostModel>> BuildDraft(
     const hw::System& sys, const ServeConfig& cfg) {
   ServeConfig d = cfg;
@@ -619,6 +623,7 @@ Result<std::shared_ptr<const StepCostModel>> BuildDraft(
 // The replica's constants: rates, parameter counts, collective
 // coefficients, the per-token KV and attention coefficients and the fixed
 // per-step cost.
+// NOLINTNEXTLINE(misc-no-recursion): one level, a draft model has no draft
 Result<std::shared_ptr<StepCostModel::Impl>> BuildImpl(
     const model::ModelSpec& m, const hw::System& sys, const ServeConfig& cfg) {
   auto ok = CheckServePlan(m, sys, cfg);
@@ -737,6 +742,7 @@ void Summarize(const StepCostModel::Impl& x, double attn_time,
 
 }  // namespace
 
+// NOLINTNEXTLINE(misc-no-recursion): one level, a draft model has no draft
 Result<StepCostModel> StepCostModel::Create(const model::ModelSpec& model,
                                             const hw::System& system,
                                             const ServeConfig& config) {
