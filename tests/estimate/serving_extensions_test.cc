@@ -165,6 +165,34 @@ TEST(PipelineServing, StagesDivideMemoryAndAddTransfers) {
   EXPECT_FALSE(EstimateServing(Model("llama3-8b"), System("h100:8x8"), bad));
 }
 
+// The simulator's pp virtual engines: equal requests all arriving at once
+// decode at the static answer's time per output token (each engine holds
+// B / pp of them, as each microbatch does).
+TEST(PipelineServing, SimulatorMatchesTheStaticStep) {
+  const model::ModelSpec m = Model("llama3-70b");
+  const hw::System sys = System("h100:8x2");
+  ServeConfig cfg = Base(8, 16);
+  cfg.pp = 2;
+  cfg.prompt = 1024;
+  cfg.output = 64;
+  auto st = EstimateServing(m, sys, cfg);
+  auto sc = StepCostModel::Create(m, sys, cfg);
+  ASSERT_TRUE(st && sc);
+  EXPECT_EQ(sc->pipeline_stages(), 2);
+  EXPECT_EQ(sc->chips_per_replica(), 16);
+  Workload w;
+  w.arrivals = Workload::kTrace;
+  for (int i = 0; i < 16; ++i) w.trace.push_back({0, 1024, 64});
+  SchedulerOptions s;
+  s.max_num_seqs = 8;
+  s.max_batched_tokens = 8 * 1024;
+  auto r = SimulateServing(*sc, 1, w, s, Slo{});
+  ASSERT_TRUE(r && r->feasible);
+  EXPECT_NEAR(r->tpot_s.p50 / st->decode_step.si(), 1, 1e-9);
+  EXPECT_NEAR(r->output_tokens_per_s_per_chip * 16,
+              r->throughput_output_tokens_per_s, 1e-6);
+}
+
 // TensorRT-LLM's measured routed-load imbalance (DeepSeek-R1): 1.564 over
 // the mean without redundant experts, 0.115 with 32 over 256.
 TEST(ExpertParallel, ImbalanceFromTheMeasuredPoints) {
