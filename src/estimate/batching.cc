@@ -89,8 +89,14 @@ struct Scheduled {
 class Replica {
  public:
   Replica(const StepCostModel& cost, const SchedulerOptions& opt,
-          double capacity_blocks, std::vector<double>* token_time)
-      : cost_(cost), opt_(opt), capacity_(capacity_blocks), tt_(token_time) {}
+          double capacity_blocks, std::vector<double>* token_time,
+          uint64_t seed)
+      : cost_(cost),
+        opt_(opt),
+        capacity_(capacity_blocks),
+        tt_(token_time),
+        rng_(seed),
+        lookahead_(cost.spec().on() ? cost.spec().k : 0) {}
 
   // Runs `reqs` (sorted by arrival for open loop; for closed loop the first
   // `clients` start at 0 and each finish releases the client's next).
@@ -109,11 +115,17 @@ class Replica {
                   double* decode) const;
   void Finish(int r, double now);
   int Complete(const std::vector<Scheduled>& step, double now, Runs* itl);
+  int Accepted();
+  bool Decoding(const Req& q, int tokens) const {
+    return tokens == 1 && q.generated > 0 && q.computed + 1 == q.tokens();
+  }
 
   const StepCostModel& cost_;
   const SchedulerOptions& opt_;
   double capacity_;
   std::vector<double>* tt_;
+  Rng rng_;        // speculative decoding: accepted draft tokens
+  int lookahead_;  // draft tokens per decode step (0: no speculation)
   std::vector<Req>* reqs_ = nullptr;
   std::deque<int> waiting_;
   std::vector<int> running_;
@@ -187,9 +199,12 @@ void Replica::ScheduleStep(std::vector<Scheduled>* step) {
       Req& q = (*reqs_)[r];
       int n = std::min(q.tokens() - q.computed, budget);
       if (!opt_.chunked_prefill && n < q.tokens() - q.computed) continue;
-      if (!Grow(r, q.computed + n)) break;
+      // Speculating, a decode step verifies k draft tokens too: their KV
+      // slots (vLLM's lookahead slots) and their share of the token budget.
+      const int extra = Decoding(q, n) ? lookahead_ : 0;
+      if (!Grow(r, q.computed + n + extra)) break;
       step->push_back({r, n});
-      budget -= n;
+      budget -= n + extra;
     }
     if (!opt_.chunked_prefill) return;
   }
@@ -221,7 +236,7 @@ double Replica::StepTime(const std::vector<Scheduled>& step, double* tokens,
   StepWork w;
   for (const Scheduled& s : step) {
     const Req& q = (*reqs_)[s.req];
-    if (s.tokens == 1 && q.generated > 0 && q.computed + 1 == q.tokens()) {
+    if (Decoding(q, s.tokens)) {
       w.decode_seqs += 1;
       w.decode_context += q.computed + 1;
     } else {
@@ -229,7 +244,7 @@ double Replica::StepTime(const std::vector<Scheduled>& step, double* tokens,
       w.prefill_pairs += s.tokens * (q.computed + s.tokens / 2.0);
     }
   }
-  *tokens = w.decode_seqs + w.prefill_tokens;
+  *tokens = cost_.MatmulTokens(w);
   *decode = w.decode_seqs;
   if (cost_.peak() && w.prefill_tokens == 0) return cost_.Cost(w).total().si();
   const size_t t = static_cast<size_t>(*tokens);
@@ -266,9 +281,16 @@ int Replica::Complete(const std::vector<Scheduled>& step, double now,
   gaps_.clear();
   for (const Scheduled& s : step) {
     Req& q = R[s.req];
+    const bool decoding = Decoding(q, s.tokens);
     q.computed += s.tokens;
     if (q.computed < q.tokens()) continue;
-    ++q.generated;
+    // A verify step yields the accepted draft tokens and one more, streamed
+    // together (one inter-token gap); their KV stays (lookahead slots).
+    const int got = decoding && lookahead_ > 0
+                        ? std::min(Accepted(), q.output - q.generated)
+                        : 1;
+    q.generated += got;
+    q.computed += got - 1;
     if (q.first < 0) {
       q.first = now;
     } else {
@@ -290,6 +312,19 @@ int Replica::Complete(const std::vector<Scheduled>& step, double now,
   }
   released_.clear();
   return finished;
+}
+
+// Tokens one verify step yields: 1 + the draft tokens accepted before the
+// first rejection, position i accepted with probability accept[i].
+int Replica::Accepted() {
+  const SpecDecode& sp = cost_.spec();
+  int got = 1;
+  for (int i = 0; i < sp.k; ++i) {
+    const double a = sp.accept.size() == 1 ? sp.accept[0] : sp.accept[i];
+    if (!(rng_.Uniform() < a)) break;
+    ++got;
+  }
+  return got;
 }
 
 void Replica::Run(std::vector<Req>* reqs, int clients, Runs* itl,
@@ -564,14 +599,19 @@ Result<SimulationResult> SimulateServing(const StepCostModel& cost,
   if (!ok) return tl::unexpected(ok.error());
   SimulationResult out;
   out.replicas = replicas;
+  // Pipeline parallelism: each replica runs pp virtual engines (vLLM), each
+  // its own scheduler over 1/pp of the KV cache, a step passing every stage.
+  const int stages = cost.pipeline_stages();
+  const int engines = replicas * stages;
   const double block_bytes = cost.KvBytesPerTokenPerChip() * s.block_tokens;
-  const double capacity =
+  const double replica_blocks =
       std::floor(cost.KvCapacityBytesPerChip() / block_bytes);
-  out.kv_capacity_tokens = capacity * s.block_tokens;
-  // Requests dealt round-robin to the replicas (closed loop: to the
-  // clients, client c on replica c mod replicas).
+  const double capacity = std::floor(replica_blocks / stages);
+  out.kv_capacity_tokens = replica_blocks * s.block_tokens;
+  // Requests dealt round-robin to the engines (closed loop: to the
+  // clients, client c on engine c mod engines).
   std::vector<Req> all = MakeRequests(w);
-  std::vector<std::vector<Req>> per(replicas);
+  std::vector<std::vector<Req>> per(engines);
   const bool closed = w.arrivals == Workload::kConcurrency;
   for (size_t i = 0; i < all.size(); ++i) {
     Req q = all[i];
@@ -579,30 +619,33 @@ Result<SimulationResult> SimulateServing(const StepCostModel& cost,
       out.feasible = false;
       out.reason = "a request of " + FormatNumber(q.prompt + q.output) +
                    " tokens does not fit the replica's KV cache of " +
-                   FormatNumber(out.kv_capacity_tokens) + " tokens";
+                   FormatNumber(capacity * s.block_tokens) + " tokens";
       return out;
     }
     q.computed = std::min(
         q.prompt - 1, static_cast<int>(std::floor(q.prompt * s.prefix_hit)));
     size_t client = closed ? i % static_cast<size_t>(w.concurrency) : i;
-    per[client % replicas].push_back(q);
+    per[client % engines].push_back(q);
   }
   // Token-count part of the step time, cached by count (-1: not yet).
-  std::vector<double> token_time(s.max_batched_tokens + s.max_num_seqs + 1,
-                                 -1.0);
+  std::vector<double> token_time(
+      s.max_batched_tokens +
+          static_cast<size_t>(s.max_num_seqs * cost.DecodeQueries()) + 1,
+      -1.0);
   Runs itl;
-  for (int r = 0; r < replicas; ++r) {
+  for (int r = 0; r < engines; ++r) {
     int clients = 0;
     if (w.arrivals == Workload::kConcurrency) {
-      clients = w.concurrency / replicas + (r < w.concurrency % replicas);
+      clients = w.concurrency / engines + (r < w.concurrency % engines);
       if (clients == 0) continue;
     }
-    Replica rep(cost, s, capacity, &token_time);
+    Replica rep(cost, s, capacity, &token_time,
+                w.seed ^ (0x9e3779b97f4a7c15ULL * (r + 1)));
     rep.Run(&per[r], clients, &itl, &out, r == 0);
     if (!out.feasible) return out;
   }
   out.mean_decode_batch /= std::max(1, out.steps);
-  out.kv_mean_fraction /= replicas;
+  out.kv_mean_fraction /= engines;
   // Thin the series to at most ~200 points.
   if (out.kv_series.size() > 200) {
     std::vector<std::pair<double, double>> thin;

@@ -96,6 +96,16 @@ struct StepCostModel::Impl {
   // The measured 8-GPU all-reduce curve of the chip's NVLink (realistic
   // GPUs; empty: the network model alone).
   std::span<const hw::AllReducePoint> ar_curve;
+  double q = 1;          // queries per decoding sequence: k + 1 speculating
+  double imbalance = 1;  // the hottest expert rank's load over the mean
+  double slots = 0;      // routed-expert slots, num_experts + redundant
+  // Rows of attention, dense-MLP and output GEMMs per chip for `tokens`
+  // tokens in the replica: all of them, or 1/ep with DP attention.
+  double DenseRows(double tokens) const {
+    return cfg.dp_attention ? tokens / cfg.ep : tokens;
+  }
+  // The draft model's step cost (SpecDecode::kDraft), else null.
+  std::shared_ptr<const StepCostModel> draft;
 
   const hw::Chip& chip() const { return sys.chip; }
   // Expected routed experts touched per MoE layer by `tokens` tokens, each
@@ -130,18 +140,65 @@ struct StepCostModel::Impl {
   double WeightBytesRead(double tokens) const;
   double Attention(const StepWork& w) const;
   StepParts PeakDecode(const StepWork& w) const;
+  double Logits(double tokens) const;
+  double DraftTime(const StepWork& w) const;
+  double WeightsPerChip() const;
+  double DraftKvPerTokenPerChip() const;
+  double KvPerTokenPerChip() const;
 };
 
 namespace {
 
+// Most draft tokens per step (--spec): EAGLE-2's dynamic trees and vLLM's
+// num_speculative_tokens are in single digits; 16 bounds the input.
+constexpr int kMaxDraftTokens = 16;
+
+// The speculative-decoding plan: k in range, one acceptance or k, each in
+// [0, 1], a draft model for kDraft.
+Result<bool> CheckSpec(const SpecDecode& sp) {
+  if (sp.on() && (sp.k < 1 || sp.k > kMaxDraftTokens)) {
+    return InvalidArgument("expected 1 to " + std::to_string(kMaxDraftTokens) +
+                               " draft tokens per step, got " +
+                               std::to_string(sp.k),
+                           "--spec");
+  }
+  if (sp.on() && (sp.accept.size() != 1 &&
+                  sp.accept.size() != static_cast<size_t>(sp.k))) {
+    return InvalidArgument(
+        "expected one acceptance probability or one per draft position (" +
+            std::to_string(sp.k) + "), got " + std::to_string(sp.accept.size()),
+        "--spec-accept");
+  }
+  for (double a : sp.accept) {
+    if (!(a >= 0 && a <= 1)) {
+      return InvalidArgument(
+          "expected acceptance probabilities from 0 to 1, got " +
+              FormatNumber(a),
+          "--spec-accept");
+    }
+  }
+  if (sp.kind == SpecDecode::kDraft && !sp.draft) {
+    return InvalidArgument("a draft-model plan needs the draft model",
+                           "--spec");
+  }
+  return true;
+}
+
 Result<bool> CheckServePlan(const model::ModelSpec& m, const hw::System& sys,
                             const ServeConfig& cfg) {
   const int chips = sys.num_chips();
-  if (cfg.tp * cfg.ep * cfg.dp != chips) {
+  if (cfg.tp * cfg.ep * cfg.pp * cfg.dp != chips) {
     return InvalidArgument(
-        "tp*ep*dp = " + std::to_string(cfg.tp * cfg.ep * cfg.dp) + " but " +
-            sys.id + " has " + std::to_string(chips) + " chips",
+        "tp*ep*pp*dp = " + std::to_string(cfg.tp * cfg.ep * cfg.pp * cfg.dp) +
+            " but " + sys.id + " has " + std::to_string(chips) + " chips",
         "plan");
+  }
+  if (cfg.pp < 1 || cfg.pp > m.num_layers) {
+    return InvalidArgument("pipeline_parallel=" + std::to_string(cfg.pp) +
+                               " must be from 1 to " + m.id + "'s " +
+                               std::to_string(m.num_layers) +
+                               " layers (each stage holds at least one layer)",
+                           "plan");
   }
   if (m.num_heads % cfg.tp) {
     return InvalidArgument(
@@ -149,15 +206,36 @@ Result<bool> CheckServePlan(const model::ModelSpec& m, const hw::System& sys,
             " does not divide num_heads=" + std::to_string(m.num_heads),
         "plan");
   }
-  if (cfg.ep > 1 && (!m.is_moe() || m.moe.num_experts % cfg.ep)) {
+  const int slots = m.is_moe() ? m.moe.num_experts + cfg.redundant_experts : 0;
+  if (cfg.ep > 1 && (!m.is_moe() || slots % cfg.ep)) {
     return InvalidArgument(
         m.is_moe() ? "expert_parallel=" + std::to_string(cfg.ep) +
                          " does not divide num_experts=" +
-                         std::to_string(m.moe.num_experts)
+                         std::to_string(m.moe.num_experts) +
+                         (cfg.redundant_experts > 0
+                              ? " + redundant experts " +
+                                    std::to_string(cfg.redundant_experts)
+                              : std::string())
                    : "expert_parallel needs a mixture-of-experts model; " +
                          m.id + " is dense",
         "plan");
   }
+  if (cfg.redundant_experts < 0 ||
+      (cfg.redundant_experts > 0 && (!m.is_moe() || cfg.ep < 2))) {
+    return InvalidArgument(
+        "redundant experts need a mixture-of-experts model served with "
+        "ep >= 2 (and a count >= 0); got " +
+            std::to_string(cfg.redundant_experts) +
+            " with ep=" + std::to_string(cfg.ep) + " on " + m.id,
+        "--redundant-experts");
+  }
+  if (cfg.dp_attention && cfg.ep < 2) {
+    return InvalidArgument(
+        "data-parallel attention splits the sequences over the ep ranks; "
+        "give ep >= 2 in --plan",
+        "--dp-attention");
+  }
+  if (auto ok = CheckSpec(cfg.spec); !ok) return ok;
   if (!(cfg.batch >= 1) || !(cfg.prompt >= 1) || !(cfg.output >= 1)) {
     return InvalidArgument("batch, prompt and output must be at least 1",
                            "batch");
@@ -175,20 +253,26 @@ double ReserveBytes(const StepCostModel::Impl& x) {
 // at the full context. The book shards the KV cache over heads first, then
 // over the batch, so every tensor-parallel rank holds 1/tp of it
 // (attention data parallelism does the same for MLA's latent cache).
+// Pipeline stages divide both (each holds its layers' weights and KV);
+// a draft's weights and KV (speculative decoding) are added.
 void ServeMemory(const StepCostModel::Impl& x, ServeEstimate* est) {
   const ServeConfig& cfg = x.cfg;
-  double weights_per_chip = x.pc.total * x.wb / x.n;
-  double kv_per_seq = model::KvCacheBytes(x.m, cfg.prompt + cfg.output, cfg.kv);
-  double kv_per_chip = cfg.batch * kv_per_seq / (x.kv_shard * cfg.ep);
+  const double ctx = cfg.prompt + cfg.output;
+  double weights_per_chip = x.WeightsPerChip();
+  // Per sequence on one chip: the target's KV at the full context (exact
+  // with sliding windows) and the draft's, linear in the context.
+  double kv_seq_chip =
+      model::KvCacheBytes(x.m, ctx, cfg.kv) / (x.kv_shard * cfg.ep * cfg.pp) +
+      ctx * x.DraftKvPerTokenPerChip();
+  double kv_per_chip = cfg.batch * kv_seq_chip;
   double capacity = x.chip().hbm_capacity.si();
   double reserve = ReserveBytes(x);
   est->weights_bytes = units::Bytes(weights_per_chip);
   est->kv_cache_bytes = units::Bytes(kv_per_chip);
   est->total_bytes = units::Bytes(weights_per_chip + kv_per_chip + reserve);
   est->capacity_bytes = x.chip().hbm_capacity;
-  est->max_batch =
-      std::max(0.0, std::floor((capacity - reserve - weights_per_chip) *
-                               x.kv_shard * cfg.ep / kv_per_seq));
+  est->max_batch = std::max(
+      0.0, std::floor((capacity - reserve - weights_per_chip) / kv_seq_chip));
   if (est->total_bytes.si() > capacity) {
     est->feasible = false;
     est->reason =
@@ -244,10 +328,15 @@ double StepCostModel::Impl::TpAllReduce(double bytes) const {
 
 // Tensor-parallel all-reduce of [tokens, D] twice per layer; the expert
 // all-to-all (dispatch and combine) per MoE layer.
+// Pipeline parallelism: the activations [tokens, D] cross pp - 1 stage
+// boundaries (one point-to-point send each, on the critical path).
 double StepCostModel::Impl::Comm(double tokens) const {
   double t = 0;
   if (cfg.tp > 1) {
-    t += 2 * L * TpAllReduce(tokens * D * 2);
+    t += 2 * L * TpAllReduce(DenseRows(tokens) * D * 2);
+  }
+  if (cfg.pp > 1) {
+    t += (cfg.pp - 1) * lay.coll[kPpPermute].Time(tokens * D * 2, peak);
   }
   if (cfg.ep > 1) {
     t += 2 * moe_layers *
@@ -262,8 +351,12 @@ double StepCostModel::Impl::Comm(double tokens) const {
 // (vLLM/SGLang fused MoE, TensorRT-LLM's grouped GEMM): every expert the
 // tokens touch streams its weights once and computes its rows on its own
 // tiles; the output layer.
-double StepCostModel::Impl::RealisticMatmuls(double tokens) const {
+// With DP attention each chip runs the attention, dense-MLP, shared-expert
+// and output GEMMs on its own 1/ep of the tokens; the routed experts' rows
+// on the hottest rank are `imbalance` times the mean.
+double StepCostModel::Impl::RealisticMatmuls(double all_tokens) const {
   const double tp = cfg.tp;
+  const double tokens = DenseRows(all_tokens);
   double qkv = m.mla ? (pc.attention / L) / D
                      : (m.num_heads + 2.0 * m.num_kv_heads) * m.head_dim;
   double up = m.gated_mlp ? 2 : 1;
@@ -276,9 +369,11 @@ double StepCostModel::Impl::RealisticMatmuls(double tokens) const {
                      Gemm(tokens, D, static_cast<double>(m.ffn) / tp);
   double moe = 0;
   if (m.is_moe()) {
-    double touched = Touched(tokens);
+    // Touched routed experts, their redundant copies included (a copy of a
+    // touched expert shares its tokens).
+    double touched = Touched(all_tokens) * slots / m.moe.num_experts;
     double local = touched / cfg.ep;
-    double rows = tokens * m.moe.top_k / std::max(1.0, touched);
+    double rows = imbalance * all_tokens * m.moe.top_k / std::max(1.0, touched);
     double fe = m.moe.expert_ffn;
     moe = GroupedGemm(local, rows, up * fe / tp, D) +
           GroupedGemm(local, rows, D, fe / tp);
@@ -289,14 +384,27 @@ double StepCostModel::Impl::RealisticMatmuls(double tokens) const {
     }
   }
   double t = L * per_layer + (L - moe_layers) * dense_mlp + moe_layers * moe;
-  return t + Gemm(tokens, static_cast<double>(m.vocab) / tp, D);
+  return t + Logits(all_tokens);
+}
+
+// The output layer's GEMM (realistic) or its bound (peak).
+double StepCostModel::Impl::Logits(double tokens) const {
+  const double v = m.vocab;
+  if (peak) {
+    const double nd = cfg.dp_attention ? cfg.tp : n;
+    return std::max(2 * tokens * v * D / n / C, v * D * wb / nd / W);
+  }
+  return Gemm(DenseRows(tokens), v / cfg.tp, D);
 }
 
 // Matmul weight bytes one pass over `tokens` tokens reads per chip.
+// With DP attention every chip streams the dense weights it holds (1/tp).
 double StepCostModel::Impl::WeightBytesRead(double tokens) const {
   double dense_w = pc.matmul_total - pc.experts;  // incl. logits
-  return (dense_w + moe_layers * Touched(tokens) * expert_params_layer) * wb /
-         n;
+  double expert_w = moe_layers * Touched(tokens) * expert_params_layer *
+                    (m.is_moe() ? slots / m.moe.num_experts : 0.0);
+  return (cfg.dp_attention ? dense_w / cfg.tp : dense_w / n) * wb +
+         expert_w * wb / n;
 }
 
 // Peak matmul time: all FLOPs at peak or all weight bytes at HBM peak.
@@ -309,18 +417,23 @@ double StepCostModel::Impl::PeakMatmuls(double tokens) const {
 // parameter's bytes counted (routed experts: those the batch touches), the
 // collectives overlapped: the step is max(that, communication), so the
 // exposed communication is the excess.
+// Speculating, every sequence puts q = k + 1 queries through the weights.
+// NOLINTNEXTLINE(misc-no-recursion): one level, a draft model has no draft
 StepParts StepCostModel::Impl::PeakDecode(const StepWork& w) const {
-  const double B = w.decode_seqs;
+  const double B = w.decode_seqs * q;
+  double dense = (pc.total - pc.experts) * wb;
+  double experts = moe_layers * Touched(B) * expert_params_layer * wb *
+                   (m.is_moe() ? slots / m.moe.num_experts : 0.0);
   double param_bytes =
-      (pc.total - pc.experts + moe_layers * Touched(B) * expert_params_layer) *
-      wb;
+      (cfg.dp_attention ? dense / cfg.tp : dense / n) + experts / n;
   StepParts p;
-  p.matmul = units::Seconds(
-      std::max(2 * B * pc.active / (n * C), param_bytes / (n * W)));
+  p.matmul =
+      units::Seconds(std::max(2 * B * pc.active / (n * C), param_bytes / W));
   p.attention = units::Seconds(w.decode_context * kv_bytes_per_token / W);
   double comm = Comm(B);
   double rest = (p.matmul + p.attention).si();
   p.communication = units::Seconds(std::max(0.0, comm - rest));
+  p.draft = units::Seconds(DraftTime(w));
   return p;
 }
 
@@ -334,22 +447,31 @@ double StepCostModel::TokenTime(double tokens) const {
 // Decode attention on paged KV: the larger of the context's KV bytes at the
 // achievable HBM bandwidth and its FLOPs (one query per sequence); prefill
 // attention: its causal FLOPs at the attention kernel's rate.
+// Speculating, each sequence's KV is read once for its q queries.
 double StepCostModel::Impl::Attention(const StepWork& w) const {
   double kv = w.decode_context * kv_bytes_per_token / W;
-  double dflops = w.decode_context * decode_flops_per_key /
+  double dflops = q * w.decode_context * decode_flops_per_key /
                   chip().Peak(hw::Dtype::kBf16).si();
   return std::max(kv, dflops) +
          w.prefill_pairs * prefill_flops_per_pair / prefill_attn_rate;
 }
 
 double StepCostModel::ContextTime(const StepWork& w) const {
-  return impl_->Attention(w) + impl_->fixed;
+  return impl_->Attention(w) + impl_->fixed + impl_->DraftTime(w);
 }
 
+double StepCostModel::DecodeQueries() const { return impl_->q; }
+double StepCostModel::MatmulTokens(const StepWork& w) const {
+  return w.decode_seqs * impl_->q + w.prefill_tokens;
+}
+const SpecDecode& StepCostModel::spec() const { return impl_->cfg.spec; }
+int StepCostModel::pipeline_stages() const { return impl_->cfg.pp; }
+
+// NOLINTNEXTLINE(misc-no-recursion): one level, a draft model has no draft
 StepParts StepCostModel::Cost(const StepWork& w) const {
   const Impl& x = *impl_;
   if (x.peak && w.prefill_tokens <= 0) return x.PeakDecode(w);
-  const double tokens = w.decode_seqs + w.prefill_tokens;
+  const double tokens = MatmulTokens(w);
   StepParts p;
   if (tokens > 0) {
     p.matmul = units::Seconds(x.peak ? x.PeakMatmuls(tokens)
@@ -358,23 +480,100 @@ StepParts StepCostModel::Cost(const StepWork& w) const {
   }
   p.attention = units::Seconds(x.Attention(w));
   p.overhead = units::Seconds(x.fixed);
+  p.draft = units::Seconds(x.DraftTime(w));
   return p;
+}
+
+// The draft's time in a step (docs/model.md 7.4). MTP and EAGLE heads: k
+// passes of one average target layer (its GEMMs, collectives, attention and
+// fixed cost over L) plus the output layer over the decoding sequences, and
+// one such pass over the step's prompt tokens (the head's own KV). A draft
+// model: k of its decode steps and its prefill of the prompt tokens.
+// n-gram lookup runs on the host: no device time.
+// NOLINTNEXTLINE(misc-no-recursion): one level, a draft model has no draft
+double StepCostModel::Impl::DraftTime(const StepWork& w) const {
+  const SpecDecode& sp = cfg.spec;
+  if (sp.kind == SpecDecode::kNone || sp.kind == SpecDecode::kNgram) return 0;
+  StepWork dec{w.decode_seqs, w.decode_context, 0, 0};
+  StepWork pre{0, 0, w.prefill_tokens, w.prefill_pairs};
+  if (sp.kind == SpecDecode::kDraft) {
+    double t = 0;
+    if (w.decode_seqs > 0) t += sp.k * draft->Cost(dec).total().si();
+    if (w.prefill_tokens > 0) t += draft->Cost(pre).total().si();
+    return t;
+  }
+  auto head = [&](double tokens, const StepWork& one) {
+    if (!(tokens > 0)) return 0.0;
+    StepWork a = one;
+    double attn = std::max(a.decode_context * kv_bytes_per_token / W,
+                           a.decode_context * decode_flops_per_key /
+                               chip().Peak(hw::Dtype::kBf16).si()) +
+                  a.prefill_pairs * prefill_flops_per_pair / prefill_attn_rate;
+    double mm = peak ? PeakMatmuls(tokens) : RealisticMatmuls(tokens);
+    double comm =
+        cfg.tp > 1 ? 2 * L * TpAllReduce(DenseRows(tokens) * D * 2) : 0.0;
+    return (mm + comm + attn + fixed) / L + Logits(tokens);
+  };
+  return sp.k * head(w.decode_seqs, dec) + head(w.prefill_tokens, pre);
+}
+
+// Weights per chip: the replica's split (with DP attention the dense
+// weights are split over tp only; redundant expert copies add), over the
+// pipeline stages, plus a draft's: an MTP/EAGLE head is one average layer
+// (DeepSeek-V3's MTP module: 14B of 685B, about one of its 61 layers plus
+// shared embeddings), a draft model its own weights over tp.
+double StepCostModel::Impl::WeightsPerChip() const {
+  const double dense = pc.total - pc.experts;
+  const double experts =
+      m.is_moe() ? pc.experts * slots / m.moe.num_experts : 0.0;
+  double w = ((cfg.dp_attention ? dense / cfg.tp : dense / n) + experts / n) *
+             wb / cfg.pp;
+  switch (cfg.spec.kind) {
+    case SpecDecode::kMtp:
+    case SpecDecode::kEagle:
+      w += pc.total / L * wb / n;
+      break;
+    case SpecDecode::kDraft:
+      w += model::CountParams(*cfg.spec.draft).total * wb / cfg.tp;
+      break;
+    default:
+      break;
+  }
+  return w;
+}
+
+// KV bytes per context token per chip of the draft: one target layer's
+// (MTP, EAGLE), the draft model's over tp, none for n-gram.
+double StepCostModel::Impl::DraftKvPerTokenPerChip() const {
+  switch (cfg.spec.kind) {
+    case SpecDecode::kMtp:
+    case SpecDecode::kEagle:
+      return model::KvCacheBytesPerToken(m, cfg.kv) / L / (kv_shard * cfg.ep);
+    case SpecDecode::kDraft:
+      return model::KvCacheBytesPerToken(*cfg.spec.draft, cfg.kv) / cfg.tp;
+    default:
+      return 0;
+  }
+}
+
+double StepCostModel::Impl::KvPerTokenPerChip() const {
+  return model::KvCacheBytesPerToken(m, cfg.kv) / (kv_shard * cfg.ep * cfg.pp) +
+         DraftKvPerTokenPerChip();
 }
 
 bool StepCostModel::peak() const { return impl_->peak; }
 double StepCostModel::KvBytesPerTokenPerChip() const {
-  const Impl& x = *impl_;
-  return model::KvCacheBytesPerToken(x.m, x.cfg.kv) / (x.kv_shard * x.cfg.ep);
+  return impl_->KvPerTokenPerChip();
 }
 double StepCostModel::WeightsBytesPerChip() const {
-  return impl_->pc.total * impl_->wb / impl_->n;
+  return impl_->WeightsPerChip();
 }
 double StepCostModel::KvCapacityBytesPerChip() const {
   return std::max(0.0, impl_->chip().hbm_capacity.si() - ReserveBytes(*impl_) -
                            WeightsBytesPerChip());
 }
 int StepCostModel::chips_per_replica() const {
-  return static_cast<int>(impl_->n);
+  return static_cast<int>(impl_->n) * impl_->cfg.pp;
 }
 
 namespace {
@@ -399,9 +598,32 @@ double FixedStepCost(const StepCostModel::Impl& x) {
          x.moe_layers * (gemm + 3 * kSmallKernelFloor);
 }
 
+// The draft model's step cost: on the same chips with the target's tp
+// (vLLM's default draft tensor_parallel_size), the rest of the chips as its
+// replicas.
+// NOLINTNEXTLINE(misc-no-recursion): one level, a draft model has no draft
+Result<std::shared_ptr<const StepCostModel>> BuildDraft(
+    const hw::System& sys, const ServeConfig& cfg) {
+  ServeConfig d = cfg;
+  d.ep = 1;
+  d.pp = 1;
+  d.dp = sys.num_chips() / cfg.tp;
+  d.dp_attention = false;
+  d.redundant_experts = 0;
+  d.spec = SpecDecode{};
+  auto draft = StepCostModel::Create(*cfg.spec.draft, sys, d);
+  if (!draft) {
+    return InvalidArgument(
+        "the draft model " + cfg.spec.draft->id + ": " + draft.error().message,
+        "--spec");
+  }
+  return std::make_shared<const StepCostModel>(*draft);
+}
+
 // The replica's constants: rates, parameter counts, collective
 // coefficients, the per-token KV and attention coefficients and the fixed
 // per-step cost.
+// NOLINTNEXTLINE(misc-no-recursion): one level, a draft model has no draft
 Result<std::shared_ptr<StepCostModel::Impl>> BuildImpl(
     const model::ModelSpec& m, const hw::System& sys, const ServeConfig& cfg) {
   auto ok = CheckServePlan(m, sys, cfg);
@@ -425,9 +647,19 @@ Result<std::shared_ptr<StepCostModel::Impl>> BuildImpl(
   for (int l = 0; l < m.num_layers; ++l) x->moe_layers += m.IsMoeLayer(l);
   x->expert_params_layer =
       x->moe_layers > 0 ? x->pc.experts / x->moe_layers / m.moe.num_experts : 0;
+  x->slots = m.is_moe() ? m.moe.num_experts + cfg.redundant_experts : 0;
+  // The imbalance is applied to the layout it was measured on (attention
+  // DP with wide EP, TensorRT-LLM; docs/model.md 7.5): plain ep plans keep
+  // the balanced routing they are validated with.
+  x->imbalance =
+      m.is_moe() && !x->peak && (cfg.dp_attention || cfg.redundant_experts > 0)
+          ? ExpertImbalance(cfg.ep, m.moe.num_experts, cfg.redundant_experts)
+          : 1.0;
+  x->q = cfg.spec.on() ? cfg.spec.k + 1.0 : 1.0;
   Parallelism par;
   par.tp = cfg.tp;
   par.ep = cfg.ep;
+  par.pp = cfg.pp;
   par.dp = cfg.dp;
   auto placement = PlaceParallelism(par, sys);
   if (!placement) return tl::unexpected(placement.error());
@@ -452,6 +684,11 @@ Result<std::shared_ptr<StepCostModel::Impl>> BuildImpl(
       chip.Peak(hw::Dtype::kBf16).si();
   x->fixed = x->peak ? 0 : FixedStepCost(*x);
   if (!x->peak) x->ar_curve = chip.allreduce_measured;
+  if (cfg.spec.kind == SpecDecode::kDraft) {
+    auto draft = BuildDraft(sys, cfg);
+    if (!draft) return tl::unexpected(draft.error());
+    x->draft = *draft;
+  }
   return x;
 }
 
@@ -505,6 +742,7 @@ void Summarize(const StepCostModel::Impl& x, double attn_time,
 
 }  // namespace
 
+// NOLINTNEXTLINE(misc-no-recursion): one level, a draft model has no draft
 Result<StepCostModel> StepCostModel::Create(const model::ModelSpec& model,
                                             const hw::System& system,
                                             const ServeConfig& config) {
@@ -519,27 +757,77 @@ Result<ServeEstimate> EstimateServing(const model::ModelSpec& m,
   auto sc = StepCostModel::Create(m, sys, cfg);
   if (!sc) return tl::unexpected(sc.error());
   const StepCostModel::Impl& x = *sc->impl_;
-  const double B = cfg.batch;
+  if (cfg.batch < cfg.pp) {
+    return InvalidArgument(
+        "a batch of " + FormatNumber(cfg.batch) +
+            " cannot fill pp=" + std::to_string(cfg.pp) +
+            " pipeline microbatches; give a batch of at least " +
+            std::to_string(cfg.pp),
+        "batch");
+  }
+  // Pipeline parallelism: pp microbatches of B / pp sequences in flight; a
+  // microbatch's step passes every stage (the sum of the stages' times is
+  // the whole model on tp x ep chips) and pp - 1 transfers, and each of
+  // its sequences gets a token per step (vLLM's virtual engines).
+  const double B = cfg.batch / cfg.pp;
+  const double E = SpecExpectedTokens(cfg.spec);
   ServeEstimate est;
   ServeMemory(x, &est);
-  // Decode: one token per sequence at the mean context of the output.
+  // Decode: one verify step per sequence at the mean context of the output,
+  // E tokens per step (1 without speculation).
   StepWork decode{B, B * (cfg.prompt + cfg.output / 2), 0, 0};
-  est.decode_parts = sc->Cost(decode);
+  StepParts step = sc->Cost(decode);
+  est.spec_tokens_per_step = E;
+  est.spec_step = step.total();
+  est.decode_parts = {step.matmul / E, step.attention / E,
+                      step.communication / E, step.overhead / E,
+                      step.draft / E};
   est.decode_step = est.decode_parts.total();
-  est.weight_time = units::Seconds(x.WeightBytesRead(B) / x.W);
+  est.expert_imbalance = x.imbalance;
+  const double Bq = B * x.q;
+  est.weight_time = units::Seconds(x.WeightBytesRead(Bq) / x.W);
   est.kv_time =
       units::Seconds(decode.decode_context * x.kv_bytes_per_token / x.W);
-  est.compute_time = units::Seconds(2 * x.pc.matmul_active * B / x.n / x.C);
-  est.comm_time = units::Seconds(x.Comm(B));
+  est.compute_time = units::Seconds(2 * x.pc.matmul_active * Bq / x.n / x.C);
+  est.comm_time = units::Seconds(x.Comm(Bq));
   est.overhead = units::Seconds(x.fixed);
-  // Prefill: the batch's prompts in one pass (compute-bound).
+  // Prefill: the batch's prompts, compute-bound; through a pipeline pp
+  // microbatches fill it, (2 pp - 1) / pp of one microbatch's pass.
   StepWork prefill{0, 0, B * cfg.prompt, B * cfg.prompt * cfg.prompt / 2};
-  est.prefill_parts = sc->Cost(prefill);
+  StepParts pre = sc->Cost(prefill);
+  const double fill = (2.0 * cfg.pp - 1) / cfg.pp;
+  est.prefill_parts = {pre.matmul * fill, pre.attention * fill,
+                       pre.communication * fill, pre.overhead * fill,
+                       pre.draft * fill};
   est.prefill_time = est.prefill_parts.total();
-  double attn_time = decode.decode_context * x.decode_flops_per_key /
+  double attn_time = x.q * decode.decode_context * x.decode_flops_per_key /
                      x.chip().Peak(hw::Dtype::kBf16).si();
   Summarize(x, attn_time, &est);
   return est;
+}
+
+double SpecExpectedTokens(const SpecDecode& spec) {
+  if (!spec.on() || spec.accept.empty()) return 1;
+  double expected = 1, run = 1;
+  for (int i = 0; i < spec.k; ++i) {
+    run *= spec.accept.size() == 1 ? spec.accept[0] : spec.accept[i];
+    expected += run;
+  }
+  return expected;
+}
+
+// The hottest EP rank's routed tokens over the mean, measured by
+// TensorRT-LLM on DeepSeek-R1 (examples/wide_ep/ep_load_balancer/README.md):
+// imbalance ratio (max - mean) / mean 1.564 at EP 32 without redundant
+// experts, 0.115 at EP 36 with 32 redundant (288 slots, EPLB placement).
+// Between none and 32 per 256 experts (12.5%) the ratio is interpolated
+// linearly in the redundant fraction, and held beyond it.
+double ExpertImbalance(int ep, int num_experts, int redundant_experts) {
+  if (ep < 2 || num_experts < 1) return 1;
+  constexpr double kNone = 1.564, kBalanced = 0.115, kMeasuredFraction = 0.125;
+  const double f =
+      std::min(1.0, redundant_experts / (kMeasuredFraction * num_experts));
+  return 1 + kNone + f * (kBalanced - kNone);
 }
 
 double BookDecodeStep(double batch, double kv_bytes_per_seq, double params,

@@ -393,11 +393,15 @@ Json ToJson(const estimate::SimulationResult& r) {
           {"notes", r.notes}};
 }
 
+// draft_s only when a draft costs time (speculative decoding with a draft
+// model or head), so plans without one keep their keys.
 Json ToJson(const estimate::StepParts& p) {
-  return {{"matmul_s", p.matmul.si()},
-          {"attention_s", p.attention.si()},
-          {"communication_s", p.communication.si()},
-          {"overhead_s", p.overhead.si()}};
+  Json j = {{"matmul_s", p.matmul.si()},
+            {"attention_s", p.attention.si()},
+            {"communication_s", p.communication.si()},
+            {"overhead_s", p.overhead.si()}};
+  if (p.draft.si() > 0) j["draft_s"] = p.draft.si();
+  return j;
 }
 
 Json ToJson(const estimate::ServeEstimate& e) {

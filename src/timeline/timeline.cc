@@ -533,6 +533,8 @@ double EmitStep(Timeline* t, const estimate::StepParts& parts, double at,
   put(1, what + " collectives (exposed)", parts.communication.si(), "network",
       0, 0);
   put(0, what + " step overhead", parts.overhead.si(), "host", 0, 0);
+  // Speculative decoding's drafting (a draft model's or head's passes).
+  put(0, what + " draft", parts.draft.si(), "memory", 0, 0);
   return at;
 }
 

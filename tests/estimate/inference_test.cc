@@ -216,7 +216,7 @@ TEST(InferenceTest, RealisticSlowerThanPeakAndErrors) {
             "tensor_parallel=3 does not divide num_heads=64");
   bad.tp = 4;
   EXPECT_EQ(EstimateServing(m, System("h100:8x1"), bad).error().message,
-            "tp*ep*dp = 4 but h100:8x1 has 8 chips");
+            "tp*ep*pp*dp = 4 but h100:8x1 has 8 chips");
 }
 
 }  // namespace

@@ -53,6 +53,10 @@ struct ServeCli {
                              output = "256", weights = "bf16", kv = "bf16",
                              mode = "realistic", emit, power_cap, trace;
   double price = 0;
+  // Speculative decoding, DP attention, redundant experts (docs/cli.md).
+  std::string spec, spec_accept;
+  bool dp_attention = false;
+  int redundant_experts = 0;
   ServeSimCli sim;
   // serve --from vllm|sglang ARG...: the server line to import.
   std::vector<std::string> from;
@@ -127,7 +131,9 @@ static Result<estimate::ServeConfig> ParseServeCommon(
 static std::string PartsText(const estimate::StepParts& p) {
   return fmt::format("matmul {} + attention {} + communication {} + fixed {}",
                      FormatSeconds(p.matmul), FormatSeconds(p.attention),
-                     FormatSeconds(p.communication), FormatSeconds(p.overhead));
+                     FormatSeconds(p.communication),
+                     FormatSeconds(p.overhead)) +
+         (p.draft.si() > 0 ? " + draft " + FormatSeconds(p.draft) : "");
 }
 
 static std::string ServeText(const estimate::ServeEstimate& e) {
@@ -392,6 +398,132 @@ static std::string SimText(const estimate::SimulationResult& r,
   return s;
 }
 
+// The acceptance DeepSeek-V3 measured for its MTP module's second token,
+// 85-90% (DeepSeek-V3 technical report, arXiv:2412.19437, section 5.4.3):
+// the low end, the --spec mtp default.
+constexpr double kMtpAcceptance = 0.85;
+
+// --spec KIND:K (mtp, eagle, ngram) or draft:MODEL:K and --spec-accept A
+// or A1,A2,...: the speculative-decoding plan.
+static Result<estimate::SpecDecode> ParseSpec(const catalog::Catalog& cat,
+                                              const std::string& text,
+                                              const std::string& accept) {
+  estimate::SpecDecode sp;
+  if (text.empty()) {
+    if (!accept.empty()) {
+      return InvalidArgument("an acceptance rate needs --spec KIND:K",
+                             "--spec-accept");
+    }
+    return sp;
+  }
+  std::vector<std::string> f = Split(text, ':');
+  static const std::vector<std::string> kKinds = {"mtp", "eagle", "draft",
+                                                  "ngram"};
+  auto it = std::find(kKinds.begin(), kKinds.end(), f[0]);
+  const bool draft = it != kKinds.end() && *it == "draft";
+  if (it == kKinds.end() || f.size() < (draft ? 3u : 2u) ||
+      (!draft && f.size() != 2)) {
+    return InvalidArgument(
+        "expected mtp:K, eagle:K, draft:MODEL:K or ngram:K (K draft tokens "
+        "per step), got '" +
+            Excerpt(text) + "'" +
+            (it == kKinds.end() ? DidYouMean(f[0], kKinds) : std::string()),
+        "--spec");
+  }
+  sp.kind = static_cast<estimate::SpecDecode::Kind>(it - kKinds.begin() + 1);
+  char* end = nullptr;
+  const double k = std::strtod(f.back().c_str(), &end);
+  if (f.back().empty() || *end != '\0' || !(k >= 1) || k != std::floor(k) ||
+      k > 16) {
+    return InvalidArgument(
+        "expected a whole number of draft tokens from 1 "
+        "to 16 after the last ':', got '" +
+            Excerpt(f.back()) + "'",
+        "--spec");
+  }
+  sp.k = static_cast<int>(k);
+  if (draft) {
+    std::string name = f[1];
+    for (size_t i = 2; i + 1 < f.size(); ++i) name += ":" + f[i];
+    auto m = ingest::FindModel(cat, name);
+    if (!m)
+      return tl::unexpected(Error{m.error().code, m.error().message, "--spec"});
+    sp.draft = std::make_shared<const model::ModelSpec>(m->spec);
+  }
+  if (accept.empty()) {
+    if (sp.kind == estimate::SpecDecode::kMtp) {
+      sp.accept = {kMtpAcceptance};
+      return sp;
+    }
+    return InvalidArgument(
+        "--spec " + f[0] +
+            " needs --spec-accept: the probability that a draft token is "
+            "accepted (e.g. 0.7), or one per draft position",
+        "--spec-accept");
+  }
+  for (const std::string& a : Split(accept, ',')) {
+    std::string t(Trim(a));
+    char* e = nullptr;
+    const double v = std::strtod(t.c_str(), &e);
+    if (t.empty() || *e != '\0' || !(v >= 0 && v <= 1)) {
+      return InvalidArgument(
+          "expected acceptance probabilities from 0 to 1 (A or A1,A2,...), "
+          "got '" +
+              Excerpt(accept) + "'",
+          "--spec-accept");
+    }
+    sp.accept.push_back(v);
+  }
+  return sp;
+}
+
+// The plan's pp and the serving extensions into `cfg`.
+static Result<bool> ApplyServeExtensions(const catalog::Catalog& cat,
+                                         const ServeCli& o,
+                                         estimate::ServeConfig* cfg) {
+  auto sp = ParseSpec(cat, o.spec, o.spec_accept);
+  if (!sp) return tl::unexpected(sp.error());
+  cfg->spec = *sp;
+  if (o.redundant_experts < 0) {
+    return InvalidArgument("expected a count of redundant experts >= 0, got " +
+                               std::to_string(o.redundant_experts),
+                           "--redundant-experts");
+  }
+  cfg->dp_attention = o.dp_attention;
+  cfg->redundant_experts = o.redundant_experts;
+  if (!o.emit.empty() && (cfg->spec.on() || cfg->pp > 1 || o.dp_attention ||
+                          o.redundant_experts > 0)) {
+    return InvalidArgument(
+        "launch lines for speculative decoding, pipeline stages, DP attention "
+        "and redundant experts are not written yet; drop those options to "
+        "emit one",
+        "--emit");
+  }
+  return true;
+}
+
+// The JSON of the serving extensions given (nothing when none is).
+static void PutServeExtensions(const estimate::ServeConfig& cfg,
+                               const estimate::ServeEstimate* e, Json* j) {
+  if (cfg.spec.on()) {
+    static const char* kNames[] = {"none", "mtp", "eagle", "draft", "ngram"};
+    Json s = {{"method", kNames[cfg.spec.kind]},
+              {"draft_tokens", cfg.spec.k},
+              {"acceptance", cfg.spec.accept},
+              {"tokens_per_step", estimate::SpecExpectedTokens(cfg.spec)}};
+    if (cfg.spec.draft) s["draft_model"] = cfg.spec.draft->id;
+    if (e) s["verify_step_time_s"] = e->spec_step.si();
+    (*j)["speculative"] = s;
+  }
+  if (cfg.dp_attention) (*j)["dp_attention"] = true;
+  if (cfg.redundant_experts > 0) {
+    (*j)["redundant_experts"] = cfg.redundant_experts;
+  }
+  if (e && e->expert_imbalance != 1) {
+    (*j)["expert_imbalance"] = e->expert_imbalance;
+  }
+}
+
 // serve with --rate, --concurrency or --trace-file: the continuous-batching
 // simulation (estimate::SimulateServing) instead of the static batch.
 static Result<Output> RunServeSim(const ingest::ImportedModel& m,
@@ -442,6 +574,7 @@ static Result<Output> RunServeSim(const ingest::ImportedModel& m,
        {"kv", std::string(hw::DtypeName(cfg.kv))},
        {"mode", o.mode}},
       report::ToJson(*r));
+  PutServeExtensions(cfg, nullptr, &out.json);
   out.text = fmt::format(
                  "{} on {} ({}): continuous batching, {} requests, {}\nmax {} "
                  "sequences "
@@ -799,7 +932,14 @@ Command AddServeCommand(CLI::App& app) {
       "  scalemodel serve --model llama3-70b --system h100:8x1 --plan tp=8 "
       "--rate 4 --requests 1000 --prompt-dist lognormal:2048:1024 "
       "--output-dist uniform:128:1024 --chunked-prefill --slo-ttft 2s "
-      "--slo-tpot 50ms");
+      "--slo-tpot 50ms\n"
+      "  scalemodel serve --model llama3-70b --system h100:8x1 --plan tp=8 "
+      "--batch 16 --spec draft:llama3-8b:4 --spec-accept 0.7\n"
+      "  scalemodel serve --model deepseek-v3 --system h800:8x18 --plan "
+      "ep=144 --dp-attention --redundant-experts 32 --batch 6912 --weights "
+      "fp8 --spec mtp:1\n"
+      "  scalemodel serve --model llama3-405b --system h100:8x2 --plan "
+      "tp=8,pp=2 --batch 64 --weights fp8");
   c.app->add_option("--model", o->model, "Catalog model or config.json")
       ->required();
   c.app
@@ -809,8 +949,8 @@ Command AddServeCommand(CLI::App& app) {
   c.app
       ->add_option(
           "--plan", o->plan,
-          "tp=N[,ep=N][,dp=N]: tensor and expert parallel per replica, "
-          "replicas (product = chips)")
+          "tp=N[,ep=N][,pp=N][,dp=N]: tensor, expert and pipeline parallel "
+          "per replica, replicas (product = chips)")
       ->capture_default_str();
   c.app->add_option("--batch", o->batch, "Concurrent sequences per replica")
       ->capture_default_str();
@@ -830,6 +970,20 @@ Command AddServeCommand(CLI::App& app) {
                     "GPU board power limit (500 W): sustained matrix "
                     "throughput x (cap / TDP)^0.329 (docs/model.md 5.6)");
   AddServeSimOptions(c.app, o->sim);
+  c.app->add_option("--spec", o->spec,
+                    "Speculative decoding: mtp:K, eagle:K, draft:MODEL:K or "
+                    "ngram:K (K draft tokens per step; docs/model.md 7.4)");
+  c.app->add_option("--spec-accept", o->spec_accept,
+                    "Probability a draft token is accepted, A or one per "
+                    "position A1,A2,... (mtp default 0.85, DeepSeek-V3)");
+  c.app->add_flag("--dp-attention", o->dp_attention,
+                  "Data-parallel attention over the ep ranks (SGLang "
+                  "--enable-dp-attention); routed experts stay split");
+  c.app
+      ->add_option("--redundant-experts", o->redundant_experts,
+                   "Extra routed-expert copies over the replica (DeepSeek "
+                   "EPLB); ep divides experts + copies")
+      ->capture_default_str();
   c.app
       ->add_option("--from", o->from,
                    "Estimate the server a launch line describes: vllm "
@@ -869,13 +1023,17 @@ Command AddServeCommand(CLI::App& app) {
     cfg->batch = *b;
     auto plan = estimate::ParsePlan(o->plan);
     if (!plan) return tl::unexpected(plan.error());
-    if (plan->fsdp > 1 || plan->pp > 1 || plan->cp > 1 || !plan->axes.empty()) {
-      return InvalidArgument("serving plans take tp, ep and dp degrees only",
-                             "--plan");
+    if (plan->fsdp > 1 || plan->cp > 1 || !plan->axes.empty()) {
+      return InvalidArgument(
+          "serving plans take tp, ep, pp and dp degrees only", "--plan");
     }
     cfg->tp = plan->tp;
     cfg->ep = plan->ep;
+    cfg->pp = plan->pp;
     cfg->dp = plan->dp;
+    if (auto x = ApplyServeExtensions(cat, *o, &*cfg); !x) {
+      return tl::unexpected(x.error());
+    }
     auto simulate = SimulationWanted(*app, *o);
     if (!simulate) return tl::unexpected(simulate.error());
     if (*simulate) return RunServeSim(*m, *sys, *cfg, *o);
@@ -889,6 +1047,16 @@ Command AddServeCommand(CLI::App& app) {
       from_notes.push_back(m->resolution);
     }
     e->notes.insert(e->notes.begin(), from_notes.begin(), from_notes.end());
+    if (cfg->spec.on()) {
+      e->notes.insert(
+          e->notes.begin(),
+          fmt::format(
+              "speculative decoding {}: {:.2f} tokens per sequence "
+              "per verify step of {} (drafting {} of it); time per "
+              "output token is the step over the tokens",
+              o->spec, e->spec_tokens_per_step, FormatSeconds(e->spec_step),
+              FormatSeconds(e->decode_parts.draft * e->spec_tokens_per_step)));
+    }
     Output out;
     out.json = Document({{"model", m->spec.id},
                          {"system", sys->id},
@@ -900,6 +1068,7 @@ Command AddServeCommand(CLI::App& app) {
                          {"kv", std::string(hw::DtypeName(cfg->kv))},
                          {"mode", o->mode}},
                         report::ToJson(*e));
+    PutServeExtensions(*cfg, &*e, &out.json);
     auto [trust, trust_json] = TrustOnChip(
         cat, sys->chip, false, cfg->mode == estimate::Mode::kRealistic);
     out.json["accuracy"] = trust_json;

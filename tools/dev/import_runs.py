@@ -509,7 +509,7 @@ def convert_inference(r):
     notes = (r.get("notes") or "").lower()
     if "speculative" in notes or re.search(r"(?<!no )mtp", notes):
         return {"id": r["id"], "source": r["source"], "model_name": r["model"]["name"],
-                "skip": "speculative decoding (MTP draft layers) is not modelled"}
+                "skip": "speculative decoding (MTP, 3 draft layers): the source states no acceptance rate (a real dataset), which the prediction needs (docs/model.md 7.4)"}
     chip = INF_CHIPS.get(hw["chip"])
     out = {"id": r["id"], "source": r["source"], "model_name": r["model"]["name"],
            "family": family_of(r["id"]), "confidence": r.get("confidence")}

@@ -21,10 +21,52 @@
 
 namespace scalemodel::estimate {
 
+// Speculative decoding (docs/model.md 7.4): each decode step drafts k
+// tokens per sequence and verifies them in one target pass over k + 1
+// tokens; `accept` holds the acceptance probability of draft position i
+// given that positions before it were accepted (one value: the same at
+// every position, Leviathan et al. 2023's alpha).
+struct SpecDecode {
+  enum Kind {
+    kNone,
+    kMtp,    // multi-token-prediction module (DeepSeek-V3): one layer
+    kEagle,  // EAGLE draft head: one decoder layer, the target's LM head
+    kDraft,  // a separate draft model, k forward passes
+    kNgram,  // prompt lookup (n-gram): no model, no device time
+  };
+  Kind kind = kNone;
+  int k = 0;                   // draft tokens per step
+  std::vector<double> accept;  // 1 or k values in [0, 1]
+  // kDraft: the draft model (runs with the target's tp, weights and KV
+  // dtypes on the same chips).
+  std::shared_ptr<const model::ModelSpec> draft;
+  bool on() const { return kind != kNone; }
+};
+
+// Expected tokens one verify step yields per sequence:
+// 1 + sum_i prod_{j <= i} a_j; with one a, (1 - a^(k+1)) / (1 - a)
+// (Leviathan et al. 2023, eq. 1). 1 without speculation.
+double SpecExpectedTokens(const SpecDecode& spec);
+
+// The expert-parallel load imbalance factor of routed experts: the most
+// loaded rank's routed tokens over the mean (docs/model.md 7.5): 1 without
+// expert parallelism.
+double ExpertImbalance(int ep, int num_experts, int redundant_experts);
+
 struct ServeConfig {
-  int tp = 1;            // tensor parallel within one replica
-  int ep = 1;            // expert parallel (MoE), within one replica
-  int dp = 1;            // replicas; tp * ep * dp = chips
+  int tp = 1;  // tensor parallel within one replica
+  int ep = 1;  // expert parallel (MoE), within one replica
+  int pp = 1;  // pipeline stages within one replica (layers split)
+  int dp = 1;  // replicas; tp * ep * pp * dp = chips
+  // Data-parallel attention (SGLang --enable-dp-attention, TensorRT-LLM
+  // enable_attention_dp): the ep ranks of a replica each run attention,
+  // dense MLPs and shared experts for their own 1/ep of the sequences with
+  // their own copy of those weights; routed experts stay split over ep.
+  bool dp_attention = false;
+  // Redundant routed-expert copies over the replica (DeepSeek EPLB): ep
+  // divides num_experts + redundant_experts.
+  int redundant_experts = 0;
+  SpecDecode spec;
   double batch = 1;      // concurrent sequences per replica
   double prompt = 1024;  // prompt tokens
   double output = 256;   // generated tokens
@@ -45,8 +87,10 @@ struct StepParts {
   units::Seconds attention;
   units::Seconds communication;  // collectives not hidden behind the rest
   units::Seconds overhead;       // the fixed per-step cost
+  // Speculative decoding's drafting (k draft passes); 0 without it.
+  units::Seconds draft;
   units::Seconds total() const {
-    return matmul + attention + communication + overhead;
+    return matmul + attention + communication + overhead + draft;
   }
 };
 
@@ -72,6 +116,14 @@ struct ServeEstimate {
   // decode_parts.total()), as prefill_parts add up to prefill_time.
   units::Seconds weight_time, kv_time, compute_time, comm_time, overhead;
   StepParts decode_parts, prefill_parts;
+  // Speculative decoding: expected tokens per verify step per sequence and
+  // the verify step's time (draft included); decode_step is their ratio
+  // and decode_parts the step's parts over the tokens. 1 and decode_step
+  // without it.
+  double spec_tokens_per_step = 1;
+  units::Seconds spec_step;
+  // Routed-expert load imbalance applied (1 for dense models or ep = 1).
+  double expert_imbalance = 1;
   std::vector<std::string> notes;
 };
 
@@ -116,13 +168,23 @@ class StepCostModel {
   // matmul + communication for `tokens` tokens in the step (the part that
   // depends only on the token count; callers may cache it by count).
   double TokenTime(double tokens) const;
-  // attention + overhead of the step (linear in the work; cheap).
+  // attention + overhead + drafting + pipeline transfers of the step.
   double ContextTime(const StepWork& work) const;
-  // Cost(work).total() == TokenTime(tokens) + ContextTime(work) up to
+  // Cost(work).total() == TokenTime(MatmulTokens(work)) + ContextTime(work)
+  // up to
   // rounding in realistic mode and in peak mode with prefill tokens; peak
   // decode-only steps overlap communication (the book's formula), so use
   // Cost there.
   bool peak() const;
+  // Tokens a decoding sequence puts through the target's GEMMs per step:
+  // k + 1 with speculative decoding, else 1.
+  double DecodeQueries() const;
+  // The token count TokenTime is taken at for `work`: decode sequences x
+  // DecodeQueries() + prefill tokens.
+  double MatmulTokens(const StepWork& work) const;
+  const SpecDecode& spec() const;
+  // Pipeline stages (virtual engines the simulator runs per replica).
+  int pipeline_stages() const;
   // KV-cache bytes one token of one sequence's context takes on one chip.
   double KvBytesPerTokenPerChip() const;
   // HBM per chip left for the KV cache after the weights and the reserve.
