@@ -58,11 +58,19 @@ CollectiveCost EstimateOnAxes(const hw::System& system, Collective op,
   if (!ici.empty()) {
     int n_total = 1;
     for (size_t k : ici) n_total *= sizes[k];
+    // An all-to-all over ICI and outer axes exchanges, inside one ICI group,
+    // only the part of the array that group holds: V n_ici / N. (Every
+    // chip holds V / N; the ICI step moves that among its n_ici peers.)
+    const Bytes ici_bytes =
+        op == Collective::kAllToAll
+            ? bytes * (static_cast<double>(n_total) / out.group_size)
+            : bytes;
     std::vector<DimensionCost> costs;
     double inv_sum = 0;  // sum of 1/T_bw_i: bandwidths add
     Seconds a2a_bw, lat;
     for (size_t k : ici) {
-      DimensionCost c = dims[axis_indices[k]]->Cost(op, bytes, sizes[k], model);
+      DimensionCost c =
+          dims[axis_indices[k]]->Cost(op, ici_bytes, sizes[k], model);
       costs.push_back(c);
       if (c.bandwidth_time.si() > 0) inv_sum += 1.0 / c.bandwidth_time.si();
       lat += c.latency_time;
@@ -80,8 +88,9 @@ CollectiveCost EstimateOnAxes(const hw::System& system, Collective op,
       bool ring = ax.wraparound && sizes[k] == ax.size;
       in_links += (ring ? 2.0 : 1.0) * eff.ici * ax.bandwidth.si();
     }
-    Seconds floor_bw(
-        in_links > 0 ? bytes.si() * (n_total - 1.0) / n_total / in_links : 0.0);
+    Seconds floor_bw(in_links > 0
+                         ? ici_bytes.si() * (n_total - 1.0) / n_total / in_links
+                         : 0.0);
     if (op == Collective::kAllReduce) floor_bw = 2 * floor_bw;
     Seconds bw;
     if (op == Collective::kAllToAll) {
@@ -110,7 +119,7 @@ CollectiveCost EstimateOnAxes(const hw::System& system, Collective op,
                          ? (1.0 / costs[i].bandwidth_time.si()) / inv_sum
                          : 1.0 / ici.size();
       a.bytes = op == Collective::kAllToAll || op == Collective::kPermute
-                    ? bytes
+                    ? ici_bytes
                     : share * bytes;
       a.bandwidth_time = bw;
       a.latency_time = costs[i].latency_time;
@@ -123,7 +132,13 @@ CollectiveCost EstimateOnAxes(const hw::System& system, Collective op,
   // 2) Other levels, inside out: each works on the data one chip holds after
   //    the inner levels, V / (inner group), and the levels pipeline.
   for (size_t k : others) {
-    Bytes level_bytes = bytes / static_cast<double>(inner_group);
+    // An all-to-all level k exchanges each chip's V / N among its n_k peers
+    // (an array of V n_k / N); the other collectives work on what one chip
+    // holds after the inner levels, V / (inner group).
+    Bytes level_bytes =
+        op == Collective::kAllToAll
+            ? bytes * (static_cast<double>(sizes[k]) / out.group_size)
+            : bytes / static_cast<double>(inner_group);
     DimensionCost c =
         dims[axis_indices[k]]->Cost(op, level_bytes, sizes[k], model);
     levels.push_back({c.bandwidth_time, c.latency_time, c.algorithm});

@@ -223,5 +223,31 @@ TEST(CollectiveTest, OversubscriptionSlowsAllToAllOnly) {
   EXPECT_DOUBLE_EQ(ag_meta.time.si(), ag_flat.time.si());
 }
 
+// An all-to-all over node x net: every chip holds V / N and its node step
+// exchanges that among the node's 8 GPUs, an all-to-all of the node's share
+// of the array (V 8 / N), not of the whole array; the net step exchanges
+// the same V / N among the 18 nodes (an array of V 18 / N).
+TEST(CollectiveTest, HierarchicalAllToAllMovesEachLevelsShare) {
+  hw::System s = System("h800:8x18");
+  const Bytes v(793e6);
+  for (Mode mode : {Mode::kPeak, Mode::kRealistic}) {
+    auto both = Must(EstimateCollective(s, Collective::kAllToAll, v,
+                                        {"node", "net"}, {mode}));
+    ASSERT_EQ(both.per_axis.size(), 2u);
+    EXPECT_NEAR(both.per_axis[0].bytes.si(), 793e6 * 8 / 144, 1);
+    EXPECT_NEAR(both.per_axis[1].bytes.si(), 793e6 * 18 / 144, 1);
+    auto node_only = Must(EstimateCollective(
+        s, Collective::kAllToAll, Bytes(793e6 * 8 / 144), {"node"}, {mode}));
+    EXPECT_NEAR(both.per_axis[0].bandwidth_time.si(),
+                node_only.bandwidth_time.si(),
+                1e-9 * node_only.bandwidth_time.si());
+    // One node's all-to-all of the whole array is 18x the node step.
+    auto whole =
+        Must(EstimateCollective(s, Collective::kAllToAll, v, {"node"}, {mode}));
+    EXPECT_GT(whole.bandwidth_time.si(),
+              10 * both.per_axis[0].bandwidth_time.si());
+  }
+}
+
 }  // namespace
 }  // namespace scalemodel::net
