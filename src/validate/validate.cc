@@ -618,6 +618,11 @@ Result<bool> ScoreServingJson(const catalog::Catalog& cat,
   cfg.dp = std::max(1, sys->num_chips() / (cfg.tp * cfg.ep));
   cfg.weights = *hw::ParseDtype(row.value("weights", "bf16"));
   cfg.kv = *hw::ParseDtype(row.value("kv", "bf16"));
+  // The host time per step of the engine version the row ran.
+  const estimate::EngineHostOverhead host =
+      estimate::EngineHostTime(row.value("engine", ""));
+  cfg.host_step_s = host.step_s;
+  cfg.host_fraction = host.fraction;
   std::string assumptions;
   for (const json& a : row.value("assumptions", json::array())) {
     if (a.is_string()) assumptions += "; " + a.get<std::string>();

@@ -183,6 +183,49 @@ TEST(StepCost, TokenAndContextTimesAddUp) {
               1e-12);
 }
 
+// An engine whose scheduler waits for the GPU (SGLang before v0.4, vLLM
+// V0) adds its host time to every step: a fixed time plus a fraction of the
+// GPU time, booked as overhead (the parts still sum exactly), and the
+// token/context split carries it too. The table's values by version.
+TEST(StepCost, UnoverlappedHostTimeOfOlderEngines) {
+  const StepWork w{40, 40 * 3000.0, 500, 500 * 1250.0};
+  ServeConfig base = Config(8, 1, 1);
+  auto plain =
+      StepCostModel::Create(Model("llama3-70b"), System("h100:8x1"), base);
+  ServeConfig host = base;
+  host.host_step_s = 0.4e-3;
+  host.host_fraction = 0.10;
+  auto slow =
+      StepCostModel::Create(Model("llama3-70b"), System("h100:8x1"), host);
+  ASSERT_TRUE(plain.has_value() && slow.has_value());
+  const StepParts a = plain->Cost(w), b = slow->Cost(w);
+  EXPECT_NEAR(b.total().si(), a.total().si() * 1.10 + 0.4e-3, 1e-12);
+  EXPECT_EQ(a.matmul.si(), b.matmul.si());
+  EXPECT_NEAR(b.overhead.si() - a.overhead.si(),
+              b.total().si() - a.total().si(), 1e-12);
+  EXPECT_NEAR(b.total().si(), slow->TokenTime(540) + slow->ContextTime(w),
+              1e-12);
+  // Peak mode is the book's formula: no host time.
+  host.mode = base.mode = Mode::kPeak;
+  auto pa =
+      StepCostModel::Create(Model("llama3-70b"), System("h100:8x1"), base);
+  auto pb =
+      StepCostModel::Create(Model("llama3-70b"), System("h100:8x1"), host);
+  EXPECT_EQ(pa->Cost(w).total().si(), pb->Cost(w).total().si());
+
+  EXPECT_DOUBLE_EQ(EngineHostTime("SGLang v0.3.0").fraction, 0.10);
+  EXPECT_DOUBLE_EQ(EngineHostTime("sglang@0.3").fraction, 0.10);
+  EXPECT_EQ(EngineHostTime("SGLang v0.4.0").fraction, 0);
+  EXPECT_EQ(EngineHostTime("SGLang v0.5.6").fraction, 0);
+  EXPECT_DOUBLE_EQ(EngineHostTime("vLLM v0.6.0").step_s, 0.4e-3);
+  EXPECT_EQ(EngineHostTime("vLLM v0.6.0").fraction, 0);
+  EXPECT_NEAR(EngineHostTime("vllm@0.5.3").fraction, 0.29 / 0.38, 1e-12);
+  EXPECT_EQ(EngineHostTime("vLLM v0.10.1").step_s, 0);
+  EXPECT_EQ(EngineHostTime("TensorRT-LLM v0.5").step_s, 0);
+  EXPECT_EQ(EngineHostTime("SGLang").fraction, 0);  // no version: nothing
+  EXPECT_FALSE(EngineHostTime("SGLang v0.3.0").source.empty());
+}
+
 SimulationResult Simulate(const StepCostModel& sc, const Workload& w,
                           const SchedulerOptions& s, int replicas = 1) {
   auto r = SimulateServing(sc, replicas, w, s, Slo{});
