@@ -128,6 +128,8 @@ class Replica {
   int lookahead_;  // draft tokens per decode step (0: no speculation)
   std::vector<Req>* reqs_ = nullptr;
   std::deque<int> waiting_;
+  int group_left_ = 0;    // multi-step: decode steps left in the run
+  bool admitted_ = true;  // the last step could admit waiting requests
   std::vector<int> running_;
   double used_ = 0;
   int preemptions_ = 0;
@@ -189,8 +191,12 @@ bool Replica::Admissible(int r) const {
 void Replica::ScheduleStep(std::vector<Scheduled>* step) {
   step->clear();
   int budget = opt_.max_batched_tokens;
-  const bool prefill_only =
-      !opt_.chunked_prefill && !waiting_.empty() && Admissible(waiting_[0]);
+  // Multi-step: inside a run of decode steps nothing is admitted.
+  const bool admit = group_left_ <= 0 || running_.empty();
+  if (group_left_ > 0) --group_left_;
+  admitted_ = admit;
+  const bool prefill_only = admit && !opt_.chunked_prefill &&
+                            !waiting_.empty() && Admissible(waiting_[0]);
   if (!prefill_only) {
     // Running requests first, in admission order; a preemption may remove
     // later ones, so walk by index.
@@ -206,9 +212,9 @@ void Replica::ScheduleStep(std::vector<Scheduled>* step) {
       step->push_back({r, n});
       budget -= n + extra;
     }
-    if (!opt_.chunked_prefill) return;
+    if (!opt_.chunked_prefill || !admit) return;
   }
-  while (!waiting_.empty() && budget > 0 && Admissible(waiting_[0])) {
+  while (admit && !waiting_.empty() && budget > 0 && Admissible(waiting_[0])) {
     int r = waiting_[0];
     Req& q = (*reqs_)[r];
     int need = q.tokens() - q.computed;
@@ -366,6 +372,11 @@ void Replica::Run(std::vector<Req>* reqs, int clients, Runs* itl,
     }
     double tokens = 0, decode = 0;
     const double dt = StepTime(step, &tokens, &decode);
+    // Multi-step: a decode-only step scheduled at a run's boundary starts
+    // the next run.
+    if (opt_.scheduler_steps > 1 && admitted_ && decode == tokens) {
+      group_left_ = opt_.scheduler_steps - 1;
+    }
     const double in_system =
         static_cast<double>(running_.size() + waiting_.size());
     area += in_system * dt;

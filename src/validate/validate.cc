@@ -291,7 +291,8 @@ struct ServingLoad {
   // continuous-batching simulator (estimate/batching.h) instead.
   int concurrency = 0;
   double rate = 0;
-  bool mean = false;  // the source reports means, not medians
+  int scheduler_steps = 1;  // the row's vLLM --num-scheduler-steps
+  bool mean = false;        // the source reports means, not medians
   // The case's simulation, run once for all the quantities it measured.
   mutable std::shared_ptr<estimate::SimulationResult> simulated;
   std::string text;  // how the load was read, for the setup column
@@ -330,6 +331,7 @@ Result<estimate::SimulationResult> Simulate(const model::ModelSpec& m,
   estimate::SchedulerOptions sched;
   sched.chunked_prefill = true;
   sched.max_num_seqs = std::max(256, w.concurrency);
+  sched.scheduler_steps = load.scheduler_steps;
   return estimate::SimulateServing(*cost, std::max(1, cfg.dp), w, sched, {});
 }
 
@@ -618,6 +620,11 @@ Result<bool> ScoreServingJson(const catalog::Catalog& cat,
   cfg.dp = std::max(1, sys->num_chips() / (cfg.tp * cfg.ep));
   cfg.weights = *hw::ParseDtype(row.value("weights", "bf16"));
   cfg.kv = *hw::ParseDtype(row.value("kv", "bf16"));
+  // The host time per step of the engine version the row ran.
+  const estimate::EngineHostOverhead host =
+      estimate::EngineHostTime(row.value("engine", ""));
+  cfg.host_step_s = host.step_s;
+  cfg.host_fraction = host.fraction;
   std::string assumptions;
   for (const json& a : row.value("assumptions", json::array())) {
     if (a.is_string()) assumptions += "; " + a.get<std::string>();
@@ -632,6 +639,12 @@ Result<bool> ScoreServingJson(const catalog::Catalog& cat,
       report.skipped.push_back(
           fmt::format("{}#{}: {}", id, k, load.error().message));
       continue;
+    }
+    // vLLM V0's multi-step scheduling, where the row's launch set it.
+    if (row.contains("num_scheduler_steps") &&
+        row["num_scheduler_steps"].is_number_integer()) {
+      load->scheduler_steps =
+          std::max(1, row["num_scheduler_steps"].get<int>());
     }
     const auto measured = CaseMeasurements(c);
     for (const auto& [metric, value] : measured) {

@@ -183,6 +183,49 @@ TEST(StepCost, TokenAndContextTimesAddUp) {
               1e-12);
 }
 
+// An engine whose scheduler waits for the GPU (SGLang before v0.4, vLLM
+// V0) adds its host time to every step: a fixed time plus a fraction of the
+// GPU time, booked as overhead (the parts still sum exactly), and the
+// token/context split carries it too. The table's values by version.
+TEST(StepCost, UnoverlappedHostTimeOfOlderEngines) {
+  const StepWork w{40, 40 * 3000.0, 500, 500 * 1250.0};
+  ServeConfig base = Config(8, 1, 1);
+  auto plain =
+      StepCostModel::Create(Model("llama3-70b"), System("h100:8x1"), base);
+  ServeConfig host = base;
+  host.host_step_s = 0.4e-3;
+  host.host_fraction = 0.10;
+  auto slow =
+      StepCostModel::Create(Model("llama3-70b"), System("h100:8x1"), host);
+  ASSERT_TRUE(plain.has_value() && slow.has_value());
+  const StepParts a = plain->Cost(w), b = slow->Cost(w);
+  EXPECT_NEAR(b.total().si(), a.total().si() * 1.10 + 0.4e-3, 1e-12);
+  EXPECT_EQ(a.matmul.si(), b.matmul.si());
+  EXPECT_NEAR(b.overhead.si() - a.overhead.si(),
+              b.total().si() - a.total().si(), 1e-12);
+  EXPECT_NEAR(b.total().si(), slow->TokenTime(540) + slow->ContextTime(w),
+              1e-12);
+  // Peak mode is the book's formula: no host time.
+  host.mode = base.mode = Mode::kPeak;
+  auto pa =
+      StepCostModel::Create(Model("llama3-70b"), System("h100:8x1"), base);
+  auto pb =
+      StepCostModel::Create(Model("llama3-70b"), System("h100:8x1"), host);
+  EXPECT_EQ(pa->Cost(w).total().si(), pb->Cost(w).total().si());
+
+  EXPECT_DOUBLE_EQ(EngineHostTime("SGLang v0.3.0").fraction, 0.10);
+  EXPECT_DOUBLE_EQ(EngineHostTime("sglang@0.3").fraction, 0.10);
+  EXPECT_EQ(EngineHostTime("SGLang v0.4.0").fraction, 0);
+  EXPECT_EQ(EngineHostTime("SGLang v0.5.6").fraction, 0);
+  EXPECT_DOUBLE_EQ(EngineHostTime("vLLM v0.6.0").step_s, 0.4e-3);
+  EXPECT_EQ(EngineHostTime("vLLM v0.6.0").fraction, 0);
+  EXPECT_NEAR(EngineHostTime("vllm@0.5.3").fraction, 0.29 / 0.38, 1e-12);
+  EXPECT_EQ(EngineHostTime("vLLM v0.10.1").step_s, 0);
+  EXPECT_EQ(EngineHostTime("TensorRT-LLM v0.5").step_s, 0);
+  EXPECT_EQ(EngineHostTime("SGLang").fraction, 0);  // no version: nothing
+  EXPECT_FALSE(EngineHostTime("SGLang v0.3.0").source.empty());
+}
+
 SimulationResult Simulate(const StepCostModel& sc, const Workload& w,
                           const SchedulerOptions& s, int replicas = 1) {
   auto r = SimulateServing(sc, replicas, w, s, Slo{});
@@ -258,6 +301,38 @@ TEST(Simulator, LittlesLawHolds) {
 
 // A KV cache too small for the offered load preempts (recompute), and
 // every request still finishes.
+// vLLM V0's multi-step scheduling (--num-scheduler-steps N): a run of N
+// decode steps admits nothing, so a request arriving mid-run waits for its
+// end: at a light load (the batch mostly decoding) the median TTFT grows by
+// about half a run of decode steps, and every request still completes
+// (Little's law holds).
+TEST(Simulator, MultiStepRunsDelayAdmission) {
+  auto sc = StepCostModel::Create(Model("llama3-8b"), System("h100:1x1"),
+                                  Config(1, 1, 1));
+  ASSERT_TRUE(sc.has_value());
+  Workload w;
+  w.rate_per_s = 4;
+  w.requests = 400;
+  w.prompt = {LengthDist::kFixed, 256, 0};
+  w.output = {LengthDist::kFixed, 200, 0};
+  w.seed = 3;
+  SchedulerOptions one;
+  one.chunked_prefill = true;
+  SchedulerOptions ten = one;
+  ten.scheduler_steps = 10;
+  SimulationResult a = Simulate(*sc, w, one), b = Simulate(*sc, w, ten);
+  ASSERT_EQ(b.requests, 400);
+  const double step = a.tpot_s.p50;
+  EXPECT_GT(b.ttft_s.p50 - a.ttft_s.p50, 2.5 * step);
+  EXPECT_LT(b.ttft_s.p50 - a.ttft_s.p50, 7.5 * step);
+  EXPECT_NEAR(b.mean_requests_in_system / (b.requests_per_s * b.e2e_s.mean), 1,
+              1e-6);
+  // A run of one step is the plain scheduler.
+  SchedulerOptions unit = one;
+  unit.scheduler_steps = 1;
+  EXPECT_EQ(Simulate(*sc, w, unit).ttft_s.p50, a.ttft_s.p50);
+}
+
 TEST(Simulator, PreemptsWhenKvCacheIsTooSmall) {
   ServeConfig cfg = Config(1, 1, 1);
   hw::System sys = System("h100:1x1");

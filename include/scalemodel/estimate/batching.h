@@ -80,6 +80,10 @@ struct SchedulerOptions {
   // not computed (they still hold KV blocks: sharing is not modelled).
   double prefix_hit = 0;
   int block_tokens = 16;  // paged-KV block (vLLM's default)
+  // vLLM V0's --num-scheduler-steps: a decode-only step starts a run of
+  // this many decode steps of the same batch; requests that arrive during
+  // the run wait for its end to be admitted. 1: every step is scheduled.
+  int scheduler_steps = 1;
 };
 
 // Service-level objectives for goodput; 0 = none.

@@ -12,6 +12,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "scalemodel/base/error.h"
@@ -74,7 +75,28 @@ struct ServeConfig {
   hw::Dtype kv = hw::Dtype::kBf16;
   Mode mode = Mode::kRealistic;
   double price_per_chip_hour = 0;  // 0: catalog price
+  // Host (CPU) time per step the engine does not overlap with the GPU
+  // (realistic mode; docs/model.md 7.2): a fixed time per step plus a
+  // fraction of the step's GPU time. Zero (the default): an engine whose
+  // scheduler runs a step ahead of the GPU (SGLang >= 0.4, vLLM V1,
+  // TensorRT-LLM). EngineHostTime gives the measured values by version.
+  double host_step_s = 0;
+  double host_fraction = 0;
 };
+
+// Host time per step of an engine version whose scheduler waits for the
+// GPU: a measured value with its source.
+struct EngineHostOverhead {
+  double step_s = 0;    // fixed per step, s
+  double fraction = 0;  // of the step's GPU time
+  std::string source;
+};
+
+// The host time of the engine a row or a user names: "SGLang v0.3.0",
+// "vLLM v0.6.0", "sglang@0.3", "vllm@0.6.3". Zero for engines and versions
+// that overlap the host work with the GPU, and for unknown names.
+//   EngineHostTime("SGLang v0.3.0").fraction == 0.10
+EngineHostOverhead EngineHostTime(std::string_view engine);
 
 // The parts of one engine step (docs/model.md 7.2). They add up to the step
 // time exactly: total() is the step time, by definition.
