@@ -458,6 +458,9 @@ def serve(
     seed: int | None = ...,
     slo_ttft: _Opt | None = ...,
     slo_tpot: _Opt | None = ...,
+    prefill_plan: _Opt | None = ...,
+    decode_plan: _Opt | None = ...,
+    kv_transfer: _Opt | None = ...,
     from: _Opt | None = ...,
     trace: _Opt | None = ...,
     catalog: _Path | None = ...,
@@ -477,6 +480,13 @@ def plan_serve(
     mode: _Opt | None = ...,
     price_per_chip_hour: float | None = ...,
     emit: _Opt | None = ...,
+    rate: _Opt | None = ...,
+    slo_ttft: _Opt | None = ...,
+    slo_tpot: _Opt | None = ...,
+    requests: int | None = ...,
+    seed: int | None = ...,
+    layouts: _Opt | None = ...,
+    kv_transfer: _Opt | None = ...,
     catalog: _Path | None = ...,
 ) -> PlanServeResult: ...
 
