@@ -393,11 +393,11 @@ Result<bool> CheckRequest(const SloPlanRequest& r) {
   if (r.sim_requests < 1) {
     return InvalidArgument("expected at least 1 simulated request, got " +
                                std::to_string(r.sim_requests),
-                           "sim_requests");
+                           "requests");
   }
   if (!r.aggregated && !r.disaggregated) {
     return InvalidArgument("expected aggregated, disaggregated or both",
-                           "kinds");
+                           "layouts");
   }
   return true;
 }

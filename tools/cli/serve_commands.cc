@@ -813,7 +813,9 @@ Command AddServeCommand(CLI::App& app) {
       "  scalemodel serve --model llama3-70b --system h100:8x1 --plan tp=8 "
       "--rate 4 --requests 1000 --prompt-dist lognormal:2048:1024 "
       "--output-dist uniform:128:1024 --chunked-prefill --slo-ttft 2s "
-      "--slo-tpot 50ms");
+      "--slo-tpot 50ms\n"
+      "  scalemodel serve --model llama3-70b --system h100:8x2 --prefill-plan "
+      "tp=4,dp=2 --decode-plan tp=8 --rate 4 --prompt 2048 --output 256");
   c.app->add_option("--model", o->model, "Catalog model or config.json")
       ->required();
   c.app

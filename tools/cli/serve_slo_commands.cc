@@ -68,6 +68,20 @@ Json LinkJson(const estimate::KvTransferLink& l) {
           {"latency_s", l.latency_s}};
 }
 
+// The JSON "disaggregated" object: pools, link, transfer times.
+Json DisaggJson(const estimate::DisaggregatedResult& r,
+                const estimate::KvTransferLink& link) {
+  return {{"prefill_chips", r.prefill_chips},
+          {"decode_chips", r.decode_chips},
+          {"prefill_to_decode_chips",
+           static_cast<double>(r.prefill_chips) / r.decode_chips},
+          {"link", LinkJson(link)},
+          {"kv_transfer_s", PercentilesJson(r.kv_transfer_s)},
+          {"kv_exposed_s", PercentilesJson(r.kv_exposed_s)},
+          {"prefill_pool", report::ToJson(r.prefill_pool)},
+          {"decode_pool", report::ToJson(r.decode_pool)}};
+}
+
 std::string PoolText(const char* name, const std::string& plan,
                      const estimate::SimulationResult& r) {
   return fmt::format(
@@ -155,16 +169,7 @@ Result<Output> RunServeDisagg(
        {"weights", std::string(hw::DtypeName(cfg.weights))},
        {"kv", std::string(hw::DtypeName(cfg.kv))}},
       report::ToJson(s));
-  out.json["disaggregated"] = {
-      {"prefill_chips", r->prefill_chips},
-      {"decode_chips", r->decode_chips},
-      {"prefill_to_decode_chips",
-       static_cast<double>(r->prefill_chips) / r->decode_chips},
-      {"link", LinkJson(pools.link)},
-      {"kv_transfer_s", PercentilesJson(r->kv_transfer_s)},
-      {"kv_exposed_s", PercentilesJson(r->kv_exposed_s)},
-      {"prefill_pool", report::ToJson(r->prefill_pool)},
-      {"decode_pool", report::ToJson(r->decode_pool)}};
+  out.json["disaggregated"] = DisaggJson(*r, pools.link);
   out.text =
       fmt::format(
           "{} on {}: disaggregated, prefill {} ({} chips) + decode {} ({} "
@@ -310,6 +315,24 @@ std::string SloResultText(const search::SloPlanResult& res,
   return s + "\nSimulated plans:\n" + Table(rows);
 }
 
+// --csv: one row per simulated plan, best (or closest) first.
+std::string SloCsv(const std::vector<search::SloPlan>& plans) {
+  std::vector<std::vector<std::string>> rows = {
+      {"rank", "kind", "plan", "chips", "ttft_p99_s", "tpot_p99_s",
+       "cost_per_million_output_tokens_usd", "meets_slo"}};
+  for (size_t i = 0; i < plans.size(); ++i) {
+    const search::SloPlan& p = plans[i];
+    const double usd = p.cost_per_million_output_tokens_usd;
+    rows.push_back({std::to_string(i + 1),
+                    p.disaggregated ? "disaggregated" : "aggregated",
+                    p.PlanString(), std::to_string(p.chips),
+                    CsvNumber(p.ttft_p99_s), CsvNumber(p.tpot_p99_s),
+                    std::isnan(usd) ? "" : CsvNumber(usd),
+                    p.meets ? "true" : "false"});
+  }
+  return Csv(rows);
+}
+
 // --rate, the SLOs and --layouts into the library's request.
 Result<search::SloPlanRequest> SloRequest(const estimate::ServeConfig& base,
                                           int max_chips,
@@ -430,6 +453,7 @@ Result<Output> RunServeSloSearch(const catalog::Catalog& cat,
   auto [trust, trust_json] =
       TrustOnChip(cat, chip, false, base.mode == estimate::Mode::kRealistic);
   out.json["accuracy"] = trust_json;
+  out.csv = SloCsv(res->plans);
   out.text =
       fmt::format(
           "{} on {} at {} requests/s, prompt {} + output {} tokens; "
