@@ -262,9 +262,12 @@ void DisaggregatedCandidates(const std::vector<Layout>& layouts,
       if (np < 1 || !std::isfinite(ttft)) continue;
       SloPlan plan;
       plan.disaggregated = true;
-      const int prompt_budget = std::max(8192, static_cast<int>(P));
-      plan.pool = {p.tp, p.ep, 1, np, 256, prompt_budget, false};
-      plan.decode = {d.tp, d.ep, 1, nd, de.seq_cap, 8192, true};
+      // One scheduler for both pools (serve --max-num-seqs and
+      // --max-batched-tokens set both): whole prompts in the prefill pool,
+      // handed-off requests mixed into decode steps.
+      const int budget = std::max(8192, static_cast<int>(P));
+      plan.pool = {p.tp, p.ep, 1, np, de.seq_cap, budget, false};
+      plan.decode = {d.tp, d.ep, 1, nd, de.seq_cap, budget, true};
       plan.chips = plan.pool.chips() + plan.decode.chips();
       plan.estimated_ttft_p99_s = plan.ttft_p99_s = ttft;
       plan.estimated_tpot_p99_s = plan.tpot_p99_s = tpot;

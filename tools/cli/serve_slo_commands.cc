@@ -315,6 +315,63 @@ std::string SloResultText(const search::SloPlanResult& res,
   return s + "\nSimulated plans:\n" + Table(rows);
 }
 
+// A system spelling of `chips` chips for serve: GPUs as NVLink domains of
+// the largest size dividing the count; TPUs as the search's slice. Empty
+// when there is none.
+std::string SystemOf(const hw::Chip& chip, int chips) {
+  if (chip.is_tpu() || !chip.nvlink) {
+    auto sys = search::SystemOfChips(chip, chips);
+    return sys ? sys->id : "";
+  }
+  int k = std::min(chips, chip.nvlink->domain_size);
+  while (chips % k != 0) --k;
+  return fmt::format("{}:{}x{}", chip.id, k, chips / k);
+}
+
+// The serve command that simulates `p` again with the search's workload.
+std::string ServeCommand(const search::SloPlan& p,
+                         const search::SloPlanRequest& r,
+                         const std::string& model, const hw::Chip& chip) {
+  const std::string sys = SystemOf(chip, p.chips);
+  if (sys.empty()) return "";
+  std::string s = "scalemodel serve --model " + model + " --system " + sys;
+  if (p.disaggregated) {
+    s += " --prefill-plan " + p.pool.PlanString() + " --decode-plan " +
+         p.decode.PlanString();
+    if (r.overlap == estimate::KvOverlap::kLayerwise) {
+      s += " --kv-transfer layerwise";
+    }
+  } else {
+    s += " --plan " + p.pool.PlanString();
+    if (p.pool.chunked_prefill) s += " --chunked-prefill";
+  }
+  s += fmt::format(
+      " --max-num-seqs {} --max-batched-tokens {} --rate {} --requests {} "
+      "--seed {} --prompt {} --output {}",
+      p.pool.max_num_seqs, p.pool.max_batched_tokens, r.rate_per_s,
+      r.sim_requests, r.seed, static_cast<int64_t>(r.base.prompt),
+      static_cast<int64_t>(r.base.output));
+  if (r.base.weights != hw::Dtype::kBf16) {
+    s += " --weights " + std::string(hw::DtypeName(r.base.weights));
+  }
+  if (r.base.kv != hw::Dtype::kBf16) {
+    s += " --kv " + std::string(hw::DtypeName(r.base.kv));
+  }
+  if (r.base.mode == estimate::Mode::kPeak) s += " --mode peak";
+  return s;
+}
+
+// The command on a few lines that still paste whole (" \\" breaks before
+// the plan, the scheduler and the lengths).
+std::string Continued(std::string cmd) {
+  for (const char* flag :
+       {" --prefill-plan ", " --plan ", " --max-num-seqs ", " --prompt "}) {
+    const size_t at = cmd.find(flag);
+    if (at != std::string::npos) cmd.replace(at, 1, " \\\n      ");
+  }
+  return cmd;
+}
+
 // --csv: one row per simulated plan, best (or closest) first.
 std::string SloCsv(const std::vector<search::SloPlan>& plans) {
   std::vector<std::vector<std::string>> rows = {
@@ -419,8 +476,11 @@ Result<Output> RunServeSloSearch(const catalog::Catalog& cat,
   auto res = search::PlanServingForSlo(m.spec, chip, *req);
   if (!res) return tl::unexpected(res.error());
   Json plans = Json::array();
-  for (const search::SloPlan& p : res->plans)
-    plans.push_back(SloPlanJson(p, *req));
+  for (const search::SloPlan& p : res->plans) {
+    Json j = SloPlanJson(p, *req);
+    j["serve_command"] = ServeCommand(p, *req, o.model, chip);
+    plans.push_back(j);
+  }
   Output out;
   out.json = Document(
       {{"model", m.spec.id},
@@ -464,7 +524,13 @@ Result<Output> RunServeSloSearch(const catalog::Catalog& cat,
           FormatSeconds(units::Seconds(req->ttft_p99_s)),
           FormatSeconds(units::Seconds(req->tpot_p99_s)), res->candidates,
           res->simulations, req->sim_requests, res->search_time_s) +
-      SloResultText(*res, *req) + trust;
+      SloResultText(*res, *req) +
+      (plans.empty() || plans[0]["serve_command"].get<std::string>().empty()
+           ? ""
+           : "\nSimulate the first again (and see its pools):\n  " +
+                 Continued(plans[0]["serve_command"].get<std::string>()) +
+                 "\n") +
+      trust;
   return out;
 }
 
