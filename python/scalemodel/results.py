@@ -213,9 +213,15 @@ class ServeResult(Result):
 
 class PlanServeResult(Result):
     """`scalemodel plan serve`: .frontier, .best (None when no point meets
-    the constraints)."""
+    the constraints); with rate=: .plans (simulated, best or closest first),
+    .best, .closest, .meets_slo."""
     __slots__ = ()
     _table_key = "frontier"
+
+    def to_pandas(self):
+        """The frontier, or with rate= the simulated plans, as a DataFrame."""
+        key = "plans" if "plans" in self._data else "frontier"
+        return Table(Record(r) for r in self._data[key]).to_pandas()
 
 
 class ValidateResult(Result):

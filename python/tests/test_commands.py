@@ -75,6 +75,13 @@ CASES = [
     ("plan_serve", sm.plan_serve, ["plan", "serve"], (),
      dict(model="llama3-70b", chip="tpu-v5e", prompt=8192, output=512,
           tpot_max="50ms")),
+    ("plan_serve_rate", sm.plan_serve, ["plan", "serve"], (),
+     dict(model="llama3-70b", chip="h100", rate=8, prompt=2048, output=512,
+          slo_ttft="2s", slo_tpot="50ms", requests=200)),
+    ("serve_disaggregated", sm.serve, ["serve"], (),
+     dict(model="llama3-70b", system="h100:8x2", prefill_plan="tp=4,dp=2",
+          decode_plan="tp=8", rate=4, requests=200, prompt=2048,
+          output=256)),
     ("validate", sm.validate, ["validate"], (), {"filter": "h100"}),
     ("validate_cv", sm.validate, ["validate"], (), {"cv": "family"}),
 ]
@@ -182,3 +189,22 @@ def test_text_report():
                                         json_report=False))
     assert code == 0 and text == out
     assert "step" in text
+
+
+def test_plan_serve_rate_plans_simulate_again():
+    """Each plan of `plan serve --rate` names the serve command that
+    simulates it; that command gives the same TTFT and TPOT p99."""
+    r = sm.plan_serve(model="llama3-70b", chip="h100", rate=8, prompt=2048,
+                      output=512, slo_ttft="2s", slo_tpot="50ms",
+                      requests=200)
+    assert r.meets_slo and r.best is not None and r.closest is None
+    kinds = set()
+    for p in r.to_dict()["plans"]:
+        kinds.add(p["kind"])
+        words = shlex.split(p["serve_command"])
+        assert words[0] == "scalemodel"
+        again = binary_json(words[1:] + ["--json"])
+        assert again["ttft_s"]["p99"] == p["ttft_p99_s"]
+        assert again["tpot_s"]["p99"] == p["tpot_p99_s"]
+    assert kinds == {"aggregated", "disaggregated"}
+    assert len(r.to_pandas()) == len(r.to_dict()["plans"])

@@ -65,12 +65,14 @@ double Sample(const LengthDist& d, Rng& rng) {
 // One request as the scheduler tracks it (vLLM V1's Request: tokens known
 // so far = prompt + generated, of which `computed` have KV in the cache).
 struct Req {
+  int id = 0;
   double arrival = 0;
   int prompt = 1, output = 1;
   int generated = 0;
   int computed = 0;
   int blocks = 0;
   int client = -1;  // closed loop: whose next request follows this one
+  int cached = 0;   // prompt KV that arrived with the request
   double first = -1, last = 0, finish = -1;
   int tokens() const { return prompt + generated; }
 };
@@ -474,15 +476,21 @@ std::vector<Req> MakeRequests(const Workload& w) {
   std::vector<Req> reqs;
   Rng rng(w.seed);
   if (w.arrivals == Workload::kTrace) {
-    std::vector<TraceRequest> t = w.trace;
-    std::stable_sort(t.begin(), t.end(), [](const auto& a, const auto& b) {
-      return a.arrival_s < b.arrival_s;
+    const std::vector<TraceRequest>& t = w.trace;
+    std::vector<int> order(t.size());
+    for (size_t i = 0; i < t.size(); ++i) order[i] = static_cast<int>(i);
+    std::stable_sort(order.begin(), order.end(), [&t](int a, int b) {
+      return t[a].arrival_s < t[b].arrival_s;
     });
-    for (const TraceRequest& r : t) {
+    for (int i : order) {
+      const TraceRequest& r = t[i];
       Req q;
+      q.id = i;
       q.arrival = r.arrival_s;
       q.prompt = static_cast<int>(std::max(1.0, std::round(r.prompt_tokens)));
       q.output = static_cast<int>(std::max(1.0, std::round(r.output_tokens)));
+      q.cached = static_cast<int>(
+          std::clamp(std::floor(r.cached_tokens), 0.0, q.prompt - 1.0));
       reqs.push_back(q);
     }
     return reqs;
@@ -490,6 +498,7 @@ std::vector<Req> MakeRequests(const Workload& w) {
   double t = 0;
   for (int i = 0; i < w.requests; ++i) {
     Req q;
+    q.id = i;
     if (w.arrivals == Workload::kPoisson) {
       t += rng.Exponential(w.rate_per_s);
       q.arrival = t;
@@ -525,8 +534,8 @@ void Collect(const std::vector<std::vector<Req>>& per_replica, Runs itl,
     for (const Req& q : per_replica[r]) {
       start = std::min(start, q.arrival);
       end = std::max(end, q.finish);
-      out->request_spans.push_back({static_cast<int>(r), q.arrival, q.first,
-                                    q.finish, q.prompt, q.output});
+      out->request_spans.push_back({q.id, static_cast<int>(r), q.arrival,
+                                    q.first, q.finish, q.prompt, q.output});
     }
   }
   out->duration_s = out->requests > 0 ? end - start : 0;
@@ -602,6 +611,18 @@ Result<LengthDist> ParseLengthDist(const std::string& text, double fixed_value,
   return d;
 }
 
+std::vector<TraceRequest> OpenLoopRequests(const Workload& w) {
+  std::vector<TraceRequest> out;
+  if (w.arrivals == Workload::kConcurrency) return out;
+  std::vector<Req> reqs = MakeRequests(w);
+  out.resize(reqs.size());
+  for (const Req& q : reqs) {
+    out[q.id] = {q.arrival, static_cast<double>(q.prompt),
+                 static_cast<double>(q.output), static_cast<double>(q.cached)};
+  }
+  return out;
+}
+
 Result<SimulationResult> SimulateServing(const StepCostModel& cost,
                                          int replicas, const Workload& w,
                                          const SchedulerOptions& s,
@@ -633,8 +654,10 @@ Result<SimulationResult> SimulateServing(const StepCostModel& cost,
                    FormatNumber(capacity * s.block_tokens) + " tokens";
       return out;
     }
-    q.computed = std::min(
-        q.prompt - 1, static_cast<int>(std::floor(q.prompt * s.prefix_hit)));
+    q.computed = std::max(
+        q.cached,
+        std::min(q.prompt - 1,
+                 static_cast<int>(std::floor(q.prompt * s.prefix_hit))));
     size_t client = closed ? i % static_cast<size_t>(w.concurrency) : i;
     per[client % engines].push_back(q);
   }

@@ -12,7 +12,10 @@
 #include "CLI/CLI.hpp"
 #include "scalemodel/base/error.h"
 #include "scalemodel/catalog/catalog.h"
+#include "scalemodel/estimate/batching.h"
+#include "scalemodel/estimate/inference.h"
 #include "scalemodel/estimate/training.h"
+#include "scalemodel/ingest/hf_config.h"
 #include "scalemodel/launch/launch.h"
 #include "scalemodel/net/collective.h"
 #include "scalemodel/report/json.h"
@@ -163,7 +166,35 @@ struct ServeSearchCli {
                            emit;
   int max_chips = 0;
   double price = 0;
+  // plan serve --rate (serve_slo_commands.cc): the SLO search.
+  std::string rate, slo_ttft, slo_tpot, layouts = "both", kv_transfer = "after";
+  int requests = 400;
+  uint64_t seed = 0;
 };
+// plan serve --rate: options and the SLO search (search::PlanServingForSlo)
+// for the model, chip and base config RunServeSearch resolved.
+void AddServeSloOptions(CLI::App* app, ServeSearchCli& o);
+Result<Output> RunServeSloSearch(const catalog::Catalog& cat,
+                                 const ingest::ImportedModel& m,
+                                 const hw::Chip& chip,
+                                 const estimate::ServeConfig& base,
+                                 int max_chips, const ServeSearchCli& o);
+
+// serve --prefill-plan/--decode-plan (serve_slo_commands.cc): disaggregated
+// serving, simulated (estimate::SimulateDisaggregated).
+struct DisaggCli {
+  std::string prefill_plan, decode_plan, kv_transfer = "after";
+  bool given(const CLI::App& app) const;
+};
+void AddDisaggOptions(CLI::App* app, DisaggCli& o);
+// The continuous-batching report's text (serve_commands.cc).
+std::string SimText(const estimate::SimulationResult& r,
+                    const estimate::Slo& slo);
+Result<Output> RunServeDisagg(
+    const ingest::ImportedModel& m, const hw::System& sys,
+    const estimate::ServeConfig& cfg, const estimate::Workload& w,
+    const estimate::SchedulerOptions& sched, const estimate::Slo& slo,
+    const std::string& arrivals, const DisaggCli& d, const std::string& trace);
 void AddServeSearchOptions(CLI::App* app, ServeSearchCli& o);
 Result<Output> RunServeSearch(const catalog::Catalog& cat,
                               const ServeSearchCli& o);

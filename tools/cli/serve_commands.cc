@@ -58,6 +58,7 @@ struct ServeCli {
   bool dp_attention = false;
   int redundant_experts = 0;
   ServeSimCli sim;
+  DisaggCli disagg;  // --prefill-plan, --decode-plan, --kv-transfer
   // serve --from vllm|sglang ARG...: the server line to import.
   std::vector<std::string> from;
 };
@@ -357,8 +358,8 @@ static std::string PercentileRow(const char* name,
                      FormatSeconds(units::Seconds(p.mean)));
 }
 
-static std::string SimText(const estimate::SimulationResult& r,
-                           const estimate::Slo& slo) {
+std::string SimText(const estimate::SimulationResult& r,
+                    const estimate::Slo& slo) {
   if (!r.feasible) return "NOT FEASIBLE: " + r.reason + "\n";
   std::string s = fmt::format("{:<5} {:>10} {:>10} {:>10} {:>10}\n", "", "p50",
                               "p90", "p99", "mean");
@@ -528,8 +529,8 @@ static void PutServeExtensions(const estimate::ServeConfig& cfg,
 // simulation (estimate::SimulateServing) instead of the static batch.
 static Result<Output> RunServeSim(const ingest::ImportedModel& m,
                                   const hw::System& sys,
-                                  estimate::ServeConfig cfg,
-                                  const ServeCli& o) {
+                                  estimate::ServeConfig cfg, const ServeCli& o,
+                                  bool disaggregated) {
   const ServeSimCli& so = o.sim;
   auto w = ParseWorkload(so, &cfg);
   if (!w) return tl::unexpected(w.error());
@@ -545,15 +546,19 @@ static Result<Output> RunServeSim(const ingest::ImportedModel& m,
   if (!tpot) return tl::unexpected(tpot.error());
   slo.ttft_s = *ttft;
   slo.tpot_s = *tpot;
-  auto sc = estimate::StepCostModel::Create(m.spec, sys, cfg);
-  if (!sc) return tl::unexpected(sc.error());
-  auto r = estimate::SimulateServing(*sc, cfg.dp, *w, sched, slo);
-  if (!r) return tl::unexpected(r.error());
   std::string arrivals =
       w->arrivals == estimate::Workload::kTrace ? "trace " + so.trace_file
       : w->arrivals == estimate::Workload::kPoisson
           ? "Poisson at " + so.rate + " requests/s"
           : std::to_string(so.concurrency) + " concurrent clients";
+  if (disaggregated) {
+    return RunServeDisagg(m, sys, cfg, *w, sched, slo, arrivals, o.disagg,
+                          o.trace);
+  }
+  auto sc = estimate::StepCostModel::Create(m.spec, sys, cfg);
+  if (!sc) return tl::unexpected(sc.error());
+  auto r = estimate::SimulateServing(*sc, cfg.dp, *w, sched, slo);
+  if (!r) return tl::unexpected(r.error());
   Output out;
   out.json = Document(
       {{"model", m.spec.id},
@@ -654,6 +659,14 @@ Result<Output> RunServeSearch(const catalog::Catalog& cat,
   req.max_chips = o.max_chips > 0 ? o.max_chips : system_chips;
   req.tpot_max_s = tpot_max;
   req.ttft_max_s = ttft_max;
+  if (!o.rate.empty()) {
+    return RunServeSloSearch(cat, *m, **chip, *base, req.max_chips, o);
+  }
+  if (!o.slo_ttft.empty() || !o.slo_tpot.empty()) {
+    return InvalidArgument(
+        "the p99 SLOs are targets of the search at a request rate; add --rate",
+        o.slo_ttft.empty() ? "--slo-tpot" : "--slo-ttft");
+  }
   const search::ServingPlanResult res = search::PlanServing(spec, **chip, req);
   const int max_chips = res.max_chips;
   const double evaluated = res.configs_evaluated;
@@ -774,6 +787,7 @@ void AddServeSearchOptions(CLI::App* app, ServeSearchCli& o) {
   app->add_option("--mode", o.mode, "realistic or peak")->capture_default_str();
   app->add_option("--price-per-chip-hour", o.price, "USD per chip-hour");
   app->add_option("--emit", o.emit, fmt::format(kEmitHelp, "the best plan"));
+  AddServeSloOptions(app, o);
 }
 
 static void AddServeSimOptions(CLI::App* app, ServeSimCli& o) {
@@ -939,7 +953,9 @@ Command AddServeCommand(CLI::App& app) {
       "ep=144 --dp-attention --redundant-experts 32 --batch 6912 --weights "
       "fp8 --spec mtp:1\n"
       "  scalemodel serve --model llama3-405b --system h100:8x2 --plan "
-      "tp=8,pp=2 --batch 64 --weights fp8");
+      "tp=8,pp=2 --batch 64 --weights fp8\n"
+      "  scalemodel serve --model llama3-70b --system h100:8x2 --prefill-plan "
+      "tp=4,dp=2 --decode-plan tp=8 --rate 4 --prompt 2048 --output 256");
   c.app->add_option("--model", o->model, "Catalog model or config.json")
       ->required();
   c.app
@@ -984,6 +1000,7 @@ Command AddServeCommand(CLI::App& app) {
                    "Extra routed-expert copies over the replica (DeepSeek "
                    "EPLB); ep divides experts + copies")
       ->capture_default_str();
+  AddDisaggOptions(c.app, o->disagg);
   c.app
       ->add_option("--from", o->from,
                    "Estimate the server a launch line describes: vllm "
@@ -1036,7 +1053,17 @@ Command AddServeCommand(CLI::App& app) {
     }
     auto simulate = SimulationWanted(*app, *o);
     if (!simulate) return tl::unexpected(simulate.error());
-    if (*simulate) return RunServeSim(*m, *sys, *cfg, *o);
+    const bool disagg = o->disagg.given(*app);
+    if (disagg && (app->count("--plan") > 0 || !*simulate)) {
+      return InvalidArgument(
+          app->count("--plan") > 0
+              ? "give --plan (one pool) or --prefill-plan and --decode-plan "
+                "(disaggregated), not both"
+              : "disaggregated serving is simulated; add --rate or "
+                "--trace-file",
+          "--prefill-plan");
+    }
+    if (*simulate) return RunServeSim(*m, *sys, *cfg, *o, disagg);
     auto e = estimate::EstimateServing(m->spec, *sys, *cfg);
     if (!e) return tl::unexpected(e.error());
     if (std::string n = estimate::PowerCapNote(sys->chip);

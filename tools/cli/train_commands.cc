@@ -1437,10 +1437,15 @@ Command AddPlanCommand(CLI::App& app) {
       "tensor "
       "and expert\nparallelism, batch sizes. Prints the latency/throughput "
       "Pareto frontier, the best plan\nunder --tpot-max / --ttft-max, and the "
-      "prefill:decode chip ratio for disaggregated serving.\n\nExample:\n"
+      "prefill:decode chip ratio for disaggregated serving.\nWith --rate: the "
+      "cheapest plan (aggregated or disaggregated, pool ratio, batch caps, "
+      "chunk size)\nwhose simulated TTFT and TPOT p99 meet --slo-ttft and "
+      "--slo-tpot, or the closest one.\n\nExamples:\n"
       "  scalemodel plan serve --model llama3-70b --system tpu-v5e --prompt "
       "8192 "
-      "--output 512 --tpot-max 50ms");
+      "--output 512 --tpot-max 50ms\n"
+      "  scalemodel plan serve --model llama3-70b --system h100 --rate 8 "
+      "--prompt 2048 --output 512 --slo-ttft 2s --slo-tpot 50ms");
   auto so = std::make_shared<ServeSearchCli>();
   AddServeSearchOptions(sv, *so);
   c.action = [o, tr, sv, so](const catalog::Catalog& cat) -> Result<Output> {

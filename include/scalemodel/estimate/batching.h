@@ -51,6 +51,10 @@ struct TraceRequest {
   double arrival_s = 0;
   double prompt_tokens = 1;
   double output_tokens = 1;
+  // Prompt tokens whose KV arrives with the request (a disaggregated decode
+  // pool's handed-off prompt, estimate/disaggregated.h): never computed;
+  // at most prompt - 1 count.
+  double cached_tokens = 0;
 };
 
 struct Workload {
@@ -98,6 +102,7 @@ struct Percentiles {
 
 // One simulated request's times (seconds from the first arrival's clock).
 struct RequestSpan {
+  int id = 0;  // the request's index in the workload (trace order as given)
   int replica = 0;
   double arrival_s = 0, first_token_s = 0, finish_s = 0;
   int prompt = 0, output = 0;
@@ -137,6 +142,10 @@ struct SimulationResult {
   std::vector<RequestSpan> request_spans;
   std::vector<std::string> notes;
 };
+
+// The requests an open-loop workload sends (kPoisson: sampled with its
+// seed; kTrace: the trace), in the order RequestSpan::id counts them.
+std::vector<TraceRequest> OpenLoopRequests(const Workload& workload);
 
 // Simulates `replicas` identical replicas (requests dealt round-robin;
 // closed-loop clients split as evenly as they go) of the replica `cost`

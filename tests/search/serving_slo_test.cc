@@ -1,0 +1,97 @@
+#include "scalemodel/search/serving_slo.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+
+#include "../testing/catalog.h"
+
+namespace scalemodel::search {
+namespace {
+
+using scalemodel::testing::Chip;
+using scalemodel::testing::Model;
+
+SloPlanRequest Request(double rate, double ttft, double tpot) {
+  SloPlanRequest r;
+  r.base.prompt = 2048;
+  r.base.output = 256;
+  r.rate_per_s = rate;
+  r.ttft_p99_s = ttft;
+  r.tpot_p99_s = tpot;
+  r.sim_requests = 200;
+  return r;
+}
+
+// Reachable SLOs: the best plan meets both in its own simulation, and the
+// plans after it that meet them cost no less.
+TEST(PlanServingForSlo, MeetsReachableSlo) {
+  auto r = PlanServingForSlo(Model("llama3-70b"), Chip("h100"),
+                             Request(4, 2.0, 0.05));
+  ASSERT_TRUE(r);
+  ASSERT_TRUE(r->met) << r->reason;
+  const SloPlan& b = r->plans[0];
+  EXPECT_TRUE(b.simulated);
+  EXPECT_LE(b.ttft_p99_s, 2.0);
+  EXPECT_LE(b.tpot_p99_s, 0.05);
+  for (const SloPlan& p : r->plans) {
+    if (p.meets) {
+      EXPECT_GE(p.chips, b.chips);
+      EXPECT_GE(p.cost_per_million_output_tokens_usd,
+                b.cost_per_million_output_tokens_usd);
+    }
+  }
+  // Cost = price x chips / (rate x output tokens).
+  EXPECT_NEAR(b.cost_per_million_output_tokens_usd,
+              r->price_per_chip_hour * b.chips / 3600 / (4 * 256) * 1e6, 1e-9);
+  // Doubling the rate never needs fewer chips.
+  auto r2 = PlanServingForSlo(Model("llama3-70b"), Chip("h100"),
+                              Request(8, 2.0, 0.05));
+  ASSERT_TRUE(r2 && r2->met);
+  EXPECT_GE(r2->plans[0].chips, b.chips);
+}
+
+// Unreachable SLOs (a TPOT below any decode step of a 70B model): a result,
+// not an error, whose first plan is the closest and says what it misses.
+TEST(PlanServingForSlo, ClosestPlanWhenNoneMeets) {
+  auto r = PlanServingForSlo(Model("llama3-70b"), Chip("h100"),
+                             Request(4, 2.0, 0.0005));
+  ASSERT_TRUE(r);
+  EXPECT_FALSE(r->met);
+  ASSERT_FALSE(r->plans.empty());
+  const SloPlan& c = r->plans[0];
+  EXPECT_FALSE(c.meets);
+  EXPECT_GT(c.tpot_p99_s, 0.0005);
+  auto miss = [](const SloPlan& p) {
+    return std::max(p.ttft_p99_s / 2.0, p.tpot_p99_s / 0.0005);
+  };
+  for (const SloPlan& p : r->plans) {
+    if (p.reason.empty()) EXPECT_LE(miss(c), miss(p));
+  }
+}
+
+// Each kind alone: disaggregated plans have two pools and a transfer in
+// their TTFT; aggregated ones one pool with chunked prefill.
+TEST(PlanServingForSlo, KindsAndBadInputs) {
+  SloPlanRequest req = Request(4, 2.0, 0.05);
+  req.aggregated = false;
+  auto d = PlanServingForSlo(Model("llama3-70b"), Chip("h100"), req);
+  ASSERT_TRUE(d);
+  ASSERT_FALSE(d->plans.empty());
+  for (const SloPlan& p : d->plans) {
+    EXPECT_TRUE(p.disaggregated);
+    EXPECT_EQ(p.chips, p.pool.chips() + p.decode.chips());
+  }
+  req.rate_per_s = -1;
+  auto bad = PlanServingForSlo(Model("llama3-70b"), Chip("h100"), req);
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().where, "rate");
+  req.rate_per_s = 4;
+  req.tpot_p99_s = 0;
+  bad = PlanServingForSlo(Model("llama3-70b"), Chip("h100"), req);
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().where, "slo_tpot");
+}
+
+}  // namespace
+}  // namespace scalemodel::search
