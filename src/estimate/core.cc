@@ -448,6 +448,7 @@ struct CommTotals {
   double cp_mb = 0, cp_exposed_mb = 0;  // per microbatch
   double pp_total = 0, pp_exposed = 0;  // per step
   double fsdp_total = 0;                // per step
+  double fsdp_gather = 0;               // its all-gathers, per step
   double dp_total = 0, dp_gather = 0;   // per step
 };
 
@@ -642,6 +643,22 @@ struct Exposure {
   double tp_mb = 0, ep = 0, fsdp = 0, dp = 0, gather = 0;
 };
 
+// FSDP's exposed time. Prefetched (the default): what exceeds the compute,
+// and at least one layer's collectives. Inside a scanned layer loop
+// (habits.fsdp_scan_exposed): every weight all-gather waits at the start of
+// its layer's iteration, so all of them show; the gradient reduce-scatters
+// still run under the later layers' backward.
+double FsdpExposed(const PlanShape& s, const CommTotals& c, double compute,
+                   const EngineHabits& h) {
+  if (!h.fsdp_scan_exposed) {
+    return std::max(
+        {0.0, c.fsdp_total / (s.m * 3 * s.lps), c.fsdp_total - compute});
+  }
+  const double gathers = c.fsdp_gather;
+  const double rs = c.fsdp_total - gathers;
+  return gathers + std::max({0.0, rs / (s.m * s.lps), rs - compute});
+}
+
 // Realistic overlap: what each family's communication leaves exposed under
 // the compute it can run beside.
 Exposure ExposeRealistic(const PlanShape& s, const CommTotals& c,
@@ -654,9 +671,7 @@ Exposure ExposeRealistic(const PlanShape& s, const CommTotals& c,
   x.tp_mb = c.tp_mb;
   x.ep = m * c.ep_mb;
   double backward_last = 2.0 / 3.0 * st.stage;
-  x.fsdp = par.fsdp > 1 ? std::max({0.0, c.fsdp_total / (m * 3 * s.lps),
-                                    c.fsdp_total - compute})
-                        : 0.0;
+  x.fsdp = par.fsdp > 1 ? FsdpExposed(s, c, compute, cfg.habits) : 0.0;
   // Data-parallel overlap hides dp_overlap_fraction of what it could.
   const double dpf = cfg.habits.dp_overlap ? cfg.habits.dp_overlap_fraction : 0;
   x.dp = c.dp_total > 0
@@ -719,7 +734,12 @@ void SplitExposed(const PlanShape& s, const CommTotals& c, const Exposure& x,
     if (total <= 0) return;
     for (int i : members) X[i] = T[i] * (exposed_part / total);
   };
-  share(x.fsdp, c.fsdp_total, {kFsdpAg, kFsdpRs});
+  if (cfg.habits.fsdp_scan_exposed && c.fsdp_total > 0) {
+    X[kFsdpAg] = T[kFsdpAg];  // every gather shows (FsdpExposed)
+    X[kFsdpRs] = x.fsdp - T[kFsdpAg];
+  } else {
+    share(x.fsdp, c.fsdp_total, {kFsdpAg, kFsdpRs});
+  }
   share(x.dp, c.dp_total, {kDpAr, kDenseAr, kDpRs, kDenseRs});
   share(x.gather, c.dp_gather, {kDpAg, kDenseAg});
 }
@@ -880,6 +900,7 @@ void EvaluateCore(const ModelConsts& mc, const LayerCompute& lc,
   ContextParallelComm(w, s, mc, lc, par, cfg, &c);
   PipelineComm(w, s, mc, par, &c);
   c.fsdp_total = FsdpComm(w, s, sh, par);
+  c.fsdp_gather = r->coll_time[kFsdpAg];
   DataParallelComm(w, sh, par, &c);
   const OptimizerTimes o = OptimizerAndOffload(
       s, sh, par, cfg, chip, eff,
