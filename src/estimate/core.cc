@@ -908,14 +908,11 @@ void EvaluateCore(const ModelConsts& mc, const LayerCompute& lc,
                                      : 0.0);
 
   // Step: compute, what the communication leaves exposed, bubble, update.
+  // The fill and drain idle (pp - 1) / vpp stage times (GPipe and 1F1B:
+  // vpp = 1).
   double compute = m * st.stage;
-  double bubble = 0;
-  if (par.pp > 1) {
-    double idle = cfg.layout.schedule == Schedule::kInterleaved
-                      ? (s.pp - 1) / s.vpp
-                      : s.pp - 1;
-    bubble = idle * st.typical;
-  }
+  const double idle = par.pp > 1 ? (s.pp - 1) / s.vpp : 0.0;
+  double bubble = idle * st.typical;
   double comm_total = m * (c.tp_mb + c.ep_mb + c.cp_mb) + c.pp_total +
                       c.fsdp_total + c.dp_total + c.dp_gather + o.offload +
                       o.offload_params;
@@ -930,6 +927,10 @@ void EvaluateCore(const ModelConsts& mc, const LayerCompute& lc,
   } else {
     const Exposure x = ExposeRealistic(s, c, lc, st, o, compute, par, cfg, eff);
     exposed = x.total;
+    // A stage time of the fill and drain carries its microbatch's exposed
+    // tensor, context and expert collectives too (they run inside the
+    // chunk, as the step timeline lays them out; docs/trace.md).
+    bubble += idle * (x.tp_mb + c.cp_exposed_mb + x.ep / m);
     step = compute + exposed + bubble + o.update;
     if (detail) SplitExposed(s, c, x, cfg, r);
   }

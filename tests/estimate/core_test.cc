@@ -145,6 +145,33 @@ TEST(CoreCollectives, PipelineSends) {
   EXPECT_EQ(Comms(Small(), "h100:8x1", il)["permute/pp"].calls, 2 * 4 * 2);
 }
 
+// The bubble: (pp - 1) / vpp stage times of the stages before the last,
+// each with its microbatch's exposed tensor-parallel collectives (they run
+// inside the chunk in the fill and drain as in the steady state). 4 stages
+// of 1 layer over tp=2, 8 microbatches: 3 x (1 layer + TP exposed / 8).
+TEST(CoreBubble, FillAndDrainCarryTheExposedTpCollectives) {
+  const hw::System sys = System("h100:8x1");
+  for (Schedule sched : {Schedule::k1F1B, Schedule::kInterleaved}) {
+    TrainingConfig cfg = Config("pp=4,tp=2", 8);
+    cfg.layout.schedule = sched;
+    cfg.layout.vpp = sched == Schedule::kInterleaved ? 2 : 1;
+    model::ModelSpec m = Small();
+    m.num_layers = 8;
+    auto e = EstimateTraining(m, sys, cfg);
+    ASSERT_TRUE(e.has_value()) << e.error().ToString();
+    double tp_exposed = 0;
+    for (const CommItem& c : e->comms) {
+      if (c.parallelism == "tp") tp_exposed += c.exposed.si();
+    }
+    ASSERT_GT(tp_exposed, 0);
+    const double stage =
+        e->per_layer.layers_per_stage * e->per_layer.total.si();
+    const double idle = 3.0 / cfg.layout.vpp;
+    EXPECT_NEAR(e->bubble.si(), idle * (stage + tp_exposed / 8),
+                1e-9 * e->bubble.si());
+  }
+}
+
 // Context parallel by ring: (cp - 1) K/V passes per layer forward, and K/V
 // and their gradients backward: 3 (cp - 1) per layer per microbatch. V is
 // the K and V of the ring's chunks: cp x t x 2 K H x 2 B / tp.
