@@ -875,6 +875,21 @@ void MemoryPerChip(const ModelConsts& mc, const Parallelism& par,
            chip, r);
 }
 
+double StepLowerBound(const ModelConsts& mc, const LayerCompute& lc,
+                      const Parallelism& par, const TrainingConfig& cfg,
+                      int microbatches) {
+  if (cfg.mode == Mode::kPeak || cfg.assume_mfu > 0) return 0;
+  const double passes = mc.lora ? 2 : 3;
+  // A layer without recompute (ComputeStage's layer at remat none) and the
+  // last stage's heads; the busiest stage holds at least a pp-th of them.
+  const double layer =
+      passes * lc.gemm_fwd + 3.5 * lc.attn_fwd + 3 * lc.elem_fwd;
+  const double head = (1 + mc.mtp) * (passes * lc.logits_fwd + lc.loss_total) +
+                      mc.mtp * passes * lc.mtp_proj_fwd;
+  return microbatches * ((mc.layers + mc.mtp) * layer + head) /
+         std::max(1, par.pp);
+}
+
 void EvaluateCore(const ModelConsts& mc, const LayerCompute& lc,
                   const LayoutCoefficients& lay, const Parallelism& par,
                   const TrainingConfig& cfg, const hw::Chip& chip,
@@ -888,12 +903,16 @@ void EvaluateCore(const ModelConsts& mc, const LayerCompute& lc,
   }
   r->stage_layers = static_cast<int>(s.others);
   r->last_stage_layers = static_cast<int>(s.last_layers);
+  const ParamShares sh = SharesOf(mc, par);
+  // Memory first: the plan search (detail = false) needs no step time for
+  // a plan over HBM, and most of the plans it scores are.
+  MemoryOf(mc, s, sh, par, cfg, chip, r);
+  if (!detail && !r->feasible) return;
   const StageTimes st =
       ComputeStage(mc, lc, s, cfg, chip.Peak(cfg.precision.matmul).si(), r);
 
   // Communication by parallelism family.
   const SlotWriter w{lay, r, detail, s.peak};
-  const ParamShares sh = SharesOf(mc, par);
   CommTotals c;
   c.tp_mb = TensorParallelComm(w, s, mc, par);
   c.ep_mb = ExpertParallelComm(w, s, mc, lay, par);
@@ -946,7 +965,6 @@ void EvaluateCore(const ModelConsts& mc, const LayerCompute& lc,
   r->elem_total = m * st.elem + o.update;
   r->pcie_time = o.offload + o.offload_params;
   r->act_offload_time = o.offload_acts;
-  MemoryOf(mc, s, sh, par, cfg, chip, r);
 }
 
 }  // namespace scalemodel::estimate
