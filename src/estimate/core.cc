@@ -448,6 +448,7 @@ struct CommTotals {
   double cp_mb = 0, cp_exposed_mb = 0;  // per microbatch
   double pp_total = 0, pp_exposed = 0;  // per step
   double fsdp_total = 0;                // per step
+  double fsdp_gather = 0;               // its all-gathers, per step
   double dp_total = 0, dp_gather = 0;   // per step
 };
 
@@ -642,6 +643,22 @@ struct Exposure {
   double tp_mb = 0, ep = 0, fsdp = 0, dp = 0, gather = 0;
 };
 
+// FSDP's exposed time. Prefetched (the default): what exceeds the compute,
+// and at least one layer's collectives. Inside a scanned layer loop
+// (habits.fsdp_scan_exposed): every weight all-gather waits at the start of
+// its layer's iteration, so all of them show; the gradient reduce-scatters
+// still run under the later layers' backward.
+double FsdpExposed(const PlanShape& s, const CommTotals& c, double compute,
+                   const EngineHabits& h) {
+  if (!h.fsdp_scan_exposed) {
+    return std::max(
+        {0.0, c.fsdp_total / (s.m * 3 * s.lps), c.fsdp_total - compute});
+  }
+  const double gathers = c.fsdp_gather;
+  const double rs = c.fsdp_total - gathers;
+  return gathers + std::max({0.0, rs / (s.m * s.lps), rs - compute});
+}
+
 // Realistic overlap: what each family's communication leaves exposed under
 // the compute it can run beside.
 Exposure ExposeRealistic(const PlanShape& s, const CommTotals& c,
@@ -654,9 +671,7 @@ Exposure ExposeRealistic(const PlanShape& s, const CommTotals& c,
   x.tp_mb = c.tp_mb;
   x.ep = m * c.ep_mb;
   double backward_last = 2.0 / 3.0 * st.stage;
-  x.fsdp = par.fsdp > 1 ? std::max({0.0, c.fsdp_total / (m * 3 * s.lps),
-                                    c.fsdp_total - compute})
-                        : 0.0;
+  x.fsdp = par.fsdp > 1 ? FsdpExposed(s, c, compute, cfg.habits) : 0.0;
   // Data-parallel overlap hides dp_overlap_fraction of what it could.
   const double dpf = cfg.habits.dp_overlap ? cfg.habits.dp_overlap_fraction : 0;
   x.dp = c.dp_total > 0
@@ -719,7 +734,12 @@ void SplitExposed(const PlanShape& s, const CommTotals& c, const Exposure& x,
     if (total <= 0) return;
     for (int i : members) X[i] = T[i] * (exposed_part / total);
   };
-  share(x.fsdp, c.fsdp_total, {kFsdpAg, kFsdpRs});
+  if (cfg.habits.fsdp_scan_exposed && c.fsdp_total > 0) {
+    X[kFsdpAg] = T[kFsdpAg];  // every gather shows (FsdpExposed)
+    X[kFsdpRs] = x.fsdp - T[kFsdpAg];
+  } else {
+    share(x.fsdp, c.fsdp_total, {kFsdpAg, kFsdpRs});
+  }
   share(x.dp, c.dp_total, {kDpAr, kDenseAr, kDpRs, kDenseRs});
   share(x.gather, c.dp_gather, {kDpAg, kDenseAg});
 }
@@ -855,6 +875,21 @@ void MemoryPerChip(const ModelConsts& mc, const Parallelism& par,
            chip, r);
 }
 
+double StepLowerBound(const ModelConsts& mc, const LayerCompute& lc,
+                      const Parallelism& par, const TrainingConfig& cfg,
+                      int microbatches) {
+  if (cfg.mode == Mode::kPeak || cfg.assume_mfu > 0) return 0;
+  const double passes = mc.lora ? 2 : 3;
+  // A layer without recompute (ComputeStage's layer at remat none) and the
+  // last stage's heads; the busiest stage holds at least a pp-th of them.
+  const double layer =
+      passes * lc.gemm_fwd + 3.5 * lc.attn_fwd + 3 * lc.elem_fwd;
+  const double head = (1 + mc.mtp) * (passes * lc.logits_fwd + lc.loss_total) +
+                      mc.mtp * passes * lc.mtp_proj_fwd;
+  return microbatches * ((mc.layers + mc.mtp) * layer + head) /
+         std::max(1, par.pp);
+}
+
 void EvaluateCore(const ModelConsts& mc, const LayerCompute& lc,
                   const LayoutCoefficients& lay, const Parallelism& par,
                   const TrainingConfig& cfg, const hw::Chip& chip,
@@ -868,18 +903,23 @@ void EvaluateCore(const ModelConsts& mc, const LayerCompute& lc,
   }
   r->stage_layers = static_cast<int>(s.others);
   r->last_stage_layers = static_cast<int>(s.last_layers);
+  const ParamShares sh = SharesOf(mc, par);
+  // Memory first: the plan search (detail = false) needs no step time for
+  // a plan over HBM, and most of the plans it scores are.
+  MemoryOf(mc, s, sh, par, cfg, chip, r);
+  if (!detail && !r->feasible) return;
   const StageTimes st =
       ComputeStage(mc, lc, s, cfg, chip.Peak(cfg.precision.matmul).si(), r);
 
   // Communication by parallelism family.
   const SlotWriter w{lay, r, detail, s.peak};
-  const ParamShares sh = SharesOf(mc, par);
   CommTotals c;
   c.tp_mb = TensorParallelComm(w, s, mc, par);
   c.ep_mb = ExpertParallelComm(w, s, mc, lay, par);
   ContextParallelComm(w, s, mc, lc, par, cfg, &c);
   PipelineComm(w, s, mc, par, &c);
   c.fsdp_total = FsdpComm(w, s, sh, par);
+  c.fsdp_gather = r->coll_time[kFsdpAg];
   DataParallelComm(w, sh, par, &c);
   const OptimizerTimes o = OptimizerAndOffload(
       s, sh, par, cfg, chip, eff,
@@ -887,14 +927,11 @@ void EvaluateCore(const ModelConsts& mc, const LayerCompute& lc,
                                      : 0.0);
 
   // Step: compute, what the communication leaves exposed, bubble, update.
+  // The fill and drain idle (pp - 1) / vpp stage times (GPipe and 1F1B:
+  // vpp = 1).
   double compute = m * st.stage;
-  double bubble = 0;
-  if (par.pp > 1) {
-    double idle = cfg.layout.schedule == Schedule::kInterleaved
-                      ? (s.pp - 1) / s.vpp
-                      : s.pp - 1;
-    bubble = idle * st.typical;
-  }
+  const double idle = par.pp > 1 ? (s.pp - 1) / s.vpp : 0.0;
+  double bubble = idle * st.typical;
   double comm_total = m * (c.tp_mb + c.ep_mb + c.cp_mb) + c.pp_total +
                       c.fsdp_total + c.dp_total + c.dp_gather + o.offload +
                       o.offload_params;
@@ -909,6 +946,10 @@ void EvaluateCore(const ModelConsts& mc, const LayerCompute& lc,
   } else {
     const Exposure x = ExposeRealistic(s, c, lc, st, o, compute, par, cfg, eff);
     exposed = x.total;
+    // A stage time of the fill and drain carries its microbatch's exposed
+    // tensor, context and expert collectives too (they run inside the
+    // chunk, as the step timeline lays them out; docs/trace.md).
+    bubble += idle * (x.tp_mb + c.cp_exposed_mb + x.ep / m);
     step = compute + exposed + bubble + o.update;
     if (detail) SplitExposed(s, c, x, cfg, r);
   }
@@ -924,7 +965,6 @@ void EvaluateCore(const ModelConsts& mc, const LayerCompute& lc,
   r->elem_total = m * st.elem + o.update;
   r->pcie_time = o.offload + o.offload_params;
   r->act_offload_time = o.offload_acts;
-  MemoryOf(mc, s, sh, par, cfg, chip, r);
 }
 
 }  // namespace scalemodel::estimate

@@ -108,6 +108,7 @@ void ApplyEnginePreset(Engine engine, TrainingConfig& c) {
   c.habits.unfused_cross_entropy = defaults.habits.unfused_cross_entropy;
   c.precision.fp8_recipe = defaults.precision.fp8_recipe;
   c.habits.tp_comm_overlap = defaults.habits.tp_comm_overlap;
+  c.habits.fsdp_scan_exposed = defaults.habits.fsdp_scan_exposed;
   switch (engine) {
     case Engine::kMaxText:
       // base.yml weight_dtype: float32, so gradients and their reductions
@@ -118,6 +119,13 @@ void ApplyEnginePreset(Engine engine, TrainingConfig& c) {
       // MaxText's published step times (docs/model.md 5.3; import_runs.py
       // sets dp_overlap false on MaxText rows). XLA fuses the loss.
       c.habits.dp_overlap = false;
+      // scan_layers: true (base.yml): the decoder layers run as one
+      // jax.lax.scan, and each layer's FSDP all-gather starts inside its
+      // own iteration instead of under the previous layer ("parameter
+      // All-Gather collectives lie exposed on the critical execution path
+      // before every layer's forward computation", MaxText PR #4493, which
+      // adds the missing prefetch).
+      c.habits.fsdp_scan_exposed = true;
       break;
     case Engine::kMegatron:
       // --cross-entropy-loss-fusion is off by default (and did not exist

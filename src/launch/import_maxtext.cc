@@ -2,9 +2,9 @@
 // overrides) -> model, plan, preset, batch. Keys and defaults:
 // AI-Hypercomputer/maxtext e591f30c (2026-08-22) src/maxtext/configs/base.yml
 // (model_name :23, quantization :122, weight_dtype :174, base_* :176-226,
-// pipeline :317-327, remat_policy :358, offload :384-385, mesh :659-684,
-// vocab_size :712, per_device_batch_size :731, max_target_length :880,
-// gradient_accumulation_steps :968).
+// pipeline :317-327, remat_policy :358, offload :384-385, scan_layers :387,
+// mesh :659-684, vocab_size :712, per_device_batch_size :731,
+// max_target_length :880, gradient_accumulation_steps :968).
 #include <cmath>
 #include <filesystem>
 #include <map>
@@ -41,6 +41,7 @@ const ingest::FlatConfig& BaseYmlDefaults() {
       {"pipeline_parallel_layers", "-1"},
       {"num_pipeline_microbatches", "-1"},
       {"remat_policy", "full"},
+      {"scan_layers", "true"},
       {"optimizer_memory_host_offload", "false"},
       {"parameter_memory_host_offload", "false"},
       {"vocab_size", "32000"},
@@ -307,6 +308,9 @@ Result<void> MaxTextPrecisionAndMemory(const Config& c, ImportedTraining* out) {
   if (ToLower(c.Str("weight_dtype")) == "bfloat16") {
     cfg.precision.grad_reduce = hw::Dtype::kBf16;
   }
+  // Scanned layers gather their FSDP weights inside each iteration
+  // (EngineHabits::fsdp_scan_exposed).
+  cfg.habits.fsdp_scan_exposed = Truthy(c.Str("scan_layers"));
   cfg.memory.offload_params = Truthy(c.Str("parameter_memory_host_offload"));
   cfg.memory.offload_optimizer = cfg.memory.offload_params ||
                                  Truthy(c.Str("optimizer_memory_host_offload"));

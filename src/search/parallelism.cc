@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <future>
+#include <limits>
 #include <map>
 #include <set>
 #include <thread>
@@ -263,20 +264,87 @@ struct Worker {
     return v;
   }
 
+  // Whether a plan of this step time can no longer enter the top k.
+  bool OutOfReach(double step) const {
+    return static_cast<int>(top.size()) >= opt->top_k &&
+           step > top.back().step_time_s;
+  }
+
+  // Keeps a feasible plan if it is among the top k so far.
+  void Offer(const CoreResult& res, const TrainingConfig& cfg,
+             const Parallelism& p, const std::array<int, kNumPar>& order) {
+    if (OutOfReach(res.step)) return;
+    PlanCandidate c;
+    c.config = cfg;
+    c.config.par = p;
+    c.order = order;
+    c.step_time_s = res.step;
+    c.memory_bytes = res.total_mem;
+    c.mfu = mc->model_flops_per_token * opt->base.batch_tokens /
+            (res.step * p.product() * sys->chip.Peak(hw::Dtype::kBf16).si());
+    Keep(c);
+  }
+
+  // Whether every remat the variants list recomputes at least as much as
+  // the ones before it (model::kAllRemats' order: the attention core, then
+  // the elementwise work, the MLP input projections, the whole layer) with
+  // the lighter ones' activations on the chip: then a plan that fits with a
+  // lighter remat is at least as fast as each later remat of the same
+  // micro batch and schedule. Recompute only adds compute (and, for full
+  // remat, a pass of tensor- and context-parallel collectives and of
+  // offloaded parameters); the step is non-decreasing in each (exposed
+  // communication is max(floor, comm - compute), so compute + exposed
+  // cannot fall as compute grows; the expert all-to-all hidden under the
+  // paired microbatch, at most all of it, is slowed by under 1x). Saved
+  // activations sent to the host move more bytes for a lighter remat, so
+  // the rule needs them on the chip (the search offloads full remat's only).
+  static bool RematDominanceHolds(const Variants& v) {
+    if (v.act_offloads.empty() || v.act_offloads[0] != 0) return false;
+    for (size_t i = 1; i < v.remats.size(); ++i) {
+      if (static_cast<int>(v.remats[i]) <= static_cast<int>(v.remats[i - 1]))
+        return false;
+    }
+    return true;
+  }
+
   // Scores every micro batch, remat, schedule and activation placement of
   // one layout at one ZeRO level and offload choice, keeping the best; skips
   // the variants `fits` marks (they fit with less offload: of the state, or
   // with the same micro batch, remat and schedule with the activations on
-  // the chip) and marks those that fit.
+  // the chip) and marks those that fit. Exact prunes besides: a micro batch
+  // whose compute bound is out of reach; per schedule, the fastest plan of
+  // the micro batch that fits with less recompute (`lighter`, activations on
+  // the chip): recomputing more never shortens a step (RematDominanceHolds),
+  // so once that plan is out of reach so is every later remat; per variant
+  // (remat, schedule, activation placement), over HBM at a smaller micro
+  // batch (`over`): memory does not fall as the micro batch grows (the saved
+  // activations in flight, min(m, pp) x micro batch with 1F1B, the working
+  // set and the logits grow with it; the state does not change).
   void ScoreBlock(const Parallelism& p, const std::array<int, kNumPar>& order,
                   const LayoutCoefficients& lay, const Variants& v,
                   const std::vector<LayerCompute>& lcs, double per_replica,
                   TrainingConfig& cfg, std::vector<char>* fits) {
-    const TrainingConfig& base = opt->base;
     size_t idx = 0;
+    std::vector<double> lighter(v.scheds.size());
+    const bool dominance = RematDominanceHolds(v);
+    const size_t per_mb = v.mbs.empty() ? 0 : fits->size() / v.mbs.size();
+    std::vector<char> over(per_mb, 0);
     for (size_t k = 0; k < v.mbs.size(); ++k) {
       cfg.layout.micro_batch = v.mbs[k];
       int microbatches = static_cast<int>(per_replica / v.mbs[k]);
+      std::fill(lighter.begin(), lighter.end(),
+                std::numeric_limits<double>::infinity());
+      if (OutOfReach(
+              estimate::StepLowerBound(*mc, lcs[k], p, cfg, microbatches))) {
+        // No variant of this micro batch can reach the top k, with any
+        // offload either.
+        evaluated += static_cast<double>(per_mb);
+        pruned += static_cast<double>(per_mb);
+        std::fill(fits->begin() + static_cast<long>(idx),
+                  fits->begin() + static_cast<long>(idx + per_mb), 1);
+        idx += per_mb;
+        continue;
+      }
       for (model::Remat r : v.remats) {
         cfg.memory.remat = r;
         const size_t na = v.Acts(r);
@@ -284,11 +352,24 @@ struct Worker {
           const Sched& sc = v.scheds[j / na];
           const size_t a = j % na;
           char& fit = (*fits)[idx++];
+          char& too_big = over[(idx - 1) % per_mb];
           ++evaluated;
+          if (too_big) {
+            ++pruned;  // over HBM at a smaller micro batch
+            continue;
+          }
           // Activations to the host only add host-link time: the variant
           // that fits without doing so dominates.
           if (fit || (a > 0 && (*fits)[idx - 2])) {
             ++pruned;  // fits with less offload, which is never slower
+            fit = 1;
+            continue;
+          }
+          if (dominance && std::isfinite(lighter[j / na]) &&
+              OutOfReach(lighter[j / na])) {
+            // Slower than a plan with less recompute that is already out
+            // of the top k; with more offload it is slower still.
+            ++pruned;
             fit = 1;
             continue;
           }
@@ -303,23 +384,12 @@ struct Worker {
           ++scored;
           if (!res.feasible) {
             ++infeasible;
+            too_big = 1;
             continue;
           }
           fit = 1;
-          if (static_cast<int>(top.size()) >= opt->top_k &&
-              res.step > top.back().step_time_s) {
-            continue;
-          }
-          PlanCandidate c;
-          c.config = cfg;
-          c.config.par = p;
-          c.order = order;
-          c.step_time_s = res.step;
-          c.memory_bytes = res.total_mem;
-          c.mfu =
-              mc->model_flops_per_token * base.batch_tokens /
-              (res.step * p.product() * sys->chip.Peak(hw::Dtype::kBf16).si());
-          Keep(c);
+          if (a == 0) lighter[j / na] = std::min(lighter[j / na], res.step);
+          Offer(res, cfg, p, order);
         }
       }
     }

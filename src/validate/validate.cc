@@ -242,6 +242,12 @@ Result<TrainingRun> ReadTrainingRun(const catalog::Catalog& cat,
   run.remat_stated = row.value("remat_stated", true);
   // The engine's bytes per parameter and reserve (validate/memory.cc).
   ApplyRowMemory(row.value("engine", ""), row.value("family", ""), &cfg);
+  // MaxText scans its decoder layers unless the row says scan_layers false
+  // (EngineHabits::fsdp_scan_exposed).
+  const auto engine =
+      RowEngine(row.value("engine", ""), row.value("family", ""));
+  cfg.habits.fsdp_scan_exposed =
+      row.value("scan_layers", engine == estimate::Engine::kMaxText);
   return run;
 }
 

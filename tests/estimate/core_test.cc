@@ -12,6 +12,7 @@
 #include <string>
 
 #include "../testing/catalog.h"
+#include "scalemodel/estimate/efficiency.h"
 #include "scalemodel/estimate/training.h"
 #include "scalemodel/model/transformer.h"
 
@@ -143,6 +144,73 @@ TEST(CoreCollectives, PipelineSends) {
   il.layout.schedule = Schedule::kInterleaved;
   il.layout.vpp = 2;
   EXPECT_EQ(Comms(Small(), "h100:8x1", il)["permute/pp"].calls, 2 * 4 * 2);
+}
+
+// The bubble: (pp - 1) / vpp stage times of the stages before the last,
+// each with its microbatch's exposed tensor-parallel collectives (they run
+// inside the chunk in the fill and drain as in the steady state). 4 stages
+// of 1 layer over tp=2, 8 microbatches: 3 x (1 layer + TP exposed / 8).
+TEST(CoreBubble, FillAndDrainCarryTheExposedTpCollectives) {
+  const hw::System sys = System("h100:8x1");
+  for (Schedule sched : {Schedule::k1F1B, Schedule::kInterleaved}) {
+    TrainingConfig cfg = Config("pp=4,tp=2", 8);
+    cfg.layout.schedule = sched;
+    cfg.layout.vpp = sched == Schedule::kInterleaved ? 2 : 1;
+    model::ModelSpec m = Small();
+    m.num_layers = 8;
+    auto e = EstimateTraining(m, sys, cfg);
+    ASSERT_TRUE(e.has_value()) << e.error().ToString();
+    double tp_exposed = 0;
+    for (const CommItem& c : e->comms) {
+      if (c.parallelism == "tp") tp_exposed += c.exposed.si();
+    }
+    ASSERT_GT(tp_exposed, 0);
+    const double stage =
+        e->per_layer.layers_per_stage * e->per_layer.total.si();
+    const double idle = 3.0 / cfg.layout.vpp;
+    EXPECT_NEAR(e->bubble.si(), idle * (stage + tp_exposed / 8),
+                1e-9 * e->bubble.si());
+  }
+}
+
+// The plan search's bound: no remat, schedule or last-stage split of a
+// plan's degrees and micro batch is faster than m x (layers at remat none
+// + heads) / pp, and at remat none without pipeline or communication the
+// step is the bound plus the optimizer update.
+TEST(CoreBubble, StepLowerBoundHoldsForEveryVariant) {
+  const hw::System sys = System("h100:8x1");
+  model::ModelSpec m = Small();
+  m.num_layers = 8;
+  for (const char* plan : {"dp=8", "pp=4,tp=2", "pp=2,dp=4"}) {
+    for (model::Remat r : model::kAllRemats) {
+      for (Schedule sched : {Schedule::k1F1B, Schedule::kInterleaved}) {
+        TrainingConfig cfg = Config(plan, 16);
+        cfg.memory.remat = r;
+        if (cfg.par.pp > 1) {
+          cfg.layout.schedule = sched;
+          cfg.layout.vpp = sched == Schedule::kInterleaved ? 2 : 1;
+        }
+        auto e = EstimateTraining(m, sys, cfg);
+        ASSERT_TRUE(e.has_value()) << e.error().ToString();
+        const ModelConsts mc = PrepareModel(m, cfg);
+        const LayerCompute lc =
+            ComputeLayer(m, mc, sys.chip, RealisticEfficiency(sys.chip),
+                         cfg.par.tp, cfg.par.ep, cfg.par.cp, cfg.seq, cfg);
+        const double bound =
+            StepLowerBound(mc, lc, cfg.par, cfg, e->microbatches);
+        EXPECT_GT(bound, 0);
+        EXPECT_LE(bound, e->step_time.si() * (1 + 1e-12)) << plan;
+        if (cfg.par.pp == 1 && r == model::Remat::kNone) {
+          EXPECT_NEAR(bound + e->exposed_comm.si() + e->other.si(),
+                      e->step_time.si(), 1e-9 * e->step_time.si());
+        }
+      }
+    }
+  }
+  TrainingConfig peak = Config("dp=8", 16);
+  peak.mode = Mode::kPeak;
+  const ModelConsts mc = PrepareModel(m, peak);
+  EXPECT_EQ(StepLowerBound(mc, LayerCompute{}, peak.par, peak, 2), 0);
 }
 
 // Context parallel by ring: (cp - 1) K/V passes per layer forward, and K/V

@@ -7,6 +7,7 @@
 
 #include "../testing/catalog.h"
 #include "scalemodel/estimate/efficiency.h"
+#include "scalemodel/estimate/presets.h"
 #include "scalemodel/estimate/training.h"
 #include "scalemodel/ingest/hf_config.h"
 
@@ -233,6 +234,50 @@ TEST(Overlap, DpFractionScalesWhatIsHidden) {
   const double hidden_half = none->exposed_comm.si() - half->exposed_comm.si();
   ASSERT_GT(hidden_full, 0);
   EXPECT_NEAR(hidden_half, 0.5 * hidden_full, 1e-6 * hidden_full);
+}
+
+// FSDP gathers inside a scanned layer loop (MaxText's scan_layers): every
+// all-gather shows in full, the reduce-scatters keep the prefetch rule (here
+// hidden under a long compute but for one layer's), and the step grows by
+// exactly the gathers the prefetched plan hid.
+CommItem FsdpItem(const TrainingEstimate& e, const std::string& kind) {
+  for (const CommItem& c : e.comms) {
+    if (c.parallelism == "fsdp" && c.kind == kind) return c;
+  }
+  ADD_FAILURE() << "no fsdp " << kind;
+  return {};
+}
+
+TEST(Overlap, ScannedLayersExposeEveryFsdpGather) {
+  auto m = Model("llama3-8b");
+  hw::System sys = System("tpu-v5p:4x4x4");
+  TrainingConfig c = Config("fsdp=64", 64 * 8192.0, 8192);
+  auto prefetched = EstimateTraining(m, sys, c);
+  c.habits.fsdp_scan_exposed = true;
+  auto scanned = EstimateTraining(m, sys, c);
+  ASSERT_TRUE(prefetched.has_value() && scanned.has_value());
+  const CommItem ag0 = FsdpItem(*prefetched, "all-gather");
+  const CommItem ag1 = FsdpItem(*scanned, "all-gather");
+  const CommItem rs0 = FsdpItem(*prefetched, "reduce-scatter");
+  const CommItem rs1 = FsdpItem(*scanned, "reduce-scatter");
+  ASSERT_GT(ag0.time.si(), 0);
+  // Prefetched: hidden but for about one layer's share.
+  EXPECT_LT(ag0.exposed.si(), 0.1 * ag0.time.si());
+  EXPECT_DOUBLE_EQ(ag1.exposed.si(), ag1.time.si());
+  // The reduce-scatters: one layer's (32 layers, 1 microbatch).
+  EXPECT_NEAR(rs1.exposed.si(), rs1.time.si() / 32, 1e-9 * rs1.time.si());
+  const double grown = scanned->step_time.si() - prefetched->step_time.si();
+  const double more_exposed =
+      ag0.time.si() - ag0.exposed.si() + rs1.exposed.si() - rs0.exposed.si();
+  EXPECT_NEAR(grown, more_exposed, 1e-6 * grown);
+}
+
+TEST(Overlap, MaxTextPresetScansItsLayers) {
+  TrainingConfig c;
+  ApplyEnginePreset(Engine::kMaxText, c);
+  EXPECT_TRUE(c.habits.fsdp_scan_exposed);
+  ApplyEnginePreset(Engine::kTorchtitan, c);
+  EXPECT_FALSE(c.habits.fsdp_scan_exposed);
 }
 
 // ---- Chip variants: capacity and bandwidth from their datasheets.

@@ -1549,7 +1549,7 @@ Command AddPlanCommand(CLI::App& app) {
     Json plans = Json::array();
     std::string text = fmt::format(
         "{} on {} ({} chips), batch {} tokens x seq {}: {} configurations "
-        "({} scored, {} pruned by memory, {} over HBM) in {:.3g} s on {}\n\n",
+        "({} scored, {} pruned, {} over HBM) in {:.3g} s on {}\n\n",
         in->model.spec.name, in->system.id,
         o->chips.empty()
             ? std::to_string(in->system.num_chips())

@@ -272,8 +272,18 @@ void EvaluateCore(const ModelConsts& mc, const LayerCompute& lc,
                   const TrainingConfig& cfg, const hw::Chip& chip,
                   const ChipEfficiency& eff, int microbatches, CoreResult* out,
                   bool detail = true);
+// A lower bound of EvaluateCore's step for every remat policy, schedule,
+// last-stage split, ZeRO level and offload choice of a plan's degrees and
+// micro batch (realistic mode: the busiest stage computes at least a pp-th
+// of the layers without recompute and the heads, m times; 0 in peak mode or
+// with assume_mfu). The plan search skips micro batches whose bound is
+// already slower than its k-th best plan.
+double StepLowerBound(const ModelConsts& mc, const LayerCompute& lc,
+                      const Parallelism& par, const TrainingConfig& cfg,
+                      int microbatches);
 // detail = false (the plan search): only the step, memory and feasibility
-// are filled in; the per-collective arrays and per-layer split are not.
+// are filled in; the per-collective arrays and per-layer split are not, and
+// a plan over HBM gets its memory and feasible = false only (no step).
 
 }  // namespace scalemodel::estimate
 

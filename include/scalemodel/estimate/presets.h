@@ -34,10 +34,10 @@ Result<Engine> ParseEngine(std::string_view text);
 std::string_view EngineName(Engine engine);
 
 // Sets the fields of `config` that `engine` decides by default:
-// grad_reduce, dp_overlap, unfused_cross_entropy, fp8_recipe (used only
-// with fp8 precision) and tp_comm_overlap. Every other field (layout,
-// batch, precision, remat, ...) is left as it is; callers apply the user's
-// explicit choices after the preset.
+// grad_reduce, dp_overlap, fsdp_scan_exposed, unfused_cross_entropy,
+// fp8_recipe (used only with fp8 precision) and tp_comm_overlap. Every other
+// field (layout, batch, precision, remat, ...) is left as it is; callers
+// apply the user's explicit choices after the preset.
 void ApplyEnginePreset(Engine engine, TrainingConfig& config);
 
 // The memory part of the preset (ApplyEnginePreset calls it): bytes per
