@@ -506,6 +506,15 @@ Result<SystemEntry> Catalog::ParseSystem(std::string_view contents,
 }
 
 Result<bool> Catalog::AddFiles(const std::vector<DataFile>& files) {
+  // boost's hash_combine, over std::hash of each path and contents.
+  auto mix = [this](std::string_view s) {
+    fingerprint_ ^= std::hash<std::string_view>{}(s) + 0x9e3779b97f4a7c15ULL +
+                    (fingerprint_ << 6) + (fingerprint_ >> 2);
+  };
+  for (const DataFile& f : files) {
+    mix(f.path);
+    mix(f.contents);
+  }
   auto replace_by_id = [](auto& vec, auto item) {
     for (auto& existing : vec) {
       if (existing.id == item.id) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <deque>
 #include <limits>
 
@@ -35,10 +36,19 @@ class Rng {
   uint64_t s_;
 };
 
-double BlocksForTokens(int tokens, int block) {
+double BlocksForTokens(double tokens, int block) {
   // Whole blocks.
-  return std::ceil(static_cast<double>(tokens) / block);
+  return std::ceil(tokens / block);
 }
+
+// Caps (docs/units.md, Limits): lengths as a sequence's, requests and
+// scheduler limits so that every count fits an int and a run ends in
+// seconds to minutes, arrivals as a trace file's.
+constexpr double kMaxLength = 1073741824.0;  // 2^30 tokens
+constexpr int kMaxRequests = 1 << 20;
+constexpr int kMaxNumSeqs = 1 << 24;
+constexpr int kMaxBatchedTokens = 1 << 30;
+constexpr double kMaxArrivalS = 1e9;
 
 double Sample(const LengthDist& d, Rng& rng) {
   double x = d.a;
@@ -59,7 +69,8 @@ double Sample(const LengthDist& d, Rng& rng) {
       break;
     }
   }
-  return std::max(1.0, std::round(x));
+  // Tails beyond a sequence's cap are cut there (inputs are capped too).
+  return std::clamp(std::round(x), 1.0, kMaxLength);
 }
 
 // One request as the scheduler tracks it (vLLM V1's Request: tokens known
@@ -445,18 +456,37 @@ Result<bool> CheckInputs(const StepCostModel& cost, int replicas,
         "expected at least 1 request, got " + std::to_string(w.requests),
         "--requests");
   }
+  if (w.arrivals != Workload::kTrace && w.requests > kMaxRequests) {
+    return InvalidArgument(
+        "expected at most 2^20 (1048576) requests (a simulation of that many "
+        "takes about a minute), got " +
+            std::to_string(w.requests),
+        "--requests");
+  }
+  if (w.arrivals == Workload::kPoisson &&
+      w.requests / w.rate_per_s > kMaxArrivalS) {
+    return InvalidArgument(
+        "expected a rate of at least " +
+            FormatNumber(w.requests / kMaxArrivalS) + " requests/s for " +
+            std::to_string(w.requests) +
+            " requests (arrivals within 1e9 s, as in a trace file), got " +
+            FormatNumber(w.rate_per_s),
+        "--rate");
+  }
   if (w.arrivals == Workload::kTrace && w.trace.empty()) {
     return InvalidArgument("the trace has no requests", "--trace-file");
   }
-  if (s.max_num_seqs < 1) {
+  if (s.max_num_seqs < 1 || s.max_num_seqs > kMaxNumSeqs) {
     return InvalidArgument(
-        "expected at least 1 sequence, got " + std::to_string(s.max_num_seqs),
+        "expected from 1 to 2^24 (16777216) sequences, got " +
+            std::to_string(s.max_num_seqs),
         "--max-num-seqs");
   }
-  if (s.max_batched_tokens < 1) {
-    return InvalidArgument("expected at least 1 token per step, got " +
-                               std::to_string(s.max_batched_tokens),
-                           "--max-batched-tokens");
+  if (s.max_batched_tokens < 1 || s.max_batched_tokens > kMaxBatchedTokens) {
+    return InvalidArgument(
+        "expected from 1 to 2^30 (1073741824) tokens per step, got " +
+            std::to_string(s.max_batched_tokens),
+        "--max-batched-tokens");
   }
   if (!(s.prefix_hit >= 0 && s.prefix_hit < 1)) {
     return InvalidArgument(
@@ -599,6 +629,27 @@ Result<LengthDist> ParseLengthDist(const std::string& text, double fixed_value,
                              where);
     }
   }
+  // fixed:N and uniform:LO:HI are token counts; a mean and a standard
+  // deviation need not be whole.
+  const bool counts =
+      d.kind == LengthDist::kFixed || d.kind == LengthDist::kUniform;
+  for (size_t i = 0; counts && i < want; ++i) {
+    if (v[i] != std::floor(v[i])) {
+      return InvalidArgument("expected a whole number of tokens, got '" +
+                                 Excerpt(parts[i + 1]) + "' in '" +
+                                 Excerpt(text) + "'",
+                             where);
+    }
+  }
+  for (size_t i = 0; i < want; ++i) {
+    if (std::abs(v[i]) > kMaxLength) {
+      return InvalidArgument(
+          "expected lengths and spreads of at most 2^30 (1073741824) tokens, "
+          "got '" +
+              Excerpt(parts[i + 1]) + "' in '" + Excerpt(text) + "'",
+          where);
+    }
+  }
   d.a = v[0];
   d.b = v[1];
   if (d.a < 1 || (d.kind == LengthDist::kUniform && d.b < d.a) ||
@@ -647,9 +698,11 @@ Result<SimulationResult> SimulateServing(const StepCostModel& cost,
   const bool closed = w.arrivals == Workload::kConcurrency;
   for (size_t i = 0; i < all.size(); ++i) {
     Req q = all[i];
-    if (BlocksForTokens(q.prompt + q.output, s.block_tokens) > capacity) {
+    // In double: two lengths of up to 2^30 tokens overflow an int.
+    const double total = static_cast<double>(q.prompt) + q.output;
+    if (BlocksForTokens(total, s.block_tokens) > capacity) {
       out.feasible = false;
-      out.reason = "a request of " + FormatNumber(q.prompt + q.output) +
+      out.reason = "a request of " + FormatNumber(total) +
                    " tokens does not fit the replica's KV cache of " +
                    FormatNumber(capacity * s.block_tokens) + " tokens";
       return out;
@@ -662,9 +715,14 @@ Result<SimulationResult> SimulateServing(const StepCostModel& cost,
     per[client % engines].push_back(q);
   }
   // Token-count part of the step time, cached by count (-1: not yet).
+  // Counts beyond the cache (huge scheduler limits) are computed each time.
+  constexpr int64_t kMaxCached = int64_t{1} << 22;
   std::vector<double> token_time(
-      s.max_batched_tokens +
-          static_cast<size_t>(s.max_num_seqs * cost.DecodeQueries()) + 1,
+      static_cast<size_t>(std::min(
+          static_cast<int64_t>(
+              s.max_batched_tokens +
+              static_cast<double>(s.max_num_seqs) * cost.DecodeQueries() + 1),
+          kMaxCached)),
       -1.0);
   Runs itl;
   for (int r = 0; r < engines; ++r) {

@@ -244,14 +244,30 @@ Result<bool> CheckPlanSize(const Parallelism& p) {
   return true;
 }
 
+// An empty field between commas ("tp=8,,dp=1", "dp=8,"); a blank plan is
+// the default.
+Result<bool> CheckPlanFields(std::string_view text) {
+  if (Trim(text).empty()) return true;
+  for (const std::string& raw : Split(text, ',')) {
+    if (!Trim(raw).empty()) continue;
+    return InvalidArgument(
+        "expected KEY=VALUE between every two commas such as "
+        "'fsdp=256,tp=4', got an empty field in '" +
+            Excerpt(std::string(Trim(text))) + "'",
+        "plan");
+  }
+  return true;
+}
+
 }  // namespace
 
 Result<Parallelism> ParsePlan(std::string_view text) {
   Parallelism p;
   std::vector<std::string> seen;
+  if (auto ok = CheckPlanFields(text); !ok) return tl::unexpected(ok.error());
   for (const std::string& raw : Split(text, ',')) {
     std::string item(Trim(raw));
-    if (item.empty()) continue;
+    if (item.empty()) continue;  // a blank plan: the default
     size_t eq = item.find('=');
     if (eq == std::string::npos) {
       return InvalidArgument(
@@ -501,6 +517,12 @@ Result<void> ParsePlanKey(std::string_view text, TrainingConfig* config) {
   }
   const bool schedule_given =
       std::find(seen.begin(), seen.end(), "schedule") != seen.end();
+  if (vpp_given && c.layout.vpp > 1 && c.par.pp < 2) {
+    return InvalidArgument("vpp=" + std::to_string(c.layout.vpp) +
+                               " needs pipeline stages (pp >= 2), got pp=" +
+                               std::to_string(c.par.pp),
+                           "plan");
+  }
   if (vpp_given && c.layout.vpp > 1) {
     if (schedule_given && c.layout.schedule != Schedule::kInterleaved) {
       return InvalidArgument("vpp=" + std::to_string(c.layout.vpp) +

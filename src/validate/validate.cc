@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 
 #include "fmt/format.h"
@@ -964,6 +966,40 @@ Result<ValidationReport> RunValidation(const catalog::Catalog& cat) {
   }
   Summarize(report);
   return report;
+}
+
+Result<std::shared_ptr<const ValidationReport>> CachedValidation(
+    const catalog::Catalog& cat) {
+  using Shared = Result<std::shared_ptr<const ValidationReport>>;
+  struct Entry {
+    std::once_flag once;
+    std::optional<Shared> result;
+  };
+  constexpr size_t kMaxCatalogs = 8;
+  // Never destroyed: `ui` threads may still ask while the process exits.
+  static auto* mu = new std::mutex;
+  static auto* cache = new std::map<uint64_t, std::shared_ptr<Entry>>;
+  std::shared_ptr<Entry> entry;
+  {
+    std::lock_guard<std::mutex> lock(*mu);
+    auto it = cache->find(cat.fingerprint());
+    if (it == cache->end()) {
+      // Callers still holding an evicted entry keep it alive.
+      if (cache->size() >= kMaxCatalogs) cache->clear();
+      it = cache->emplace(cat.fingerprint(), std::make_shared<Entry>()).first;
+    }
+    entry = it->second;
+  }
+  std::call_once(entry->once, [&] {
+    auto rep = RunValidation(cat);
+    if (!rep) {
+      entry->result = Shared(tl::unexpected(rep.error()));
+    } else {
+      entry->result =
+          Shared(std::make_shared<const ValidationReport>(std::move(*rep)));
+    }
+  });
+  return *entry->result;
 }
 
 void Summarize(ValidationReport& report) {

@@ -171,6 +171,16 @@ TEST_F(ServerTest, MalformedOversizeAndWrongRequests) {
   auto file = Post("/api/model", R"({"name": "/etc/hostname"})");
   ASSERT_TRUE(file);
   EXPECT_EQ(file->status, 400);
+  // An uploaded config nested 400,000 deep crashed the server (it is
+  // written out by a recursive dump); past 64 levels (config.json's limit)
+  // a body is refused.
+  auto deep =
+      Post("/api/model", "{\"name\": {\"a\": " + std::string(2000, '[') +
+                             std::string(2000, ']') + "}}");
+  ASSERT_TRUE(deep);
+  EXPECT_EQ(deep->status, 400);
+  EXPECT_NE(deep->body.find("nested at most 64 levels deep"), std::string::npos)
+      << deep->body;
   httplib::Headers rebinding = {{"Host", "evil.example:80"}};
   auto host = client_->Post("/api/chips", rebinding, "{}", "application/json");
   ASSERT_TRUE(host);

@@ -7,6 +7,8 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "../testing/catalog.h"
 #include "nlohmann/json.hpp"
@@ -160,6 +162,34 @@ TEST(ValidateTest, RowEngineFromFamily) {
   ApplyRowMemory("", "MaxText tiering", &cfg);
   EXPECT_EQ(cfg.memory.weight_bytes, 4);
   EXPECT_EQ(cfg.memory.master_bytes, 0);
+}
+
+// The cache `train` and `serve` quote from: one report per catalog content,
+// the same for every thread, a new one when the catalog's files differ.
+TEST(ValidateTest, CachedValidationRunsOncePerCatalog) {
+  auto a = catalog::Catalog::Builtin();
+  auto b = catalog::Catalog::Builtin();
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(a->fingerprint(), b->fingerprint());
+  std::vector<const ValidationReport*> seen(8, nullptr);
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < seen.size(); ++i) {
+    threads.emplace_back([&, i] {
+      auto r = CachedValidation(i % 2 ? *a : *b);
+      if (r) seen[i] = r->get();
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  ASSERT_NE(seen[0], nullptr);
+  for (const ValidationReport* r : seen) EXPECT_EQ(r, seen[0]);
+  EXPECT_EQ(seen[0]->cases.size(), Report().cases.size());
+  auto ok = b->AddFiles({{"validation/extra_runs.json", R"({"runs": []})"}});
+  ASSERT_TRUE(ok) << ok.error().ToString();
+  EXPECT_NE(a->fingerprint(), b->fingerprint());
+  auto other = CachedValidation(*b);
+  ASSERT_TRUE(other);
+  EXPECT_NE(other->get(), seen[0]);
+  EXPECT_EQ((*other)->cases.size(), seen[0]->cases.size());
 }
 
 }  // namespace

@@ -121,8 +121,9 @@ std::pair<std::string, Json> TrustOnChip(const catalog::Catalog& cat,
                                          const hw::Chip& chip, bool training,
                                          bool applies) {
   if (!applies) return {"", nullptr};
-  auto rep = validate::RunValidation(cat);
-  if (!rep) return {"", nullptr};
+  auto cached = validate::CachedValidation(cat);
+  if (!cached) return {"", nullptr};
+  const validate::ValidationReport* rep = cached->get();
   if (!training) return ServingTrust(*rep, chip);
   const validate::GroupSummary* s = nullptr;
   for (const validate::GroupSummary& g : rep->by_chip) {

@@ -61,6 +61,23 @@ std::string PriceTable(const std::vector<const hw::Chip*>& chips) {
   return text;
 }
 
+// --bytes of `roofline` and `collective`: a size in whole bytes ("1.5KB" is
+// 1500 bytes; "1.5B" is refused).
+Result<units::Bytes> ParseWholeBytes(const std::string& text) {
+  auto b = ParseOption<units::Bytes>(
+      "--bytes", text, [](auto& t) { return units::ParseBytes(t); });
+  if (!b) return b;
+  const double v = b->si();
+  if (std::abs(v - std::round(v)) > 1e-9 * v) {
+    return InvalidArgument("expected a whole number of bytes, got \"" +
+                               Excerpt(text) + "\" (" + FormatNumber(v) +
+                               " bytes); round it, e.g. to \"" +
+                               FormatNumber(std::ceil(v)) + "B\"",
+                           "--bytes");
+  }
+  return b;
+}
+
 }  // namespace
 
 Command AddChipsCommand(CLI::App& app) {
@@ -471,8 +488,7 @@ Command AddRooflineCommand(CLI::App& app) {
       auto f = ParseOption<units::Flops>(
           "--flops", o->flops, [](auto& t) { return units::ParseFlops(t); });
       if (!f) return tl::unexpected(f.error());
-      auto b = ParseOption<units::Bytes>(
-          "--bytes", o->bytes, [](auto& t) { return units::ParseBytes(t); });
+      auto b = ParseWholeBytes(o->bytes);
       if (!b) return tl::unexpected(b.error());
       auto res = roofline::AnalyzeOp(**chip, *f, *b, roofline::ComputeDtype(dt),
                                      level);
@@ -565,8 +581,7 @@ Command AddCollectiveCommand(CLI::App& app) {
       return tl::unexpected(
           Error{sys.error().code, sys.error().message, "--system"});
     }
-    auto bytes = ParseOption<units::Bytes>(
-        "--bytes", o->bytes, [](auto& t) { return units::ParseBytes(t); });
+    auto bytes = ParseWholeBytes(o->bytes);
     if (!bytes) return tl::unexpected(bytes.error());
     auto mode = ParseMode(o->mode, "--mode");
     if (!mode) return tl::unexpected(mode.error());

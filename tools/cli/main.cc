@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdlib>
 #include <optional>
 #include <ostream>
 #include <sstream>
@@ -42,7 +43,17 @@ std::string ConversionMessage(const CLI::App& app, const std::string& what) {
   std::string kind = "a number";
   if (const CLI::Option* o = FindOption(app, name)) {
     const std::string type = o->get_type_name();
-    if (type == "INT" || type == "UINT") kind = "a whole number";
+    if (type == "INT" || type == "UINT") {
+      kind = "a whole number";
+      // A number that is whole but not in digits ("1e12") or too large.
+      char* end = nullptr;
+      const double v = std::strtod(value.c_str(), &end);
+      if (!value.empty() && *end == '\0' && std::isfinite(v) &&
+          v == std::floor(v)) {
+        kind = type == "INT" ? "a whole number in digits, at most 2147483647"
+                             : "a whole number in digits, at most 2^64-1";
+      }
+    }
   }
   return name + ": expected " + kind + ", got '" + value + "'";
 }

@@ -844,6 +844,14 @@ static Result<bool> SimulationWanted(const CLI::App& app, const ServeCli& cli) {
         "--trace-file",
         "serve");
   }
+  // CLI11 reads "-1" into the unsigned seed as 2^64-1.
+  if (const CLI::Option* seed = app.get_option_no_throw("--seed");
+      seed != nullptr && seed->count() > 0 &&
+      seed->results().front().find('-') != std::string::npos) {
+    return InvalidArgument("expected a whole number from 0 to 2^64-1, got '" +
+                               Excerpt(seed->results().front()) + "'",
+                           "--seed");
+  }
   if (app.count("--concurrency") > 0 && o.concurrency < 1) {
     return InvalidArgument("expected a concurrency of at least 1, got " +
                                std::to_string(o.concurrency),

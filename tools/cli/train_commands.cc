@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <optional>
 
 #include "commands.h"
@@ -1100,8 +1101,10 @@ Result<bool> FilterCases(validate::ValidationReport& rep,
 // `validate` without --cv or --fit: every case, or those --filter picks.
 Result<Output> ValidateOutput(const catalog::Catalog& cat, bool markdown,
                               const std::string& filter) {
-  auto rep = validate::RunValidation(cat);
-  if (!rep) return tl::unexpected(rep.error());
+  auto cached = validate::CachedValidation(cat);
+  if (!cached) return tl::unexpected(cached.error());
+  // A copy: --filter narrows it.
+  auto rep = std::make_unique<validate::ValidationReport>(**cached);
   if (auto kept = FilterCases(*rep, filter); !kept) {
     return tl::unexpected(kept.error());
   }

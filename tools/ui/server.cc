@@ -16,6 +16,7 @@
 #include "httplib.h"
 #include "run.h"
 #include "scalemodel/base/strings.h"
+#include "scalemodel/ingest/hf_config.h"
 
 namespace scalemodel::ui {
 namespace {
@@ -188,6 +189,14 @@ void Server::Impl::Api(const httplib::Request& req, httplib::Response& res) {
                "request body: expected a JSON object of options, got "
                "malformed JSON ('" +
                    Excerpt(req.body) + "')");
+      return;
+    }
+    // config.json's depth limit: an uploaded config nested deeper would
+    // overflow the stack when written out (nlohmann's dump recurses).
+    if (auto ok =
+            ingest::CheckJsonText(req.body, "request body", "a request body");
+        !ok) {
+      SetError(res, 400, ok.error().ToString());
       return;
     }
   }

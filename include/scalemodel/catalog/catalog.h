@@ -8,6 +8,7 @@
 #ifndef SCALEMODEL_CATALOG_CATALOG_H_
 #define SCALEMODEL_CATALOG_CATALOG_H_
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -78,12 +79,18 @@ class Catalog {
   const std::vector<DataFile>& validation_files() const {
     return validation_files_;
   }
+  // A 64-bit hash of every file added so far (paths and contents, in
+  // order): two catalogs built from the same files have the same
+  // fingerprint. Keys process-wide caches of results that depend on the
+  // whole catalog (validate::CachedValidation).
+  uint64_t fingerprint() const { return fingerprint_; }
 
  private:
   std::vector<hw::Chip> chips_;
   std::vector<SystemEntry> systems_;
   std::vector<DataFile> model_files_;
   std::vector<DataFile> validation_files_;
+  uint64_t fingerprint_ = 0;
 };
 
 // The data files compiled into the binary (generated at build time).

@@ -41,7 +41,8 @@ struct LengthDist {
 // "normal:MEAN:SD" or "lognormal:MEAN:SD" (mean and standard deviation of
 // the lengths themselves, not of their logarithm). Errors name `where`: an
 // unknown kind (with "did you mean"), a missing or non-numeric field,
-// LO > HI, a mean below 1 or a negative SD.
+// LO > HI, a mean below 1 or a negative SD, a fractional fixed:N, LO or HI,
+// a field above 2^30 tokens. Sampled lengths are whole, from 1 to 2^30.
 Result<LengthDist> ParseLengthDist(const std::string& text, double fixed_value,
                                    const std::string& where);
 
@@ -150,7 +151,9 @@ std::vector<TraceRequest> OpenLoopRequests(const Workload& workload);
 // Simulates `replicas` identical replicas (requests dealt round-robin;
 // closed-loop clients split as evenly as they go) of the replica `cost`
 // models. Errors: a non-positive rate, concurrency, request count or
-// scheduler limit, a prefix-hit fraction outside [0, 1), an empty trace.
+// scheduler limit, a prefix-hit fraction outside [0, 1), an empty trace;
+// more than 2^20 requests, 2^24 sequences or 2^30 tokens per step; a rate
+// so low that the arrivals would run past 1e9 s.
 Result<SimulationResult> SimulateServing(const StepCostModel& cost,
                                          int replicas, const Workload& workload,
                                          const SchedulerOptions& scheduler,

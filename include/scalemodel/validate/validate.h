@@ -4,6 +4,7 @@
 #ifndef SCALEMODEL_VALIDATE_VALIDATE_H_
 #define SCALEMODEL_VALIDATE_VALIDATE_H_
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,14 @@ struct ValidationReport {
 };
 
 Result<ValidationReport> RunValidation(const catalog::Catalog& catalog);
+// RunValidation(catalog), run once per process for each catalog content
+// (Catalog::fingerprint) and shared afterwards: `train` and `serve` quote
+// it in every result, and the fuzzers, `ui` and the Python module run many
+// commands in one process. Safe to call from several threads; a caller
+// that finds the report being computed waits for it. Keeps the reports of
+// the last 8 catalogs.
+Result<std::shared_ptr<const ValidationReport>> CachedValidation(
+    const catalog::Catalog& catalog);
 // Recomputes the per-group and per-source summaries from report.cases (after
 // a caller narrowed them).
 void Summarize(ValidationReport& report);
