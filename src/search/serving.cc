@@ -102,16 +102,18 @@ std::optional<size_t> BestUnderTargets(const std::vector<ServingPlan>& frontier,
 
 }  // namespace
 
+int DefaultServingMaxChips(const hw::Chip& chip) {
+  return chip.is_tpu()
+             ? 256
+             : std::max(8, chip.nvlink ? chip.nvlink->domain_size : 8) * 8;
+}
+
 ServingPlanResult PlanServing(const model::ModelSpec& spec,
                               const hw::Chip& chip,
                               const ServingPlanRequest& request) {
   ServingPlanResult out;
   out.max_chips =
-      request.max_chips > 0
-          ? request.max_chips
-          : (chip.is_tpu()
-                 ? 256
-                 : std::max(8, chip.nvlink ? chip.nvlink->domain_size : 8) * 8);
+      request.max_chips > 0 ? request.max_chips : DefaultServingMaxChips(chip);
   // Every feasible point: its slice (an index into `systems`) and config.
   struct Point {
     int system;

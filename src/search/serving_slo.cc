@@ -463,12 +463,7 @@ Result<SloPlanResult> PlanServingForSlo(const model::ModelSpec& spec,
   if (!ok) return tl::unexpected(ok.error());
   const auto start = std::chrono::steady_clock::now();
   SloPlanResult out;
-  out.max_chips =
-      r.max_chips > 0
-          ? r.max_chips
-          : (chip.is_tpu()
-                 ? 256
-                 : std::max(8, chip.nvlink ? chip.nvlink->domain_size : 8) * 8);
+  out.max_chips = r.max_chips > 0 ? r.max_chips : DefaultServingMaxChips(chip);
   out.price_per_chip_hour =
       r.base.price_per_chip_hour > 0
           ? r.base.price_per_chip_hour

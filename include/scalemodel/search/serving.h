@@ -77,6 +77,10 @@ struct ServingPlanResult {
 // 1, 2, 4, ... up to the largest that fits; returns the feasible points'
 // Pareto frontier and the best under the targets. Infeasible points and
 // slices that cannot be built are skipped, so the result may be empty.
+// The largest slice a serving search considers without --max-chips: 256
+// TPUs, or 8 NVLink domains (at least 8 GPUs each).
+int DefaultServingMaxChips(const hw::Chip& chip);
+
 ServingPlanResult PlanServing(const model::ModelSpec& model,
                               const hw::Chip& chip,
                               const ServingPlanRequest& request);
