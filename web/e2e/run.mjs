@@ -37,9 +37,9 @@ function cli(args) {
   return { json: JSON.parse(r.stdout), wall };
 }
 
-// A plan search from the page against the same search run by the CLI, on a
-// search big enough to be worth timing (128 H100s, 4Mi tokens: ~2.8 M
-// configurations, 0.4-0.8 s). Last, since it moves the page to another system.
+// A plan search from the page against the same search run by the CLI, on
+// a larger search than the 32-chip one (128 H100s, 4Mi tokens: 0.1-0.9 s by
+// machine and load). Last, since it moves the page to another system.
 async function searchTiming(page) {
   await page.click("#tabs button[data-view=search]");
   for (const [id, v] of [["system", "h100:8x16"], ["batch", "4Mi"]]) {
