@@ -68,7 +68,12 @@ Result<hw::System> SystemOfChips(const hw::Chip& chip, int chips) {
 std::string ServingPlan::PlanString() const {
   std::string s = "tp=" + std::to_string(config.tp);
   if (config.ep > 1) s += ",ep=" + std::to_string(config.ep);
+  if (config.pp > 1) s += ",pp=" + std::to_string(config.pp);
   return s;
+}
+
+std::string ServingPlan::Label() const {
+  return PlanString() + (config.dp_attention ? " dp-attention" : "");
 }
 
 namespace {
@@ -102,6 +107,34 @@ std::optional<size_t> BestUnderTargets(const std::vector<ServingPlan>& frontier,
 
 }  // namespace
 
+std::vector<ReplicaShape> ReplicaShapes(const model::ModelSpec& spec,
+                                        const hw::Chip& chip, long n) {
+  std::vector<ReplicaShape> out;
+  // Pipeline stages span NVLink domains, each stage filling whole domains:
+  // vLLM's distributed serving guide sets tp to the GPUs of a node and pp
+  // to the nodes. No pipeline on TPUs (JetStream and vLLM TPU serve a
+  // slice with tp and ep).
+  const long domain =
+      chip.is_tpu() ? n : (chip.nvlink ? chip.nvlink->domain_size : 1);
+  for (long tp = 1; tp <= n; tp *= 2) {
+    if (spec.num_heads % tp) continue;
+    for (long pp = 1; tp * pp <= n && pp <= spec.num_layers; pp *= 2) {
+      const long ep = n / (tp * pp);
+      if (tp * pp * ep != n) continue;
+      if (pp > 1 && tp * ep < domain) continue;
+      if (ep > 1 && (!spec.is_moe() || spec.moe.num_experts % ep)) continue;
+      ReplicaShape r{static_cast<int>(tp), static_cast<int>(ep),
+                     static_cast<int>(pp), false};
+      out.push_back(r);
+      if (ep > 1) {
+        r.dp_attention = true;
+        out.push_back(r);
+      }
+    }
+  }
+  return out;
+}
+
 int DefaultServingMaxChips(const hw::Chip& chip) {
   return chip.is_tpu()
              ? 256
@@ -129,26 +162,24 @@ ServingPlanResult PlanServing(const model::ModelSpec& spec,
     if (!sys) continue;
     systems.push_back(*sys);
     const int si = static_cast<int>(systems.size()) - 1;
-    for (long tp = 1; tp <= n; tp *= 2) {
-      if (spec.num_heads % tp) continue;
-      for (long ep = 1; tp * ep <= n; ep *= 2) {
-        if (ep > 1 && (!spec.is_moe() || spec.moe.num_experts % ep)) continue;
-        // One replica per serving group: every chip of the system serves it.
-        if (tp * ep != n) continue;
-        estimate::ServeConfig cfg = request.base;
-        cfg.tp = static_cast<int>(tp);
-        cfg.ep = static_cast<int>(ep);
-        cfg.dp = 1;
-        cfg.batch = 1;
-        auto probe = estimate::EstimateServing(spec, *sys, cfg);
-        if (!probe) continue;
-        for (double b : BatchesUpTo(probe->max_batch)) {
-          cfg.batch = b;
-          auto e = estimate::EstimateServing(spec, *sys, cfg);
-          ++out.configs_evaluated;
-          if (!e || !e->feasible) continue;
-          points.push_back({si, cfg, *e});
-        }
+    for (const ReplicaShape& shape : ReplicaShapes(spec, chip, n)) {
+      estimate::ServeConfig cfg = request.base;
+      cfg.tp = shape.tp;
+      cfg.ep = shape.ep;
+      cfg.pp = shape.pp;
+      cfg.dp_attention = shape.dp_attention;
+      cfg.dp = 1;
+      // A pipeline needs a microbatch per stage.
+      cfg.batch = shape.pp;
+      auto probe = estimate::EstimateServing(spec, *sys, cfg);
+      if (!probe) continue;
+      for (double b : BatchesUpTo(probe->max_batch)) {
+        if (b < shape.pp) continue;
+        cfg.batch = b;
+        auto e = estimate::EstimateServing(spec, *sys, cfg);
+        ++out.configs_evaluated;
+        if (!e || !e->feasible) continue;
+        points.push_back({si, cfg, *e});
       }
     }
   }
@@ -171,7 +202,9 @@ ServingPlanResult PlanServing(const model::ModelSpec& spec,
     estimate::ServeConfig one = request.base;
     one.tp = best.config.tp;
     one.ep = best.config.ep;
-    one.batch = 1;
+    one.pp = best.config.pp;
+    one.dp_attention = best.config.dp_attention;
+    one.batch = best.config.pp;
     auto pre = estimate::EstimateServing(spec, best.system, one);
     if (pre) {
       out.prefill_to_decode_chips = estimate::PrefillToDecodeRatio(

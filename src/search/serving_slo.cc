@@ -21,23 +21,34 @@ std::string PoolPlan::PlanString() const {
 }
 
 std::string SloPlan::PlanString() const {
-  if (!disaggregated) return pool.PlanString();
-  return "prefill " + pool.PlanString() + " + decode " + decode.PlanString();
+  const char* dpa = pool.dp_attention ? " dp-attention" : "";
+  if (!disaggregated) return pool.PlanString() + dpa;
+  return "prefill " + pool.PlanString() + " + decode " + decode.PlanString() +
+         dpa;
 }
 
 namespace {
 
 // One replica layout of the chip: its slice and step costs.
 struct Layout {
-  int tp = 1, ep = 1;
+  ReplicaShape shape;
   hw::System system;
   estimate::StepCostModel cost;
   double kv_capacity_tokens = 0;  // per replica
-  int chips() const { return tp * ep; }
+  int chips() const { return shape.tp * shape.ep * shape.pp; }
+  // Engines per replica: one per pipeline stage (docs/model.md 7.6), each
+  // with 1/pp of the KV cache.
+  int engines() const { return shape.pp; }
+  PoolPlan Pool(int replicas, int max_num_seqs, int max_batched_tokens,
+                bool chunked) const {
+    return {shape.tp,     shape.ep,           shape.pp, replicas,
+            max_num_seqs, max_batched_tokens, chunked,  shape.dp_attention};
+  }
 };
 
-// Every tp x ep replica of 1, 2, 4, ... chips up to `max_chips` whose
-// weights leave room for at least one request's KV.
+// Every replica shape (ReplicaShapes) of 1, 2, 4, ... chips up to
+// `max_chips` whose weights leave room for at least one request's KV in
+// each of its engines.
 std::vector<Layout> Layouts(const model::ModelSpec& spec, const hw::Chip& chip,
                             const estimate::ServeConfig& base, int max_chips) {
   std::vector<Layout> out;
@@ -45,20 +56,19 @@ std::vector<Layout> Layouts(const model::ModelSpec& spec, const hw::Chip& chip,
   for (long n = 1; n <= max_chips; n *= 2) {
     auto sys = SystemOfChips(chip, static_cast<int>(n));
     if (!sys) continue;
-    for (long tp = 1; tp <= n; tp *= 2) {
-      const long ep = n / tp;
-      if (spec.num_heads % tp) continue;
-      if (ep > 1 && (!spec.is_moe() || spec.moe.num_experts % ep)) continue;
+    for (const ReplicaShape& shape : ReplicaShapes(spec, chip, n)) {
       estimate::ServeConfig cfg = base;
-      cfg.tp = static_cast<int>(tp);
-      cfg.ep = static_cast<int>(ep);
+      cfg.tp = shape.tp;
+      cfg.ep = shape.ep;
+      cfg.pp = shape.pp;
+      cfg.dp_attention = shape.dp_attention;
       cfg.dp = 1;
       auto sc = estimate::StepCostModel::Create(spec, *sys, cfg);
       if (!sc) continue;
       const double cap =
           sc->KvCapacityBytesPerChip() / sc->KvBytesPerTokenPerChip();
-      if (!(cap >= tokens)) continue;
-      out.push_back({cfg.tp, cfg.ep, *sys, *sc, cap});
+      if (!(cap >= tokens * shape.pp)) continue;
+      out.push_back({shape, *sys, *sc, cap});
     }
   }
   return out;
@@ -124,15 +134,19 @@ Estimate EstimateAggregated(const Layout& l, int replicas, int chunk,
                             const SloPlanRequest& r) {
   Estimate e;
   const double P = r.base.prompt, O = r.base.output;
-  Steady st = SteadyState(l.cost, r.rate_per_s / replicas, P, O, chunk);
-  if (!st.stable || st.decode_seqs * (P + O) > l.kv_capacity_tokens) return e;
+  // Each engine (a pipeline stage's scheduler) takes its share of the
+  // requests and of the KV cache.
+  const int engines = replicas * l.engines();
+  const double kv = l.kv_capacity_tokens / l.engines();
+  Steady st = SteadyState(l.cost, r.rate_per_s / engines, P, O, chunk);
+  if (!st.stable || st.decode_seqs * (P + O) > kv) return e;
   const double room = std::max(1.0, chunk - st.decode_seqs);
   const double prefill = std::ceil(P / room) * st.step_s;
-  const double rho = r.rate_per_s / replicas * prefill;
+  const double rho = r.rate_per_s / engines * prefill;
   e.ttft = prefill + st.step_s + WaitP99(rho, prefill);
   e.tpot = st.step_s;
   e.ok = std::isfinite(e.ttft);
-  e.seq_cap = SeqCap(st.decode_seqs, l.kv_capacity_tokens, P + O);
+  e.seq_cap = SeqCap(st.decode_seqs, kv, P + O);
   return e;
 }
 
@@ -170,7 +184,7 @@ struct Candidate {
 SloPlan AggregatedPlan(const Layout& l, int replicas, int chunk,
                        const Estimate& e) {
   SloPlan p;
-  p.pool = {l.tp, l.ep, 1, replicas, e.seq_cap, chunk, true};
+  p.pool = l.Pool(replicas, e.seq_cap, chunk, true);
   p.chips = p.pool.chips();
   p.estimated_ttft_p99_s = p.ttft_p99_s = e.ttft;
   p.estimated_tpot_p99_s = p.tpot_p99_s = e.tpot;
@@ -234,6 +248,8 @@ void DisaggregatedCandidates(const std::vector<Layout>& layouts,
                              std::vector<Candidate>* out) {
   const double P = r.base.prompt;
   for (const Layout& d : layouts) {
+    // Disaggregated pools take tp, ep and dp (serve --prefill-plan).
+    if (d.shape.pp > 1) continue;
     double tpot = 0;
     int nd = FewestReplicas(
         d, max_chips, r.tpot_p99_s,
@@ -245,6 +261,10 @@ void DisaggregatedCandidates(const std::vector<Layout>& layouts,
     if (nd < 1) continue;
     const Estimate de = DecodePool(d, nd, r);
     for (const Layout& p : layouts) {
+      // One --dp-attention flag for both pools.
+      if (p.shape.pp > 1 || p.shape.dp_attention != d.shape.dp_attention) {
+        continue;
+      }
       const int left = max_chips - nd * d.chips();
       if (left < p.chips()) continue;
       auto ttft_of = [&](int n) {
@@ -266,8 +286,8 @@ void DisaggregatedCandidates(const std::vector<Layout>& layouts,
       // --max-batched-tokens set both): whole prompts in the prefill pool,
       // handed-off requests mixed into decode steps.
       const int budget = std::max(8192, static_cast<int>(P));
-      plan.pool = {p.tp, p.ep, 1, np, de.seq_cap, budget, false};
-      plan.decode = {d.tp, d.ep, 1, nd, de.seq_cap, budget, true};
+      plan.pool = p.Pool(np, de.seq_cap, budget, false);
+      plan.decode = d.Pool(nd, de.seq_cap, budget, true);
       plan.chips = plan.pool.chips() + plan.decode.chips();
       plan.estimated_ttft_p99_s = plan.ttft_p99_s = ttft;
       plan.estimated_tpot_p99_s = plan.tpot_p99_s = tpot;

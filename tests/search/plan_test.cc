@@ -301,7 +301,60 @@ TEST(PlanServingTest, FrontierAndBestUnderTarget) {
     }
   }
   EXPECT_GT(r.prefill_to_decode_chips, 0);
-  EXPECT_EQ(best.config.tp * best.config.ep, best.chips());
+  EXPECT_EQ(best.config.tp * best.config.ep * best.config.pp, best.chips());
+}
+
+// Replica shapes: tp divides the heads, ep the experts, DP attention only
+// with ep > 1, and pipeline stages only where each stage fills whole
+// NVLink domains (none on TPUs).
+TEST(PlanServingTest, ReplicaShapes) {
+  const hw::Chip& h100 = scalemodel::testing::Chip("h100");
+  auto has = [](const std::vector<ReplicaShape>& v, ReplicaShape s) {
+    return std::any_of(v.begin(), v.end(), [&](const ReplicaShape& x) {
+      return x.tp == s.tp && x.ep == s.ep && x.pp == s.pp &&
+             x.dp_attention == s.dp_attention;
+    });
+  };
+  const auto dense = ReplicaShapes(Model("llama3-70b"), h100, 16);
+  EXPECT_TRUE(has(dense, {16, 1, 1, false}));
+  EXPECT_TRUE(has(dense, {8, 1, 2, false}));
+  EXPECT_FALSE(has(dense, {4, 1, 4, false}));  // a stage of half a node
+  for (const ReplicaShape& s : dense) {
+    EXPECT_EQ(s.ep, 1);
+    EXPECT_FALSE(s.dp_attention);
+    EXPECT_EQ(s.tp * s.ep * s.pp, 16);
+  }
+  const auto moe = ReplicaShapes(Model("deepseek-v3"), h100, 16);
+  EXPECT_TRUE(has(moe, {1, 16, 1, true}));
+  EXPECT_TRUE(has(moe, {1, 16, 1, false}));
+  EXPECT_TRUE(has(moe, {1, 8, 2, true}));
+  EXPECT_FALSE(has(moe, {16, 1, 1, true}));  // DP attention needs ep
+  const auto tpu = ReplicaShapes(Model("llama3-70b"),
+                                 scalemodel::testing::Chip("tpu-v5e"), 16);
+  for (const ReplicaShape& s : tpu) EXPECT_EQ(s.pp, 1);
+}
+
+// A MoE model too large for one node: the frontier holds DP-attention and
+// pipeline plans, each evaluated with its own shape.
+TEST(PlanServingTest, MoeFrontierHasDpAttentionAndPipelines) {
+  ServingPlanRequest req;
+  req.base.prompt = 2048;
+  req.base.output = 512;
+  req.base.weights = hw::Dtype::kFp8;
+  req.base.kv = hw::Dtype::kFp8;
+  req.max_chips = 16;
+  ServingPlanResult r =
+      PlanServing(Model("deepseek-v3"), scalemodel::testing::Chip("h100"), req);
+  bool dpa = false, pp = false;
+  for (const ServingPlan& p : r.frontier) {
+    dpa = dpa || p.config.dp_attention;
+    pp = pp || p.config.pp > 1;
+    EXPECT_EQ(p.Label().find("dp-attention") != std::string::npos,
+              p.config.dp_attention);
+    EXPECT_GE(p.config.batch, p.config.pp);
+  }
+  EXPECT_TRUE(dpa);
+  EXPECT_TRUE(pp);
 }
 
 TEST(PlanServingTest, SystemOfChips) {

@@ -51,6 +51,31 @@ TEST(PlanServingForSlo, MeetsReachableSlo) {
   EXPECT_GE(r2->plans[0].chips, b.chips);
 }
 
+// A MoE model: DP-attention plans are searched (aggregated, and
+// disaggregated with one flag for both pools) and pipeline stages never
+// appear in a disaggregated pool (serve --prefill-plan takes tp, ep, dp).
+TEST(PlanServingForSlo, MoeSearchesDpAttention) {
+  SloPlanRequest req = Request(4, 2.0, 0.05);
+  req.base.weights = hw::Dtype::kFp8;
+  req.base.kv = hw::Dtype::kFp8;
+  req.max_chips = 32;
+  req.confirm = 12;
+  auto r = PlanServingForSlo(Model("deepseek-v3"), Chip("h100"), req);
+  ASSERT_TRUE(r) << r.error().message;
+  bool dpa = false;
+  for (const SloPlan& p : r->plans) {
+    dpa = dpa || p.pool.dp_attention;
+    EXPECT_EQ(p.PlanString().find("dp-attention") != std::string::npos,
+              p.pool.dp_attention);
+    if (p.disaggregated) {
+      EXPECT_EQ(p.pool.dp_attention, p.decode.dp_attention);
+      EXPECT_EQ(p.pool.pp, 1);
+      EXPECT_EQ(p.decode.pp, 1);
+    }
+  }
+  EXPECT_TRUE(dpa);
+}
+
 // Unreachable SLOs (a TPOT below any decode step of a 70B model): a result,
 // not an error, whose first plan is the closest and says what it misses.
 TEST(PlanServingForSlo, ClosestPlanWhenNoneMeets) {

@@ -683,6 +683,7 @@ Result<Output> RunServeSearch(const catalog::Catalog& cat,
   for (const search::ServingPlan& p : res.frontier) {
     const estimate::ServeEstimate& e = p.estimate;
     fr.push_back({{"plan", p.PlanString()},
+                  {"dp_attention", p.config.dp_attention},
                   {"batch", p.config.batch},
                   {"chips", p.chips()},
                   {"decode_step_time_s", e.decode_step.si()},
@@ -691,7 +692,7 @@ Result<Output> RunServeSearch(const catalog::Catalog& cat,
                   {"cost_per_million_tokens_usd",
                    report::NumberOrNull(e.cost_per_million_tokens_usd)},
                   {"bound", e.bound}});
-    rows.push_back({std::to_string(p.chips()), p.PlanString(),
+    rows.push_back({std::to_string(p.chips()), p.Label(),
                     FormatNumber(p.config.batch), FormatSeconds(e.decode_step),
                     FormatSeconds(e.ttft),
                     units::FormatCount(e.tokens_per_s_per_chip),
@@ -699,7 +700,7 @@ Result<Output> RunServeSearch(const catalog::Catalog& cat,
                         ? "-"
                         : units::FormatUsd(e.cost_per_million_tokens_usd),
                     e.bound});
-    csv.push_back({std::to_string(p.chips()), p.PlanString(),
+    csv.push_back({std::to_string(p.chips()), p.Label(),
                    CsvNumber(p.config.batch), CsvNumber(e.decode_step.si()),
                    CsvNumber(e.ttft.si()), CsvNumber(e.tokens_per_s_per_chip),
                    std::isnan(e.cost_per_million_tokens_usd)
@@ -713,6 +714,7 @@ Result<Output> RunServeSearch(const catalog::Catalog& cat,
     const double ratio = res.prefill_to_decode_chips;
     best_json = report::ToJson(best->estimate);
     best_json["plan"] = best->PlanString();
+    best_json["dp_attention"] = best->config.dp_attention;
     best_json["batch"] = best->config.batch;
     best_json["chips"] = best->chips();
     best_json["prefill_to_decode_chips"] = ratio;
@@ -720,7 +722,7 @@ Result<Output> RunServeSearch(const catalog::Catalog& cat,
         "\nBest under the constraints: {} chips, {}, batch {}\n{}For "
         "disaggregated serving, {:.2f} prefill chips per decode chip "
         "(prefilling one request at a time on the same slice).\n",
-        best->chips(), best->PlanString(), FormatNumber(best->config.batch),
+        best->chips(), best->Label(), FormatNumber(best->config.batch),
         ServeText(best->estimate), ratio);
   }
   Output out;

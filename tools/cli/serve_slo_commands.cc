@@ -203,7 +203,8 @@ Json PoolJson(const search::PoolPlan& p) {
           {"chips", p.chips()},
           {"max_num_seqs", p.max_num_seqs},
           {"max_batched_tokens", p.max_batched_tokens},
-          {"chunked_prefill", p.chunked_prefill}};
+          {"chunked_prefill", p.chunked_prefill},
+          {"dp_attention", p.dp_attention}};
 }
 
 // Each SLO the plan misses: {"slo", "p99_s", "target_s", "over_fraction"}.
@@ -345,6 +346,7 @@ std::string ServeCommand(const search::SloPlan& p,
     s += " --plan " + p.pool.PlanString();
     if (p.pool.chunked_prefill) s += " --chunked-prefill";
   }
+  if (p.pool.dp_attention) s += " --dp-attention";
   s += fmt::format(
       " --max-num-seqs {} --max-batched-tokens {} --rate {} --requests {} "
       "--seed {} --prompt {} --output {}",

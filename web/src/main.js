@@ -221,7 +221,7 @@ async function runServe(gen) {
     ["serve-tpot", "TPOT p50", seconds(sim.tpot_s?.p50), sim.tpot_s?.p50],
     ["serve-tps", "Output tokens/s per chip", si(sim.output_tokens_per_s_per_chip), sim.output_tokens_per_s_per_chip],
     ["serve-rps", "Requests/s served", si(sim.requests_per_s), sim.requests_per_s],
-    ["serve-best", "Best plan (frontier)", plan.best?.feasible ? `${plan.best.plan ?? ""}`.trim() || "see plot" : "none", ""],
+    ["serve-best", "Best plan (frontier)", plan.best?.feasible ? `${plan.best.plan ?? ""}${plan.best.dp_attention ? " dp-attention" : ""}`.trim() || "see plot" : "none", ""],
   ]);
   const here = sim.feasible ? { feasible: true, tokens_per_s_per_chip: sim.output_tokens_per_s_per_chip, decode_step_time_s: sim.tpot_s.p50 } : null;
   showPlot($("plot-frontier"), frontierPlot(plan.frontier, here));

@@ -81,7 +81,8 @@ export function rooflinePlot(points) {
 export function frontierPlot(frontier, best) {
   const rows = frontier.map((f) => ({
     ...f, tpot_ms: 1e3 * f.decode_step_time_s,
-    label: `${f.plan} b=${f.batch}`,
+    plan: f.dp_attention ? `${f.plan} dp-attention` : f.plan,
+    label: `${f.plan}${f.dp_attention ? " dp-attention" : ""} b=${f.batch}`,
   }));
   const marks = [
     Plot.line(rows, { x: "tokens_per_s_per_chip", y: "tpot_ms", stroke: "steelblue", sort: "tokens_per_s_per_chip" }),

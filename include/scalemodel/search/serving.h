@@ -52,11 +52,30 @@ struct ServingPlanRequest {
 // One serving layout: a single replica over every chip of `system`.
 struct ServingPlan {
   hw::System system;
-  estimate::ServeConfig config;  // base with tp, ep, dp = 1 and batch set
+  estimate::ServeConfig config;  // base with its shape, dp = 1 and batch
   estimate::ServeEstimate estimate;
   int chips() const { return system.num_chips(); }
-  std::string PlanString() const;  // "tp=8" or "tp=2,ep=4"
+  std::string PlanString() const;  // "tp=8", "tp=2,ep=4" or "tp=8,pp=2"
+  // PlanString and " dp-attention" when the plan runs attention data
+  // parallel (serve --dp-attention).
+  std::string Label() const;
 };
+
+// One replica's shape: tp x ep x pp chips, and whether attention runs data
+// parallel over the ep ranks (MoE only).
+struct ReplicaShape {
+  int tp = 1, ep = 1, pp = 1;
+  bool dp_attention = false;
+};
+
+// Every replica shape of exactly n chips of `chip` (n a power of two): tp a
+// power of two dividing the heads, ep the rest (dividing the routed
+// experts; 1 for a dense model), each with and without DP attention when
+// ep > 1; and on GPUs pipelines of pp stages (up to the layers) whose
+// tp x ep stages fill whole NVLink domains, as engines deploy pp across
+// nodes.
+std::vector<ReplicaShape> ReplicaShapes(const model::ModelSpec& spec,
+                                        const hw::Chip& chip, long n);
 
 struct ServingPlanResult {
   std::vector<ServingPlan> frontier;  // fastest time per token first
@@ -72,9 +91,9 @@ struct ServingPlanResult {
   double search_time_s = 0;
 };
 
-// Evaluates every power-of-two slice of `chip` up to max_chips, every tp x
-// ep (tp dividing the heads, ep the experts) that fills it, and batches of
-// 1, 2, 4, ... up to the largest that fits; returns the feasible points'
+// Evaluates every power-of-two slice of `chip` up to max_chips, every
+// replica shape that fills it (ReplicaShapes), and batches of 1, 2, 4, ...
+// (at least pp) up to the largest that fits; returns the feasible points'
 // Pareto frontier and the best under the targets. Infeasible points and
 // slices that cannot be built are skipped, so the result may be empty.
 // The largest slice a serving search considers without --max-chips: 256

@@ -52,6 +52,8 @@ struct PoolPlan {
   int max_num_seqs = 256;
   int max_batched_tokens = 8192;
   bool chunked_prefill = true;
+  // Attention data parallel over the ep ranks (serve --dp-attention).
+  bool dp_attention = false;
   int chips() const { return tp * ep * pp * replicas; }
   std::string PlanString() const;  // "tp=8,dp=2" (serve --plan syntax)
 };
@@ -70,9 +72,11 @@ struct SloPlan {
   // price x chips / (rate x output tokens), per million output tokens;
   // NaN without a price.
   double cost_per_million_output_tokens_usd = 0;
-  bool meets = false;              // both p99s within the SLOs
-  std::string reason;              // why not feasible, if a simulation says so
-  std::string PlanString() const;  // "tp=8,dp=3" or "prefill tp=4,dp=2 + ..."
+  bool meets = false;  // both p99s within the SLOs
+  std::string reason;  // why not feasible, if a simulation says so
+  // "tp=8,dp=3" or "prefill tp=4,dp=2 + ...", and " dp-attention" when the
+  // pools run attention data parallel.
+  std::string PlanString() const;
 };
 
 struct SloPlanResult {
