@@ -9,6 +9,7 @@
 #include "scalemodel/base/strings.h"
 #include "scalemodel/estimate/core.h"
 #include "scalemodel/estimate/efficiency.h"
+#include "scalemodel/hw/price.h"
 #include "scalemodel/units/format.h"
 
 namespace scalemodel::estimate {
@@ -721,9 +722,7 @@ void Summarize(const StepCostModel::Impl& x, double attn_time,
   // Decode turns compute-bound when 2 B N_active / C exceeds weight bytes / W.
   est->critical_batch =
       (x.pc.total * x.wb / x.W) * x.C / (2 * x.pc.matmul_active);
-  double price = cfg.price_per_chip_hour > 0
-                     ? cfg.price_per_chip_hour
-                     : (x.chip().price ? x.chip().price->usd_per_chip_hour : 0);
+  const double price = hw::PricePerChipHour(x.chip(), cfg.price_per_chip_hour);
   est->cost_per_million_tokens_usd =
       price > 0 ? price * chips / 3600 / est->tokens_per_s * 1e6
                 : std::numeric_limits<double>::quiet_NaN();

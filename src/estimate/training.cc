@@ -8,6 +8,7 @@
 #include "scalemodel/base/strings.h"
 #include "scalemodel/estimate/core.h"
 #include "scalemodel/estimate/efficiency.h"
+#include "scalemodel/hw/price.h"
 #include "scalemodel/sharding/matmul.h"
 #include "scalemodel/units/format.h"
 
@@ -960,9 +961,7 @@ void Throughput(const hw::Chip& chip, const TrainingConfig& cfg,
     double steps = cfg.tokens / cfg.batch_tokens;
     est->time_to_train_s = steps * step;
     est->chip_hours = est->time_to_train_s * chips / 3600;
-    double price = cfg.price_per_chip_hour > 0
-                       ? cfg.price_per_chip_hour
-                       : (chip.price ? chip.price->usd_per_chip_hour : 0);
+    const double price = hw::PricePerChipHour(chip, cfg.price_per_chip_hour);
     est->cost_usd = price > 0 ? est->chip_hours * price
                               : std::numeric_limits<double>::quiet_NaN();
   }

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "scalemodel/base/strings.h"
+#include "scalemodel/hw/price.h"
 
 namespace scalemodel::search {
 
@@ -261,9 +262,7 @@ Result<TrainingPlanResult> PlanTraining(const model::ModelSpec& model,
   }
   TrainingPlanResult out;
   out.price_per_chip_hour =
-      request.base.price_per_chip_hour > 0
-          ? request.base.price_per_chip_hour
-          : (system.chip.price ? system.chip.price->usd_per_chip_hour : 0);
+      hw::PricePerChipHour(system.chip, request.base.price_per_chip_hour);
   if (request.objective == Objective::kCost && out.price_per_chip_hour <= 0) {
     return InvalidArgument("ranking by cost needs a price: " + system.chip.id +
                                " has none in the catalog; give a price per "

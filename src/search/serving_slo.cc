@@ -8,6 +8,7 @@
 
 #include "scalemodel/base/strings.h"
 #include "scalemodel/estimate/batching.h"
+#include "scalemodel/hw/price.h"
 #include "scalemodel/search/serving.h"
 
 namespace scalemodel::search {
@@ -485,9 +486,7 @@ Result<SloPlanResult> PlanServingForSlo(const model::ModelSpec& spec,
   SloPlanResult out;
   out.max_chips = r.max_chips > 0 ? r.max_chips : DefaultServingMaxChips(chip);
   out.price_per_chip_hour =
-      r.base.price_per_chip_hour > 0
-          ? r.base.price_per_chip_hour
-          : (chip.price ? chip.price->usd_per_chip_hour : 0);
+      hw::PricePerChipHour(chip, r.base.price_per_chip_hour);
   const std::vector<Layout> layouts =
       Layouts(spec, chip, r.base, out.max_chips);
   std::vector<Candidate> cands;
