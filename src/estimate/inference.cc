@@ -102,7 +102,10 @@ struct StepCostModel::Impl {
   std::span<const hw::AllReducePoint> ar_curve;
   double q = 1;          // queries per decoding sequence: k + 1 speculating
   double imbalance = 1;  // the hottest expert rank's load over the mean
-  double slots = 0;      // routed-expert slots, num_experts + redundant
+  // The measured fused-MoE kernel (MeasuredFusedMoe; realistic GPUs, bf16
+  // or fp8 experts; floor_s == 0: the generic GEMM and kernel costs).
+  FusedMoeKernel moe_kernel;
+  double slots = 0;  // routed-expert slots, num_experts + redundant
   // Rows of attention, dense-MLP and output GEMMs per chip for `tokens`
   // tokens in the replica: all of them, or 1/ep with DP attention.
   double DenseRows(double tokens) const {
@@ -299,6 +302,19 @@ void ServeMemory(const StepCostModel::Impl& x, ServeEstimate* est) {
 double StepCostModel::Impl::GroupedGemm(double groups, double rows, double cols,
                                         double inner) const {
   if (!(groups > 0) || !(rows > 0)) return 0;
+  if (!peak && rows < eff.tile_m && moe_kernel.floor_s > 0) {
+    // Decode: the fused-MoE kernel streams the experts' weights at its
+    // measured fraction of the HBM peak (its fixed time is in the fixed
+    // cost, FixedStepCost).
+    ChipEfficiency e = eff;
+    e.op_overhead = units::Seconds(0);
+    e.tile_m = static_cast<int>(SkinnyTileRows(rows));
+    e.units = 0;
+    e.hbm = moe_kernel.stream_fraction;
+    return groups * GemmTime(chip(), e, rows, cols, inner,
+                             GemmFormat{compute, 2, wb, 2, true})
+                        .si();
+  }
   if (peak || rows < eff.tile_m) return groups * Gemm(rows, cols, inner);
   const double low = compute == hw::Dtype::kFp8 || compute == hw::Dtype::kFp4;
   const double e = low ? eff.gemm_max_fp8 : eff.gemm_max;
@@ -600,11 +616,20 @@ namespace {
 // (moe_align_block_size) and the weighted sum of the experts' outputs
 // (vLLM's and SGLang's Llama and Qwen3-MoE layers). On a TPU, XLA fuses
 // those into the GEMMs: four kernels per layer.
+// With a measured fused-MoE kernel (MeasuredFusedMoe) a MoE layer's
+// experts cost that kernel's fixed time instead: it replaces the two
+// grouped GEMMs' floors and the top-k, sort, activation and sum kernels, so
+// the layer keeps QKV, attention output and the router's gate at the GEMM
+// floor and the two norms, rotary embedding and attention as small kernels.
 double FixedStepCost(const StepCostModel::Impl& x) {
   const double gemm = x.eff.op_overhead.si();
   if (x.chip().is_tpu()) return x.L * 4 * gemm;
-  return x.L * (4 * gemm + 5 * kSmallKernelFloor) +
-         x.moe_layers * (gemm + 3 * kSmallKernelFloor);
+  const double dense_layer = 4 * gemm + 5 * kSmallKernelFloor;
+  const double moe_layer =
+      x.moe_kernel.floor_s > 0
+          ? 3 * gemm + 4 * kSmallKernelFloor + x.moe_kernel.floor_s
+          : dense_layer + gemm + 3 * kSmallKernelFloor;
+  return (x.L - x.moe_layers) * dense_layer + x.moe_layers * moe_layer;
 }
 
 // The draft model's step cost: on the same chips with the target's tp
@@ -691,6 +716,9 @@ Result<std::shared_ptr<StepCostModel::Impl>> BuildImpl(
                                          ? AttentionSeqFactor(cfg.prompt)
                                          : 1.0)) *
       chip.Peak(hw::Dtype::kBf16).si();
+  if (!x->peak && !chip.is_tpu() && m.is_moe()) {
+    x->moe_kernel = MeasuredFusedMoe(cfg.weights, x->compute);
+  }
   x->fixed = x->peak ? 0 : FixedStepCost(*x);
   if (!x->peak) {
     x->host_step = std::max(0.0, cfg.host_step_s);
@@ -889,6 +917,38 @@ EngineHostOverhead EngineHostTime(std::string_view engine) {
     }
   }
   return out;
+}
+
+// Fits of T = floor + (touched experts' weight bytes) / (fraction x HBM
+// peak) to the fused-MoE kernel's measured times by batch (least squares;
+// the touched experts E (1 - (1 - k/E)^B), k = 8 of E = 128 in both):
+// bf16: B200 (8 TB/s), vllm-project/vllm PR #31448 (benchmarks/kernels/
+//   benchmark_moe.py, E=128 N=768 hidden 2048, TP 1, the default Triton
+//   config): 39.61 / 51.87 / 73.18 us at batch 1 / 2 / 4; fit 27.1 us and
+//   5.95 TB/s = 0.74 of the peak, within 0.5% of each point.
+// fp8 (w8a8): H200 (4.8 TB/s), sgl-project/sglang PR #11730 (benchmark/
+//   kernels/fused_moe_triton/tuning_fused_moe_triton.py, Qwen3-235B-A22B
+//   TP 8, the default config): 31.70 / 36.56 / 49.67 / 66.87 / 92.36 /
+//   117.38 / 124.99 us at batch 1 / 2 / 4 / 8 / 16 / 24 / 32; fit 22.6 us
+//   and 2.61 TB/s = 0.54 of the peak, within 6% of each point.
+// Each fit is used for its dtype on every GPU (the only measurements
+// found; chip and dtype are confounded between the two).
+FusedMoeKernel MeasuredFusedMoe(hw::Dtype weights, hw::Dtype compute) {
+  FusedMoeKernel k;
+  if (weights == hw::Dtype::kBf16 && compute == hw::Dtype::kBf16) {
+    k.floor_s = 27.1e-6;
+    k.stream_fraction = 0.74;
+    k.source =
+        "vllm-project/vllm PR #31448: fused_moe bf16 on B200, E=128 N=768, "
+        "39.61/51.87/73.18 us at batch 1/2/4";
+  } else if (weights == hw::Dtype::kFp8 && compute == hw::Dtype::kFp8) {
+    k.floor_s = 22.6e-6;
+    k.stream_fraction = 0.54;
+    k.source =
+        "sgl-project/sglang PR #11730: fused_moe fp8_w8a8 on H200, "
+        "Qwen3-235B-A22B TP 8, 31.70-124.99 us at batch 1-32";
+  }
+  return k;
 }
 
 double BookDecodeStep(double batch, double kv_bytes_per_seq, double params,

@@ -173,6 +173,71 @@ TEST(StepCost, MoeDecodeUsesTouchedExpertsAndGroupedGemm) {
   EXPECT_LT(q1->weight_time.si(), 0.25 * q->weight_time.si());
 }
 
+// The fused-MoE fits reproduce the kernel times they were fitted to
+// (touched experts E (1 - (1 - k/E)^B), k = 8 of E = 128), and only bf16
+// and native fp8 experts have one.
+TEST(StepCost, FusedMoeFitsTheMeasuredKernelTimes) {
+  auto fit = [](const FusedMoeKernel& k, double batch, double expert_bytes,
+                double peak) {
+    const double touched = 128 * (1 - std::pow(1 - 8.0 / 128, batch));
+    return k.floor_s + touched * expert_bytes / (k.stream_fraction * peak);
+  };
+  const FusedMoeKernel bf16 =
+      MeasuredFusedMoe(hw::Dtype::kBf16, hw::Dtype::kBf16);
+  const double b200_expert = 3.0 * 2048 * 768 * 2;  // E=128 N=768, bf16
+  const double bf16_us[][2] = {{1, 39.61}, {2, 51.87}, {4, 73.18}};
+  for (const auto& p : bf16_us) {
+    ExpectRelTo(fit(bf16, p[0], b200_expert, 8e12), p[1] * 1e-6, 0.01);
+  }
+  const FusedMoeKernel fp8 = MeasuredFusedMoe(hw::Dtype::kFp8, hw::Dtype::kFp8);
+  const double h200_expert = 3.0 * 4096 * 192;  // Qwen3-235B TP 8, fp8
+  const double fp8_us[][2] = {{1, 31.70},  {2, 36.56},  {4, 49.67},
+                              {8, 66.87},  {16, 92.36}, {24, 117.38},
+                              {32, 124.99}};
+  for (const auto& p : fp8_us) {
+    ExpectRelTo(fit(fp8, p[0], h200_expert, 4.8e12), p[1] * 1e-6, 0.07);
+  }
+  EXPECT_FALSE(bf16.source.empty());
+  EXPECT_FALSE(fp8.source.empty());
+  EXPECT_EQ(MeasuredFusedMoe(hw::Dtype::kFp8, hw::Dtype::kBf16).floor_s, 0);
+  EXPECT_EQ(MeasuredFusedMoe(hw::Dtype::kInt4, hw::Dtype::kBf16).floor_s, 0);
+}
+
+// The mechanism in a step: Qwen3-235B-A22B (94 MoE layers) on 8 B200 at
+// TP 8. Each layer's fixed cost is QKV, attention output and the router's
+// gate at the GEMM floor, two norms, rotary embedding and attention as
+// small kernels, and the fused-MoE kernel's measured floor; going from
+// batch 1 to 2 adds only the newly touched experts' weights, streamed at
+// the kernel's measured fraction of the HBM peak.
+TEST(StepCost, MoeDecodeUsesTheMeasuredFusedMoeKernel) {
+  const model::ModelSpec m = Model("qwen3-235b-a22b");
+  const hw::System sys = System("b200:8x1");
+  auto sc = StepCostModel::Create(m, sys, Config(8, 1, 1));
+  ASSERT_TRUE(sc.has_value()) << sc.error().ToString();
+  const FusedMoeKernel k = MeasuredFusedMoe(hw::Dtype::kBf16, hw::Dtype::kBf16);
+  const double gemm = RealisticEfficiency(sys.chip).op_overhead.si();
+  const double small = 2.433e-6;
+  const StepParts one = sc->Cost({1, 2048, 0, 0});
+  ExpectRelTo(one.overhead.si(), 94 * (3 * gemm + 4 * small + k.floor_s),
+              1e-12);
+  const StepParts two = sc->Cost({2, 4096, 0, 0});
+  const double per_expert =
+      3.0 * m.d_model * m.moe.expert_ffn * 2 / 8;  // bytes per chip, TP 8
+  const double added = 128 * (std::pow(1 - 8.0 / 128, 1) -
+                              std::pow(1 - 8.0 / 128, 2));  // 7.5 experts
+  ExpectRelTo(two.matmul.si() - one.matmul.si(),
+              94 * added * per_expert /
+                  (k.stream_fraction * sys.chip.hbm_bandwidth.si()),
+              0.02);
+  // Experts with no measured kernel (int8, upcast to bf16) keep the
+  // generic costs: four GEMM floors and five small kernels per layer, the
+  // gate and three routing kernels per MoE layer.
+  auto i8 = StepCostModel::Create(m, sys, Config(8, 1, 1, hw::Dtype::kInt8));
+  ASSERT_TRUE(i8.has_value()) << i8.error().ToString();
+  ExpectRelTo(i8->Cost({1, 2048, 0, 0}).overhead.si(),
+              94 * (5 * gemm + 8 * small), 1e-12);
+}
+
 // The fast path the simulator uses equals the full cost.
 TEST(StepCost, TokenAndContextTimesAddUp) {
   auto sc = StepCostModel::Create(Model("llama3-70b"), System("h100:8x1"),

@@ -98,6 +98,23 @@ struct EngineHostOverhead {
 //   EngineHostTime("SGLang v0.3.0").fraction == 0.10
 EngineHostOverhead EngineHostTime(std::string_view engine);
 
+// The measured fused-MoE kernel of a decode step on a GPU (vLLM's and
+// SGLang's Triton `fused_moe`: top-k, the token sort by expert, the two
+// grouped expert GEMMs, the gated activation and the weighted sum): a fixed
+// time plus the touched experts' weight bytes at a fraction of the chip's
+// HBM peak, fitted to the kernel's measured times by batch (docs/model.md
+// 7.2). floor_s == 0: no measurement for this dtype.
+struct FusedMoeKernel {
+  double floor_s = 0;          // the kernel's time without weights, s
+  double stream_fraction = 0;  // expert weight bytes, of the HBM peak
+  std::string source;
+};
+
+// The fit for experts whose GEMMs run with `weights` at the `compute`
+// dtype: bf16 weights, or fp8 weights on a chip with an fp8 rate.
+//   MeasuredFusedMoe(kBf16, kBf16).floor_s == 27.1e-6
+FusedMoeKernel MeasuredFusedMoe(hw::Dtype weights, hw::Dtype compute);
+
 // The parts of one engine step (docs/model.md 7.2). They add up to the step
 // time exactly: total() is the step time, by definition.
 struct StepParts {
