@@ -53,6 +53,12 @@ ModelConsts PrepareModel(const model::ModelSpec& m, const TrainingConfig& cfg) {
   mc.model_flops_per_token =
       model::TrainFlopsPerToken(m, cfg.seq, cfg.attention);
   mc.grad_reduce_bytes = hw::BytesPerElement(cfg.precision.grad_reduce);
+  // Megatron's GPT layer (megatron/model/transformer.py): two norm scales,
+  // and with biases (GPT-2 style) the QKV, output and two MLP biases and
+  // the LayerNorms' two shifts: 12 tensors in all.
+  const bool biased = m.attention_bias || m.mlp_bias;
+  mc.small_tensors_per_layer = 2.0 + (m.attention_bias ? 2 : 0) +
+                               (m.mlp_bias ? 2 : 0) + (biased ? 2 : 0);
   // Multi-token prediction (DeepSeek-V3 section 2.2): each module is one
   // more transformer layer like the model's last, a projection of the
   // concatenated hidden state and next-token embedding (2D x D), and a pass
@@ -543,11 +549,62 @@ void PipelineComm(const SlotWriter& w, const PlanShape& s,
   c->pp_exposed = 2.0 * (s.pp - 1) * send;
 }
 
+// NCCL's ring latency over a flat communicator of `ranks` GPUs on `nodes`
+// nodes (NVIDIA/nccl src/graph/tuning.cc; efficiency.md 4.4): the base
+// latency, then ranks - 1 steps of which nodes - 1 cross the network.
+// Simple protocol (large messages): base 8.4 us, 3.4 us per NVLink step,
+// 14 us per network step; LL (small ones): 6.6, 0.6 and 2.7 us.
+double FlatRingLatency(double ranks, double nodes, bool simple) {
+  if (ranks <= 1) return 0;
+  const double base = simple ? 8.4e-6 : 6.6e-6;
+  const double nvlink = simple ? 3.4e-6 : 0.6e-6;
+  const double net = simple ? 14e-6 : 2.7e-6;
+  const double inter = std::max(0.0, nodes - 1);
+  return base + (ranks - 1 - inter) * nvlink + inter * net;
+}
+
+// DeepSpeed ZeRO-3 before v0.5.5 (EngineHabits::fsdp_sync_per_tensor): one
+// all-gather per weight matrix in the forward, the recompute's forward (its
+// post-forward hook released them) and the backward; one reduce-scatter per
+// parameter tensor (stage3.py at v0.3.13: _reduce_scatter_gradients loops
+// over the bucket's parameters); each a flat NCCL ring over the whole
+// group. The small tensors are not gathered (stage3_param_persistence_
+// threshold 1e5 elements keeps them whole); their reduce-scatters are
+// latency-bound (LL protocol).
+double FsdpSyncPerTensorComm(const SlotWriter& w, const PlanShape& s,
+                             const ModelConsts& mc, const ParamShares& sh) {
+  const LayoutCoefficients& lay = w.lay;
+  const double mats = mc.weight_tensors_per_layer;
+  const double small = mc.small_tensors_per_layer;
+  const double passes = 2 + (s.full ? 1 : 0);
+  const auto ag_calls =
+      static_cast<std::int64_t>(std::llround(passes * s.m * s.lps * mats));
+  const auto rs_calls =
+      static_cast<std::int64_t>(std::llround(s.m * s.lps * (mats + small)));
+  // Bandwidth as the layout costs it; latency replaced by the flat ring's.
+  const double simple = FlatRingLatency(lay.fsdp_ranks, lay.fsdp_nodes, true);
+  const double ll = FlatRingLatency(lay.fsdp_ranks, lay.fsdp_nodes, false);
+  w.Put(kFsdpAg, sh.stage * 2 / (s.lps * mats), ag_calls);
+  w.Put(kFsdpRs, sh.trained * sh.grad_reduce_bytes / (s.lps * (mats + small)),
+        rs_calls);
+  const CollCoef& ag = lay.coll[kFsdpAg];
+  const CollCoef& rs = lay.coll[kFsdpRs];
+  const double rs_flat =
+      (mats * simple + small * ll) / (mats + small) - rs.latency;
+  w.r->coll_time[kFsdpAg] += ag_calls * (simple - ag.latency);
+  w.r->coll_time[kFsdpRs] += rs_calls * rs_flat;
+  return w.T(kFsdpAg) + w.T(kFsdpRs);
+}
+
 // FSDP: each layer's weights gathered for the forward and the backward of
 // every microbatch, its gradients reduce-scattered once per microbatch.
-double FsdpComm(const SlotWriter& w, const PlanShape& s, const ParamShares& sh,
-                const Parallelism& par) {
+double FsdpComm(const SlotWriter& w, const PlanShape& s, const ModelConsts& mc,
+                const ParamShares& sh, const Parallelism& par,
+                const EngineHabits& h) {
   if (par.fsdp <= 1) return 0;
+  if (h.fsdp_sync_per_tensor && !s.peak) {
+    return FsdpSyncPerTensorComm(w, s, mc, sh);
+  }
   w.Put(kFsdpAg, sh.stage * 2 / s.lps,
         static_cast<std::int64_t>(2 * s.m * s.lps));
   w.Put(kFsdpRs, sh.trained * sh.grad_reduce_bytes / s.lps,
@@ -650,6 +707,9 @@ struct Exposure {
 // still run under the later layers' backward.
 double FsdpExposed(const PlanShape& s, const CommTotals& c, double compute,
                    const EngineHabits& h) {
+  // Each gather waits for torch.cuda.synchronize(), which drains the
+  // compute and the reduce-scatters queued on the reduction stream.
+  if (h.fsdp_sync_per_tensor && !s.peak) return c.fsdp_total;
   if (!h.fsdp_scan_exposed) {
     return std::max(
         {0.0, c.fsdp_total / (s.m * 3 * s.lps), c.fsdp_total - compute});
@@ -734,7 +794,10 @@ void SplitExposed(const PlanShape& s, const CommTotals& c, const Exposure& x,
     if (total <= 0) return;
     for (int i : members) X[i] = T[i] * (exposed_part / total);
   };
-  if (cfg.habits.fsdp_scan_exposed && c.fsdp_total > 0) {
+  if (cfg.habits.fsdp_sync_per_tensor && !s.peak && c.fsdp_total > 0) {
+    X[kFsdpAg] = T[kFsdpAg];  // nothing overlaps (FsdpExposed)
+    X[kFsdpRs] = T[kFsdpRs];
+  } else if (cfg.habits.fsdp_scan_exposed && c.fsdp_total > 0) {
     X[kFsdpAg] = T[kFsdpAg];  // every gather shows (FsdpExposed)
     X[kFsdpRs] = x.fsdp - T[kFsdpAg];
   } else {
@@ -918,7 +981,7 @@ void EvaluateCore(const ModelConsts& mc, const LayerCompute& lc,
   c.ep_mb = ExpertParallelComm(w, s, mc, lay, par);
   ContextParallelComm(w, s, mc, lc, par, cfg, &c);
   PipelineComm(w, s, mc, par, &c);
-  c.fsdp_total = FsdpComm(w, s, sh, par);
+  c.fsdp_total = FsdpComm(w, s, mc, sh, par, cfg.habits);
   c.fsdp_gather = r->coll_time[kFsdpAg];
   DataParallelComm(w, sh, par, &c);
   const OptimizerTimes o = OptimizerAndOffload(
@@ -1069,6 +1132,13 @@ LayoutCoefficients BuildCoefficients(const hw::System& sys,
     hw::AxisKind kind = sys.axes[pl[kEp].axes[i]].kind;
     if (kind == hw::AxisKind::kScaleOut || kind == hw::AxisKind::kDcn) {
       lay.ep_nodes *= pl[kEp].sizes[i];
+    }
+  }
+  for (size_t i = 0; i < pl[kFsdp].axes.size(); ++i) {
+    lay.fsdp_ranks *= pl[kFsdp].sizes[i];
+    hw::AxisKind kind = sys.axes[pl[kFsdp].axes[i]].kind;
+    if (kind == hw::AxisKind::kScaleOut || kind == hw::AxisKind::kDcn) {
+      lay.fsdp_nodes *= pl[kFsdp].sizes[i];
     }
   }
   for (const CollSlot& s : kCollSlots) {

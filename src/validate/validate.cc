@@ -250,6 +250,10 @@ Result<TrainingRun> ReadTrainingRun(const catalog::Catalog& cat,
       RowEngine(row.value("engine", ""), row.value("family", ""));
   cfg.habits.fsdp_scan_exposed =
       row.value("scan_layers", engine == estimate::Engine::kMaxText);
+  // DeepSpeed ZeRO-3 before v0.5.5: per-tensor gathers after a device
+  // synchronize (EngineHabits::fsdp_sync_per_tensor); set by
+  // tools/dev/import_runs.py on rows that ran such a version.
+  cfg.habits.fsdp_sync_per_tensor = row.value("zero3_sync_per_tensor", false);
   return run;
 }
 

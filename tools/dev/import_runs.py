@@ -378,6 +378,16 @@ def convert(r):
         # exist before 2024).
         out["cross_entropy"] = "unfused"
         a.append("Megatron-LM's unfused cross entropy (its default)")
+    if rid.startswith("megatron2021-zero3"):
+        # The paper (arXiv:2104.04473, April 2021) ran DeepSpeed before
+        # v0.5.5, whose ZeRO-3 gathers each weight tensor after
+        # torch.cuda.synchronize() (partition_parameters.py at v0.3.13;
+        # removed by DeepSpeed PR #1188, 2021-10-31): no overlap
+        # (EngineHabits::fsdp_sync_per_tensor).
+        out["zero3_sync_per_tensor"] = True
+        a.append("DeepSpeed of 2021 (before v0.5.5): ZeRO-3 gathers each "
+                 "weight tensor after torch.cuda.synchronize(), one NCCL call "
+                 "per tensor, nothing overlapped")
     if rid.startswith("mbridge-") and "deepseekv3" in rid:
         # Megatron-Bridge's DeepSeek-V3 recipes recompute the MLA
         # up-projections at least (recompute_granularity "selective",

@@ -149,6 +149,10 @@ struct ModelConsts {
   std::array<double, model::kNumRemat> recompute_flops_per_token{};  // /Remat
   std::array<double, model::kNumRemat> act_bytes_per_token_layer{};  // bf16
   double act_none_per_token_layer = 0;
+  // Parameter tensors per layer as Megatron's GPT layer holds them: the
+  // weight matrices (fused QKV, attention output, MLP in, MLP out) and the
+  // small ones (biases, norm scales and shifts).
+  double weight_tensors_per_layer = 4, small_tensors_per_layer = 2;
 };
 ModelConsts PrepareModel(const model::ModelSpec& m, const TrainingConfig& cfg);
 // LoRA adapter parameters of this rank over the model (attention and dense
@@ -171,6 +175,9 @@ struct LayoutCoefficients {
   // Share of the k copies of a token the expert all-to-all moves: 1, or
   // less with per-node dispatch (EngineHabits::ep_dedup).
   double ep_bytes_scale = 1;
+  // The FSDP group: its ranks and the nodes (scale-out / DCN groups) they
+  // span, for a flat NCCL ring's latency (EngineHabits::fsdp_sync_per_tensor).
+  double fsdp_ranks = 1, fsdp_nodes = 1;
 };
 
 struct Placement {

@@ -220,6 +220,15 @@ struct EngineHabits {
   // (MaxText PR #4493, docs/model.md 5.3). false: prefetched one layer
   // ahead, as PyTorch FSDP and unrolled XLA programs do.
   bool fsdp_scan_exposed = false;
+  // ZeRO-3 as DeepSpeed ran it before v0.5.5 (deepspeed/runtime/zero/
+  // partition_parameters.py at v0.3.13, March 2021: _allgather_param calls
+  // torch.cuda.synchronize() before each parameter's all-gather; PR #1188,
+  // merged 2021-10-31, first in v0.5.5, removed it): one NCCL call per
+  // weight tensor on the flat data-parallel group, each after the device
+  // has drained, so no gather or gradient reduce-scatter overlaps compute;
+  // the recompute's forward gathers again (its post-forward hook released
+  // the weights). docs/model.md 5.3.
+  bool fsdp_sync_per_tensor = false;
   // The fraction of what the data-parallel overlap could hide that it does
   // hide (1: all but the one layer's bucket Megatron/NeMo document as
   // exposed); --dp-overlap F.
