@@ -149,7 +149,12 @@ struct Worker {
   // Outputs.
   std::vector<PlanCandidate> top;
   double evaluated = 0, scored = 0, pruned = 0, infeasible = 0;
-  std::map<std::string, estimate::CollCoef> coef_cache;
+  // Per worker, for the whole search (one system, one base config): the
+  // slots' collective coefficients, and the mesh layouts by the degrees
+  // laid, innermost first (LayMesh depends on nothing else without
+  // explicit axes); an empty vector when they do not lay onto the system.
+  estimate::CollCoefCache coef_cache;
+  std::map<std::vector<int>, std::vector<estimate::Placement>> mesh_cache;
 
   void Keep(const PlanCandidate& c) {
     // Bounded top-k, deterministic tie-break by key.
@@ -320,8 +325,25 @@ struct Worker {
   // batch (`over`): memory does not fall as the micro batch grows (the saved
   // activations in flight, min(m, pp) x micro batch with 1F1B, the working
   // set and the logits grow with it; the state does not change).
+  // A layout's collective coefficients, built when its first plan is
+  // scored: most layouts are pruned whole by the bounds.
+  struct LazyCoefficients {
+    Worker* w;
+    const Placements* pl;
+    bool built = false;
+    LayoutCoefficients lay;
+    const LayoutCoefficients& Get() {
+      if (!built) {
+        lay = estimate::BuildCoefficients(*w->sys, *pl, w->opt->base, *w->mc,
+                                          &w->coef_cache);
+        built = true;
+      }
+      return lay;
+    }
+  };
+
   void ScoreBlock(const Parallelism& p, const std::array<int, kNumPar>& order,
-                  const LayoutCoefficients& lay, const Variants& v,
+                  LazyCoefficients& lay, const Variants& v,
                   const std::vector<LayerCompute>& lcs, double per_replica,
                   TrainingConfig& cfg, std::vector<char>* fits) {
     size_t idx = 0;
@@ -378,7 +400,7 @@ struct Worker {
           cfg.layout.vpp = sc.vpp;
           cfg.layout.last_stage_layers = sc.last;
           CoreResult res;
-          estimate::EvaluateCore(*mc, lcs[k], lay, p, cfg, sys->chip, eff,
+          estimate::EvaluateCore(*mc, lcs[k], lay.Get(), p, cfg, sys->chip, eff,
                                  microbatches, &res,
                                  /*detail=*/false);
           ++scored;
@@ -403,12 +425,12 @@ struct Worker {
   // across the offload choices of one ZeRO level).
   void ScoreLayout(Parallelism p, const std::array<int, kNumPar>& order,
                    const Placements& pl, const Variants& v,
-                   const std::vector<LayerCompute>& lcs, double per_replica) {
+                   const std::vector<LayerCompute>& lcs, double per_replica,
+                   TrainingConfig& cfg) {
     const TrainingConfig& base = opt->base;
     const double capacity = sys->chip.hbm_capacity.si();
     const double usable = estimate::UsableCapacity(sys->chip, base.memory);
-    LayoutCoefficients lay = Coefficients(pl);
-    TrainingConfig cfg = base;
+    LazyCoefficients lay{this, &pl};
     size_t per_mb = 0;
     for (model::Remat r : v.remats) per_mb += v.scheds.size() * v.Acts(r);
     const double block = static_cast<double>(v.mbs.size()) * per_mb;
@@ -447,6 +469,31 @@ struct Worker {
     }
   }
 
+  // The placement of the active parallelisms in `perm` order (innermost
+  // first) into *pl; false when that order does not lay onto the system.
+  // PlaceParallelism's, looked up by the degrees in that order.
+  bool Place(const Parallelism& par, const std::vector<int>& perm,
+             const std::array<int, kNumPar>& order, Placements* pl) {
+    std::vector<int> sizes(perm.size());
+    Parallelism q = par;
+    for (size_t k = 0; k < perm.size(); ++k) {
+      sizes[k] = estimate::DegreeOf(q, perm[k]);
+    }
+    auto it = mesh_cache.find(sizes);
+    if (it == mesh_cache.end()) {
+      std::vector<estimate::Placement> laid;
+      auto placed = estimate::PlaceParallelism(q, *sys, &order);
+      if (placed) {
+        for (int i : perm) laid.push_back((*placed)[i]);
+      }
+      it = mesh_cache.emplace(sizes, std::move(laid)).first;
+    }
+    if (it->second.empty() && !perm.empty()) return false;
+    *pl = Placements{};
+    for (size_t k = 0; k < perm.size(); ++k) (*pl)[perm[k]] = it->second[k];
+    return true;
+  }
+
   // Every distinct placement of a degree tuple (each order in which the
   // parallelisms in use are laid onto the axes), each scored.
   void Run(const Degrees& g, std::atomic<long>* done) {
@@ -468,13 +515,15 @@ struct Worker {
       if (estimate::DegreeOf(par, i) > 1) active.push_back(i);
     }
     std::sort(active.begin(), active.end());
-    std::set<std::string> seen_placements;
+    std::set<std::vector<int>> seen_placements;
     // Layer compute per micro batch (depends on tp, ep, tokens).
     std::vector<LayerCompute> lcs(v.mbs.size());
     for (size_t k = 0; k < v.mbs.size(); ++k) {
       lcs[k] = estimate::ComputeLayer(*model, *mc, sys->chip, eff, g.tp, g.ep,
                                       g.cp, v.mbs[k] * base.seq / g.cp, base);
     }
+    TrainingConfig cfg = base;  // the variants' fields are set per plan
+    Placements pl;
     do {
       std::array<int, kNumPar> order = ord;
       // Active ones in this permutation first, then the rest.
@@ -484,30 +533,23 @@ struct Worker {
         if (std::find(active.begin(), active.end(), i) == active.end())
           order[n++] = i;
       }
-      Parallelism p = par;
-      auto pl = estimate::PlaceParallelism(p, *sys, &order);
-      if (!pl) continue;
-      if (!seen_placements.insert(PlacementKey(*pl)).second) continue;
-      ScoreLayout(p, order, *pl, v, lcs, per_replica);
+      if (!Place(par, active, order, &pl)) continue;
+      if (!seen_placements.insert(PlacementKey(pl)).second) continue;
+      ScoreLayout(par, order, pl, v, lcs, per_replica, cfg);
     } while (std::next_permutation(active.begin(), active.end()));
     done->fetch_add(1);
   }
 
-  static std::string PlacementKey(const Placements& pl) {
-    std::string key;
+  static std::vector<int> PlacementKey(const Placements& pl) {
+    std::vector<int> key;
     for (const estimate::Placement& x : pl) {
       for (size_t k = 0; k < x.axes.size(); ++k) {
-        key +=
-            std::to_string(x.axes[k]) + ":" + std::to_string(x.sizes[k]) + ",";
+        key.push_back(x.axes[k]);
+        key.push_back(x.sizes[k]);
       }
-      key += "|";
+      key.push_back(-1);
     }
     return key;
-  }
-
-  LayoutCoefficients Coefficients(const Placements& pl) {
-    // Once per placement; every plan of the layout reuses them.
-    return estimate::BuildCoefficients(*sys, pl, opt->base, *mc);
   }
 };
 

@@ -7,6 +7,8 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
+#include <vector>
 
 #include "scalemodel/estimate/efficiency.h"
 #include "scalemodel/estimate/training.h"
@@ -189,15 +191,23 @@ Result<Placements> PlaceParallelism(
 // The axes a slot's collective runs on.
 Placement SlotPlacement(const CollSlot& slot, const Placements& pl);
 
-// Collective coefficients for a placement.
+// One slot's coefficients by (mode, collective, axes, group sizes): the
+// layouts of a plan search share most of their slots' groups, and a
+// coefficient depends on nothing else (for one system).
+using CollCoefCache = std::map<std::vector<int>, CollCoef>;
+
+// Collective coefficients for a placement; with a cache, the slots already
+// costed on the same system are looked up instead of estimated again.
 LayoutCoefficients BuildCoefficients(const hw::System& sys,
-                                     const Placements& pl, Mode mode);
+                                     const Placements& pl, Mode mode,
+                                     CollCoefCache* cache = nullptr);
 // The same for training, with the model's terms that depend on the layout
 // (the expert dispatch's share of bytes), computed once per layout.
 LayoutCoefficients BuildCoefficients(const hw::System& sys,
                                      const Placements& pl,
                                      const TrainingConfig& cfg,
-                                     const ModelConsts& mc);
+                                     const ModelConsts& mc,
+                                     CollCoefCache* cache = nullptr);
 
 // One plan's numbers (SI units as plain doubles: the hot path).
 struct CoreResult {
