@@ -890,6 +890,21 @@ double StepLowerBound(const ModelConsts& mc, const LayerCompute& lc,
          std::max(1, par.pp);
 }
 
+double StepComputeBound(const ModelConsts& mc, const LayerCompute& lc,
+                        const Parallelism& par, const TrainingConfig& cfg,
+                        const hw::Chip& chip, int microbatches) {
+  if (cfg.assume_mfu > 0) return 0;
+  const PlanShape s = ShapeOf(mc, par, cfg, microbatches);
+  CoreResult r;
+  const StageTimes st =
+      ComputeStage(mc, lc, s, cfg, chip.Peak(cfg.precision.matmul).si(), &r);
+  // EvaluateCore's compute and the first term of its bubble, the same
+  // expressions: the step adds non-negative terms to their sum.
+  const double compute = microbatches * st.stage;
+  const double idle = par.pp > 1 ? (s.pp - 1) / s.vpp : 0.0;
+  return compute + idle * st.typical;
+}
+
 void EvaluateCore(const ModelConsts& mc, const LayerCompute& lc,
                   const LayoutCoefficients& lay, const Parallelism& par,
                   const TrainingConfig& cfg, const hw::Chip& chip,

@@ -312,19 +312,6 @@ struct Worker {
     return true;
   }
 
-  // Scores every micro batch, remat, schedule and activation placement of
-  // one layout at one ZeRO level and offload choice, keeping the best; skips
-  // the variants `fits` marks (they fit with less offload: of the state, or
-  // with the same micro batch, remat and schedule with the activations on
-  // the chip) and marks those that fit. Exact prunes besides: a micro batch
-  // whose compute bound is out of reach; per schedule, the fastest plan of
-  // the micro batch that fits with less recompute (`lighter`, activations on
-  // the chip): recomputing more never shortens a step (RematDominanceHolds),
-  // so once that plan is out of reach so is every later remat; per variant
-  // (remat, schedule, activation placement), over HBM at a smaller micro
-  // batch (`over`): memory does not fall as the micro batch grows (the saved
-  // activations in flight, min(m, pp) x micro batch with 1F1B, the working
-  // set and the logits grow with it; the state does not change).
   // A layout's collective coefficients, built when its first plan is
   // scored: most layouts are pruned whole by the bounds.
   struct LazyCoefficients {
@@ -342,10 +329,75 @@ struct Worker {
     }
   };
 
+  // What the plans of one degree tuple share on every placement (each
+  // placement tries the same variants in the same order): whether a variant
+  // is over HBM, per ZeRO level and offload choice (memory does not depend
+  // on the placement), and its compute bound (estimate::StepComputeBound),
+  // per micro batch, remat, schedule and activation placement.
+  struct TupleMemo {
+    std::vector<char> over;     // 1: over HBM on a placement already scored
+    std::vector<double> bound;  // NaN until computed
+  };
+
+  // How one variant of a layout ended.
+  enum class Verdict { kPruned, kOver, kFits };
+
+  // One variant (cfg at p) of a layout: over HBM when another placement of
+  // its degrees was (counted as scored and over HBM, without evaluating
+  // it again); pruned when its compute bound is out of reach (with any
+  // more offload too: the bound does not depend on it); else scored and
+  // offered, its step in *step.
+  Verdict ScoreVariant(const Parallelism& p,
+                       const std::array<int, kNumPar>& order,
+                       LazyCoefficients& lay, const LayerCompute& lc,
+                       const TrainingConfig& cfg, int microbatches,
+                       char* over_memo, double* bound_memo, double* step) {
+    if (*over_memo) {
+      ++scored;
+      ++infeasible;
+      return Verdict::kOver;
+    }
+    if (std::isnan(*bound_memo)) {
+      *bound_memo =
+          estimate::StepComputeBound(*mc, lc, p, cfg, sys->chip, microbatches);
+    }
+    if (OutOfReach(*bound_memo)) {
+      ++pruned;
+      return Verdict::kPruned;
+    }
+    CoreResult res;
+    estimate::EvaluateCore(*mc, lc, lay.Get(), p, cfg, sys->chip, eff,
+                           microbatches, &res,
+                           /*detail=*/false);
+    ++scored;
+    if (!res.feasible) {
+      ++infeasible;
+      *over_memo = 1;
+      return Verdict::kOver;
+    }
+    *step = res.step;
+    Offer(res, cfg, p, order);
+    return Verdict::kFits;
+  }
+
+  // Scores every micro batch, remat, schedule and activation placement of
+  // one layout at one ZeRO level and offload choice, keeping the best; skips
+  // the variants `fits` marks (they fit with less offload: of the state, or
+  // with the same micro batch, remat and schedule with the activations on
+  // the chip) and marks those that fit. Exact prunes besides: a micro batch
+  // whose compute bound is out of reach; per schedule, the fastest plan of
+  // the micro batch that fits with less recompute (`lighter`, activations on
+  // the chip): recomputing more never shortens a step (RematDominanceHolds),
+  // so once that plan is out of reach so is every later remat; per variant
+  // (remat, schedule, activation placement), over HBM at a smaller micro
+  // batch (`over`): memory does not fall as the micro batch grows (the saved
+  // activations in flight, min(m, pp) x micro batch with 1F1B, the working
+  // set and the logits grow with it; the state does not change).
   void ScoreBlock(const Parallelism& p, const std::array<int, kNumPar>& order,
                   LazyCoefficients& lay, const Variants& v,
                   const std::vector<LayerCompute>& lcs, double per_replica,
-                  TrainingConfig& cfg, std::vector<char>* fits) {
+                  TrainingConfig& cfg, std::vector<char>* fits, char* over_memo,
+                  double* bound_memo) {
     size_t idx = 0;
     std::vector<double> lighter(v.scheds.size());
     const bool dominance = RematDominanceHolds(v);
@@ -399,19 +451,18 @@ struct Worker {
           cfg.layout.schedule = sc.schedule;
           cfg.layout.vpp = sc.vpp;
           cfg.layout.last_stage_layers = sc.last;
-          CoreResult res;
-          estimate::EvaluateCore(*mc, lcs[k], lay.Get(), p, cfg, sys->chip, eff,
-                                 microbatches, &res,
-                                 /*detail=*/false);
-          ++scored;
-          if (!res.feasible) {
-            ++infeasible;
+          double step = 0;
+          const Verdict verdict =
+              ScoreVariant(p, order, lay, lcs[k], cfg, microbatches,
+                           over_memo + idx - 1, bound_memo + idx - 1, &step);
+          if (verdict == Verdict::kOver) {
             too_big = 1;
             continue;
           }
           fit = 1;
-          if (a == 0) lighter[j / na] = std::min(lighter[j / na], res.step);
-          Offer(res, cfg, p, order);
+          if (verdict == Verdict::kFits && a == 0) {
+            lighter[j / na] = std::min(lighter[j / na], step);
+          }
         }
       }
     }
@@ -426,7 +477,7 @@ struct Worker {
   void ScoreLayout(Parallelism p, const std::array<int, kNumPar>& order,
                    const Placements& pl, const Variants& v,
                    const std::vector<LayerCompute>& lcs, double per_replica,
-                   TrainingConfig& cfg) {
+                   TrainingConfig& cfg, TupleMemo* memo) {
     const TrainingConfig& base = opt->base;
     const double capacity = sys->chip.hbm_capacity.si();
     const double usable = estimate::UsableCapacity(sys->chip, base.memory);
@@ -435,11 +486,19 @@ struct Worker {
     for (model::Remat r : v.remats) per_mb += v.scheds.size() * v.Acts(r);
     const double block = static_cast<double>(v.mbs.size()) * per_mb;
     std::vector<char> fits;
+    if (memo->bound.empty()) {
+      memo->bound.assign(static_cast<size_t>(block),
+                         std::numeric_limits<double>::quiet_NaN());
+      memo->over.assign(
+          static_cast<size_t>(block) * v.zeros.size() * v.offloads.size(), 0);
+    }
+    char* over_memo = memo->over.data();
     for (int zero : v.zeros) {
       p.zero = zero;
       bool all_fit = false;
       fits.assign(static_cast<size_t>(block), 0);
       for (Offload off : v.offloads) {
+        over_memo += static_cast<size_t>(block);
         const bool opt_off = off != Offload::kNone;
         const bool par_off = off == Offload::kParams;
         if (all_fit || PlanMemoryLowerBound(
@@ -462,7 +521,8 @@ struct Worker {
         }
         cfg.memory.offload_optimizer = opt_off;
         cfg.memory.offload_params = par_off;
-        ScoreBlock(p, order, lay, v, lcs, per_replica, cfg, &fits);
+        ScoreBlock(p, order, lay, v, lcs, per_replica, cfg, &fits,
+                   over_memo - static_cast<size_t>(block), memo->bound.data());
         all_fit = std::all_of(fits.begin(), fits.end(),
                               [](char f) { return f != 0; });
       }
@@ -523,6 +583,7 @@ struct Worker {
                                       g.cp, v.mbs[k] * base.seq / g.cp, base);
     }
     TrainingConfig cfg = base;  // the variants' fields are set per plan
+    TupleMemo memo;
     Placements pl;
     do {
       std::array<int, kNumPar> order = ord;
@@ -535,7 +596,7 @@ struct Worker {
       }
       if (!Place(par, active, order, &pl)) continue;
       if (!seen_placements.insert(PlacementKey(pl)).second) continue;
-      ScoreLayout(par, order, pl, v, lcs, per_replica, cfg);
+      ScoreLayout(par, order, pl, v, lcs, per_replica, cfg, &memo);
     } while (std::next_permutation(active.begin(), active.end()));
     done->fetch_add(1);
   }

@@ -291,6 +291,16 @@ void EvaluateCore(const ModelConsts& mc, const LayerCompute& lc,
 double StepLowerBound(const ModelConsts& mc, const LayerCompute& lc,
                       const Parallelism& par, const TrainingConfig& cfg,
                       int microbatches);
+// A lower bound of EvaluateCore's step for one plan on every placement of
+// its degrees: the compute of its microbatches on the busiest stage and the
+// pipeline's fill and drain at its remat and schedule, without the
+// communication, which is what the placement changes (every exposed term,
+// the bubble's collectives and the update add non-negative times; 0 with
+// assume_mfu). The plan search skips a plan whose bound is already slower
+// than its k-th best.
+double StepComputeBound(const ModelConsts& mc, const LayerCompute& lc,
+                        const Parallelism& par, const TrainingConfig& cfg,
+                        const hw::Chip& chip, int microbatches);
 // detail = false (the plan search): only the step, memory and feasibility
 // are filled in; the per-collective arrays and per-layer split are not, and
 // a plan over HBM gets its memory and feasible = false only (no step).
