@@ -352,7 +352,7 @@ struct Worker {
                        LazyCoefficients& lay, const LayerCompute& lc,
                        const TrainingConfig& cfg, int microbatches,
                        char* over_memo, double* bound_memo, double* step) {
-    if (*over_memo) {
+    if (*over_memo && opt->bound_prunes) {
       ++scored;
       ++infeasible;
       return Verdict::kOver;
@@ -361,7 +361,7 @@ struct Worker {
       *bound_memo =
           estimate::StepComputeBound(*mc, lc, p, cfg, sys->chip, microbatches);
     }
-    if (OutOfReach(*bound_memo)) {
+    if (opt->bound_prunes && OutOfReach(*bound_memo)) {
       ++pruned;
       return Verdict::kPruned;
     }
@@ -400,7 +400,7 @@ struct Worker {
                   double* bound_memo) {
     size_t idx = 0;
     std::vector<double> lighter(v.scheds.size());
-    const bool dominance = RematDominanceHolds(v);
+    const bool dominance = opt->bound_prunes && RematDominanceHolds(v);
     const size_t per_mb = v.mbs.empty() ? 0 : fits->size() / v.mbs.size();
     std::vector<char> over(per_mb, 0);
     for (size_t k = 0; k < v.mbs.size(); ++k) {
@@ -408,8 +408,8 @@ struct Worker {
       int microbatches = static_cast<int>(per_replica / v.mbs[k]);
       std::fill(lighter.begin(), lighter.end(),
                 std::numeric_limits<double>::infinity());
-      if (OutOfReach(
-              estimate::StepLowerBound(*mc, lcs[k], p, cfg, microbatches))) {
+      if (opt->bound_prunes && OutOfReach(estimate::StepLowerBound(
+                                   *mc, lcs[k], p, cfg, microbatches))) {
         // No variant of this micro batch can reach the top k, with any
         // offload either.
         evaluated += static_cast<double>(per_mb);
