@@ -953,6 +953,21 @@ double StepLowerBound(const ModelConsts& mc, const LayerCompute& lc,
          std::max(1, par.pp);
 }
 
+double StepComputeBound(const ModelConsts& mc, const LayerCompute& lc,
+                        const Parallelism& par, const TrainingConfig& cfg,
+                        const hw::Chip& chip, int microbatches) {
+  if (cfg.assume_mfu > 0) return 0;
+  const PlanShape s = ShapeOf(mc, par, cfg, microbatches);
+  CoreResult r;
+  const StageTimes st =
+      ComputeStage(mc, lc, s, cfg, chip.Peak(cfg.precision.matmul).si(), &r);
+  // EvaluateCore's compute and the first term of its bubble, the same
+  // expressions: the step adds non-negative terms to their sum.
+  const double compute = microbatches * st.stage;
+  const double idle = par.pp > 1 ? (s.pp - 1) / s.vpp : 0.0;
+  return compute + idle * st.typical;
+}
+
 void EvaluateCore(const ModelConsts& mc, const LayerCompute& lc,
                   const LayoutCoefficients& lay, const Parallelism& par,
                   const TrainingConfig& cfg, const hw::Chip& chip,
@@ -1123,11 +1138,33 @@ Placement SlotPlacement(const CollSlot& slot, const Placements& pl) {
   return p;
 }
 
-LayoutCoefficients BuildCoefficients(const hw::System& sys,
-                                     const Placements& pl, Mode mode) {
-  LayoutCoefficients lay;
+namespace {
+
+// A slot's coefficients on its axes, measured at 1 GB.
+CollCoef SlotCoef(const hw::System& sys, net::Collective op, const Placement& p,
+                  Mode mode) {
   const net::Mode nm =
       mode == Mode::kPeak ? net::Mode::kPeak : net::Mode::kRealistic;
+  const double v = 1e9;
+  net::CollectiveCost c =
+      net::EstimateOnAxes(sys, op, units::Bytes(v), p.axes, p.sizes, {nm});
+  CollCoef k;
+  k.active = true;
+  k.per_byte = c.bandwidth_time.si() / v;
+  k.latency = c.latency_time.si();
+  k.launch = mode == Mode::kPeak
+                 ? 0.0
+                 : std::max(0.0, c.time.si() - c.bandwidth_time.si() -
+                                     c.latency_time.si());
+  return k;
+}
+
+}  // namespace
+
+LayoutCoefficients BuildCoefficients(const hw::System& sys,
+                                     const Placements& pl, Mode mode,
+                                     CollCoefCache* cache) {
+  LayoutCoefficients lay;
   for (size_t i = 0; i < pl[kEp].axes.size(); ++i) {
     hw::AxisKind kind = sys.axes[pl[kEp].axes[i]].kind;
     if (kind == hw::AxisKind::kScaleOut || kind == hw::AxisKind::kDcn) {
@@ -1141,20 +1178,23 @@ LayoutCoefficients BuildCoefficients(const hw::System& sys,
       lay.fsdp_nodes *= pl[kFsdp].sizes[i];
     }
   }
+  std::vector<int> key;
   for (const CollSlot& s : kCollSlots) {
     const Placement p = SlotPlacement(s, pl);
     if (p.axes.empty()) continue;
-    const double v = 1e9;
-    net::CollectiveCost c =
-        net::EstimateOnAxes(sys, s.op, units::Bytes(v), p.axes, p.sizes, {nm});
-    CollCoef& k = lay.coll[s.slot];
-    k.active = true;
-    k.per_byte = c.bandwidth_time.si() / v;
-    k.latency = c.latency_time.si();
-    k.launch = mode == Mode::kPeak
-                   ? 0.0
-                   : std::max(0.0, c.time.si() - c.bandwidth_time.si() -
-                                       c.latency_time.si());
+    if (!cache) {
+      lay.coll[s.slot] = SlotCoef(sys, s.op, p, mode);
+      continue;
+    }
+    key.assign({static_cast<int>(mode), static_cast<int>(s.op)});
+    key.insert(key.end(), p.axes.begin(), p.axes.end());
+    key.push_back(-1);
+    key.insert(key.end(), p.sizes.begin(), p.sizes.end());
+    auto it = cache->find(key);
+    if (it == cache->end()) {
+      it = cache->emplace(key, SlotCoef(sys, s.op, p, mode)).first;
+    }
+    lay.coll[s.slot] = it->second;
   }
   return lay;
 }
@@ -1162,8 +1202,9 @@ LayoutCoefficients BuildCoefficients(const hw::System& sys,
 LayoutCoefficients BuildCoefficients(const hw::System& sys,
                                      const Placements& pl,
                                      const TrainingConfig& cfg,
-                                     const ModelConsts& mc) {
-  LayoutCoefficients lay = BuildCoefficients(sys, pl, cfg.mode);
+                                     const ModelConsts& mc,
+                                     CollCoefCache* cache) {
+  LayoutCoefficients lay = BuildCoefficients(sys, pl, cfg.mode, cache);
   if (cfg.habits.ep_dedup && lay.ep_nodes > 1 && mc.top_k > 0) {
     // A token crosses the network once per distinct destination node:
     // n (1 - (1 - 1/n)^k) nodes for k uniformly routed experts over n, at

@@ -149,7 +149,12 @@ struct Worker {
   // Outputs.
   std::vector<PlanCandidate> top;
   double evaluated = 0, scored = 0, pruned = 0, infeasible = 0;
-  std::map<std::string, estimate::CollCoef> coef_cache;
+  // Per worker, for the whole search (one system, one base config): the
+  // slots' collective coefficients, and the mesh layouts by the degrees
+  // laid, innermost first (LayMesh depends on nothing else without
+  // explicit axes); an empty vector when they do not lay onto the system.
+  estimate::CollCoefCache coef_cache;
+  std::map<std::vector<int>, std::vector<estimate::Placement>> mesh_cache;
 
   void Keep(const PlanCandidate& c) {
     // Bounded top-k, deterministic tie-break by key.
@@ -307,6 +312,74 @@ struct Worker {
     return true;
   }
 
+  // A layout's collective coefficients, built when its first plan is
+  // scored: most layouts are pruned whole by the bounds.
+  struct LazyCoefficients {
+    Worker* w;
+    const Placements* pl;
+    bool built = false;
+    LayoutCoefficients lay;
+    const LayoutCoefficients& Get() {
+      if (!built) {
+        lay = estimate::BuildCoefficients(*w->sys, *pl, w->opt->base, *w->mc,
+                                          &w->coef_cache);
+        built = true;
+      }
+      return lay;
+    }
+  };
+
+  // What the plans of one degree tuple share on every placement (each
+  // placement tries the same variants in the same order): whether a variant
+  // is over HBM, per ZeRO level and offload choice (memory does not depend
+  // on the placement), and its compute bound (estimate::StepComputeBound),
+  // per micro batch, remat, schedule and activation placement.
+  struct TupleMemo {
+    std::vector<char> over;     // 1: over HBM on a placement already scored
+    std::vector<double> bound;  // NaN until computed
+  };
+
+  // How one variant of a layout ended.
+  enum class Verdict { kPruned, kOver, kFits };
+
+  // One variant (cfg at p) of a layout: over HBM when another placement of
+  // its degrees was (counted as scored and over HBM, without evaluating
+  // it again); pruned when its compute bound is out of reach (with any
+  // more offload too: the bound does not depend on it); else scored and
+  // offered, its step in *step.
+  Verdict ScoreVariant(const Parallelism& p,
+                       const std::array<int, kNumPar>& order,
+                       LazyCoefficients& lay, const LayerCompute& lc,
+                       const TrainingConfig& cfg, int microbatches,
+                       char* over_memo, double* bound_memo, double* step) {
+    if (*over_memo && opt->bound_prunes) {
+      ++scored;
+      ++infeasible;
+      return Verdict::kOver;
+    }
+    if (std::isnan(*bound_memo)) {
+      *bound_memo =
+          estimate::StepComputeBound(*mc, lc, p, cfg, sys->chip, microbatches);
+    }
+    if (opt->bound_prunes && OutOfReach(*bound_memo)) {
+      ++pruned;
+      return Verdict::kPruned;
+    }
+    CoreResult res;
+    estimate::EvaluateCore(*mc, lc, lay.Get(), p, cfg, sys->chip, eff,
+                           microbatches, &res,
+                           /*detail=*/false);
+    ++scored;
+    if (!res.feasible) {
+      ++infeasible;
+      *over_memo = 1;
+      return Verdict::kOver;
+    }
+    *step = res.step;
+    Offer(res, cfg, p, order);
+    return Verdict::kFits;
+  }
+
   // Scores every micro batch, remat, schedule and activation placement of
   // one layout at one ZeRO level and offload choice, keeping the best; skips
   // the variants `fits` marks (they fit with less offload: of the state, or
@@ -321,12 +394,13 @@ struct Worker {
   // activations in flight, min(m, pp) x micro batch with 1F1B, the working
   // set and the logits grow with it; the state does not change).
   void ScoreBlock(const Parallelism& p, const std::array<int, kNumPar>& order,
-                  const LayoutCoefficients& lay, const Variants& v,
+                  LazyCoefficients& lay, const Variants& v,
                   const std::vector<LayerCompute>& lcs, double per_replica,
-                  TrainingConfig& cfg, std::vector<char>* fits) {
+                  TrainingConfig& cfg, std::vector<char>* fits, char* over_memo,
+                  double* bound_memo) {
     size_t idx = 0;
     std::vector<double> lighter(v.scheds.size());
-    const bool dominance = RematDominanceHolds(v);
+    const bool dominance = opt->bound_prunes && RematDominanceHolds(v);
     const size_t per_mb = v.mbs.empty() ? 0 : fits->size() / v.mbs.size();
     std::vector<char> over(per_mb, 0);
     for (size_t k = 0; k < v.mbs.size(); ++k) {
@@ -334,8 +408,8 @@ struct Worker {
       int microbatches = static_cast<int>(per_replica / v.mbs[k]);
       std::fill(lighter.begin(), lighter.end(),
                 std::numeric_limits<double>::infinity());
-      if (OutOfReach(
-              estimate::StepLowerBound(*mc, lcs[k], p, cfg, microbatches))) {
+      if (opt->bound_prunes && OutOfReach(estimate::StepLowerBound(
+                                   *mc, lcs[k], p, cfg, microbatches))) {
         // No variant of this micro batch can reach the top k, with any
         // offload either.
         evaluated += static_cast<double>(per_mb);
@@ -377,19 +451,18 @@ struct Worker {
           cfg.layout.schedule = sc.schedule;
           cfg.layout.vpp = sc.vpp;
           cfg.layout.last_stage_layers = sc.last;
-          CoreResult res;
-          estimate::EvaluateCore(*mc, lcs[k], lay, p, cfg, sys->chip, eff,
-                                 microbatches, &res,
-                                 /*detail=*/false);
-          ++scored;
-          if (!res.feasible) {
-            ++infeasible;
+          double step = 0;
+          const Verdict verdict =
+              ScoreVariant(p, order, lay, lcs[k], cfg, microbatches,
+                           over_memo + idx - 1, bound_memo + idx - 1, &step);
+          if (verdict == Verdict::kOver) {
             too_big = 1;
             continue;
           }
           fit = 1;
-          if (a == 0) lighter[j / na] = std::min(lighter[j / na], res.step);
-          Offer(res, cfg, p, order);
+          if (verdict == Verdict::kFits && a == 0) {
+            lighter[j / na] = std::min(lighter[j / na], step);
+          }
         }
       }
     }
@@ -403,21 +476,29 @@ struct Worker {
   // across the offload choices of one ZeRO level).
   void ScoreLayout(Parallelism p, const std::array<int, kNumPar>& order,
                    const Placements& pl, const Variants& v,
-                   const std::vector<LayerCompute>& lcs, double per_replica) {
+                   const std::vector<LayerCompute>& lcs, double per_replica,
+                   TrainingConfig& cfg, TupleMemo* memo) {
     const TrainingConfig& base = opt->base;
     const double capacity = sys->chip.hbm_capacity.si();
     const double usable = estimate::UsableCapacity(sys->chip, base.memory);
-    LayoutCoefficients lay = Coefficients(pl);
-    TrainingConfig cfg = base;
+    LazyCoefficients lay{this, &pl};
     size_t per_mb = 0;
     for (model::Remat r : v.remats) per_mb += v.scheds.size() * v.Acts(r);
     const double block = static_cast<double>(v.mbs.size()) * per_mb;
     std::vector<char> fits;
+    if (memo->bound.empty()) {
+      memo->bound.assign(static_cast<size_t>(block),
+                         std::numeric_limits<double>::quiet_NaN());
+      memo->over.assign(
+          static_cast<size_t>(block) * v.zeros.size() * v.offloads.size(), 0);
+    }
+    char* over_memo = memo->over.data();
     for (int zero : v.zeros) {
       p.zero = zero;
       bool all_fit = false;
       fits.assign(static_cast<size_t>(block), 0);
       for (Offload off : v.offloads) {
+        over_memo += static_cast<size_t>(block);
         const bool opt_off = off != Offload::kNone;
         const bool par_off = off == Offload::kParams;
         if (all_fit || PlanMemoryLowerBound(
@@ -440,11 +521,37 @@ struct Worker {
         }
         cfg.memory.offload_optimizer = opt_off;
         cfg.memory.offload_params = par_off;
-        ScoreBlock(p, order, lay, v, lcs, per_replica, cfg, &fits);
+        ScoreBlock(p, order, lay, v, lcs, per_replica, cfg, &fits,
+                   over_memo - static_cast<size_t>(block), memo->bound.data());
         all_fit = std::all_of(fits.begin(), fits.end(),
                               [](char f) { return f != 0; });
       }
     }
+  }
+
+  // The placement of the active parallelisms in `perm` order (innermost
+  // first) into *pl; false when that order does not lay onto the system.
+  // PlaceParallelism's, looked up by the degrees in that order.
+  bool Place(const Parallelism& par, const std::vector<int>& perm,
+             const std::array<int, kNumPar>& order, Placements* pl) {
+    std::vector<int> sizes(perm.size());
+    Parallelism q = par;
+    for (size_t k = 0; k < perm.size(); ++k) {
+      sizes[k] = estimate::DegreeOf(q, perm[k]);
+    }
+    auto it = mesh_cache.find(sizes);
+    if (it == mesh_cache.end()) {
+      std::vector<estimate::Placement> laid;
+      auto placed = estimate::PlaceParallelism(q, *sys, &order);
+      if (placed) {
+        for (int i : perm) laid.push_back((*placed)[i]);
+      }
+      it = mesh_cache.emplace(sizes, std::move(laid)).first;
+    }
+    if (it->second.empty() && !perm.empty()) return false;
+    *pl = Placements{};
+    for (size_t k = 0; k < perm.size(); ++k) (*pl)[perm[k]] = it->second[k];
+    return true;
   }
 
   // Every distinct placement of a degree tuple (each order in which the
@@ -468,13 +575,16 @@ struct Worker {
       if (estimate::DegreeOf(par, i) > 1) active.push_back(i);
     }
     std::sort(active.begin(), active.end());
-    std::set<std::string> seen_placements;
+    std::set<std::vector<int>> seen_placements;
     // Layer compute per micro batch (depends on tp, ep, tokens).
     std::vector<LayerCompute> lcs(v.mbs.size());
     for (size_t k = 0; k < v.mbs.size(); ++k) {
       lcs[k] = estimate::ComputeLayer(*model, *mc, sys->chip, eff, g.tp, g.ep,
                                       g.cp, v.mbs[k] * base.seq / g.cp, base);
     }
+    TrainingConfig cfg = base;  // the variants' fields are set per plan
+    TupleMemo memo;
+    Placements pl;
     do {
       std::array<int, kNumPar> order = ord;
       // Active ones in this permutation first, then the rest.
@@ -484,30 +594,23 @@ struct Worker {
         if (std::find(active.begin(), active.end(), i) == active.end())
           order[n++] = i;
       }
-      Parallelism p = par;
-      auto pl = estimate::PlaceParallelism(p, *sys, &order);
-      if (!pl) continue;
-      if (!seen_placements.insert(PlacementKey(*pl)).second) continue;
-      ScoreLayout(p, order, *pl, v, lcs, per_replica);
+      if (!Place(par, active, order, &pl)) continue;
+      if (!seen_placements.insert(PlacementKey(pl)).second) continue;
+      ScoreLayout(par, order, pl, v, lcs, per_replica, cfg, &memo);
     } while (std::next_permutation(active.begin(), active.end()));
     done->fetch_add(1);
   }
 
-  static std::string PlacementKey(const Placements& pl) {
-    std::string key;
+  static std::vector<int> PlacementKey(const Placements& pl) {
+    std::vector<int> key;
     for (const estimate::Placement& x : pl) {
       for (size_t k = 0; k < x.axes.size(); ++k) {
-        key +=
-            std::to_string(x.axes[k]) + ":" + std::to_string(x.sizes[k]) + ",";
+        key.push_back(x.axes[k]);
+        key.push_back(x.sizes[k]);
       }
-      key += "|";
+      key.push_back(-1);
     }
     return key;
-  }
-
-  LayoutCoefficients Coefficients(const Placements& pl) {
-    // Once per placement; every plan of the layout reuses them.
-    return estimate::BuildCoefficients(*sys, pl, opt->base, *mc);
   }
 };
 

@@ -213,6 +213,55 @@ TEST(CoreBubble, StepLowerBoundHoldsForEveryVariant) {
   EXPECT_EQ(StepLowerBound(mc, LayerCompute{}, peak.par, peak, 2), 0);
 }
 
+// The plan search's per-variant bound: at most the step on every placement
+// of the degrees (no tolerance: the search compares it with step times),
+// at least the micro batch's bound, and the compute itself without a
+// pipeline.
+TEST(CoreBubble, StepComputeBoundHoldsOnEveryPlacement) {
+  const hw::System sys = System("h100:8x4");
+  model::ModelSpec m = SmallMoe();
+  m.num_layers = 8;
+  for (Mode mode : {Mode::kRealistic, Mode::kPeak}) {
+    for (const char* plan :
+         {"dp=4,tp=8", "pp=4,tp=2,ep=4", "pp=2,cp=2,fsdp=8", "ep=8,dp=4"}) {
+      for (model::Remat r : model::kAllRemats) {
+        for (const std::vector<int>& order :
+             {std::vector<int>{},
+              std::vector<int>{kDp, kPp, kTp, kCp, kFsdp, kEp},
+              std::vector<int>{kPp, kFsdp, kDp, kCp, kTp, kEp}}) {
+          TrainingConfig cfg = Config(plan, 64);
+          cfg.mode = mode;
+          cfg.memory.remat = r;
+          cfg.layout.placement_order = order;
+          auto e = EstimateTraining(m, sys, cfg);
+          ASSERT_TRUE(e.has_value()) << e.error().ToString();
+          const ModelConsts mc = PrepareModel(m, cfg);
+          const LayerCompute lc =
+              ComputeLayer(m, mc, sys.chip, RealisticEfficiency(sys.chip),
+                           cfg.par.tp, cfg.par.ep, cfg.par.cp,
+                           cfg.layout.micro_batch * cfg.seq / cfg.par.cp, cfg);
+          const double bound =
+              StepComputeBound(mc, lc, cfg.par, cfg, sys.chip, e->microbatches);
+          EXPECT_GT(bound, 0) << plan;
+          EXPECT_LE(bound, e->step_time.si()) << plan << " " << order.size();
+          if (mode == Mode::kRealistic) {
+            EXPECT_GE(bound,
+                      StepLowerBound(mc, lc, cfg.par, cfg, e->microbatches));
+          }
+          if (cfg.par.pp == 1) {
+            EXPECT_NEAR(bound, e->compute.si(), 1e-12 * bound) << plan;
+          }
+        }
+      }
+    }
+  }
+  TrainingConfig fixed = Config("dp=8", 16);
+  fixed.assume_mfu = 0.4;
+  const ModelConsts mc = PrepareModel(m, fixed);
+  EXPECT_EQ(StepComputeBound(mc, LayerCompute{}, fixed.par, fixed, sys.chip, 2),
+            0);
+}
+
 // Context parallel by ring: (cp - 1) K/V passes per layer forward, and K/V
 // and their gradients backward: 3 (cp - 1) per layer per microbatch. V is
 // the K and V of the ring's chunks: cp x t x 2 K H x 2 B / tp.

@@ -322,6 +322,47 @@ TEST(SearchTest, Deterministic) {
   EXPECT_EQ(a->configs_evaluated, b->configs_evaluated);
 }
 
+// The prunes by step bounds and the memory verdicts reused across
+// placements are exact: the top plans (keys and step times, bit for bit)
+// are the same with them off, on dense and mixture-of-experts models, with
+// pipelines, and on one thread and two.
+TEST(SearchTest, BoundPrunesKeepTheTopPlans) {
+  struct Case {
+    const char* model;
+    const char* system;
+    double seqs, seq;
+  } cases[] = {
+      {"megatron-gpt-1.7b", "h100:8x1", 16, 2048},
+      {"mixtral-8x7b", "h100:8x8", 512, 4096},
+      {"llama3-8b", "h100:8x4", 64, 8192},
+      {"deepseek-v3", "h100:8x32", 512, 4096},
+  };
+  for (const Case& c : cases) {
+    for (int threads : {1, 2}) {
+      model::ModelSpec m = Model(c.model);
+      hw::System sys = System(c.system);
+      SearchOptions opt;
+      opt.base.batch_tokens = c.seqs * c.seq;
+      opt.base.seq = c.seq;
+      opt.top_k = 40;
+      opt.threads = threads;
+      auto pruned = SearchTraining(m, sys, opt);
+      opt.bound_prunes = false;
+      auto full = SearchTraining(m, sys, opt);
+      ASSERT_TRUE(pruned.has_value() && full.has_value()) << c.model;
+      ASSERT_FALSE(full->plans.empty()) << c.model;
+      ASSERT_EQ(pruned->plans.size(), full->plans.size()) << c.model;
+      for (size_t i = 0; i < full->plans.size(); ++i) {
+        EXPECT_EQ(pruned->plans[i].Key(), full->plans[i].Key()) << c.model;
+        EXPECT_EQ(pruned->plans[i].step_time_s, full->plans[i].step_time_s)
+            << c.model << " " << full->plans[i].Key();
+      }
+      EXPECT_EQ(pruned->configs_evaluated, full->configs_evaluated);
+      EXPECT_LT(pruned->configs_scored, full->configs_scored) << c.model;
+    }
+  }
+}
+
 // SearchOptions::cancelled (Ctrl-C in Python) stops the workers after their
 // current layout: the search fails with kCancelled having covered a small
 // part of a space that takes seconds on one thread, and asks only once.

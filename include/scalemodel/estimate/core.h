@@ -7,6 +7,8 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
+#include <vector>
 
 #include "scalemodel/estimate/efficiency.h"
 #include "scalemodel/estimate/training.h"
@@ -196,15 +198,23 @@ Result<Placements> PlaceParallelism(
 // The axes a slot's collective runs on.
 Placement SlotPlacement(const CollSlot& slot, const Placements& pl);
 
-// Collective coefficients for a placement.
+// One slot's coefficients by (mode, collective, axes, group sizes): the
+// layouts of a plan search share most of their slots' groups, and a
+// coefficient depends on nothing else (for one system).
+using CollCoefCache = std::map<std::vector<int>, CollCoef>;
+
+// Collective coefficients for a placement; with a cache, the slots already
+// costed on the same system are looked up instead of estimated again.
 LayoutCoefficients BuildCoefficients(const hw::System& sys,
-                                     const Placements& pl, Mode mode);
+                                     const Placements& pl, Mode mode,
+                                     CollCoefCache* cache = nullptr);
 // The same for training, with the model's terms that depend on the layout
 // (the expert dispatch's share of bytes), computed once per layout.
 LayoutCoefficients BuildCoefficients(const hw::System& sys,
                                      const Placements& pl,
                                      const TrainingConfig& cfg,
-                                     const ModelConsts& mc);
+                                     const ModelConsts& mc,
+                                     CollCoefCache* cache = nullptr);
 
 // One plan's numbers (SI units as plain doubles: the hot path).
 struct CoreResult {
@@ -288,6 +298,16 @@ void EvaluateCore(const ModelConsts& mc, const LayerCompute& lc,
 double StepLowerBound(const ModelConsts& mc, const LayerCompute& lc,
                       const Parallelism& par, const TrainingConfig& cfg,
                       int microbatches);
+// A lower bound of EvaluateCore's step for one plan on every placement of
+// its degrees: the compute of its microbatches on the busiest stage and the
+// pipeline's fill and drain at its remat and schedule, without the
+// communication, which is what the placement changes (every exposed term,
+// the bubble's collectives and the update add non-negative times; 0 with
+// assume_mfu). The plan search skips a plan whose bound is already slower
+// than its k-th best.
+double StepComputeBound(const ModelConsts& mc, const LayerCompute& lc,
+                        const Parallelism& par, const TrainingConfig& cfg,
+                        const hw::Chip& chip, int microbatches);
 // detail = false (the plan search): only the step, memory and feasibility
 // are filled in; the per-collective arrays and per-layer split are not, and
 // a plan over HBM gets its memory and feasible = false only (no step).

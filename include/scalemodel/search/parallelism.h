@@ -75,6 +75,11 @@ struct SearchOptions {
   std::function<bool()> cancelled;
   // The user's constraints (also narrow search_offload and remats).
   PlanConstraints fixed;
+  // Test hook: false turns off the prunes by step bounds (a micro batch's
+  // compute bound, a variant's, remat dominance) and the reuse of a
+  // variant's memory verdict across placements, so that a test can check
+  // that they leave the top plans bit-identical.
+  bool bound_prunes = true;
   // Test hook: called (from worker threads) with the least-memory variant of
   // every pruned block (micro batch 1, full remat, 1F1B); when it does not
   // fit, no variant of the block does.
