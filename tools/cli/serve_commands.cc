@@ -850,6 +850,15 @@ static Result<bool> SimulationWanted(const CLI::App& app, const ServeCli& cli) {
                                std::to_string(o.concurrency),
                            "--concurrency");
   }
+  if (cli.disagg.given(app) && !cli.emit.empty()) {
+    // vLLM's --kv-transfer-config and SGLang's --disaggregation-mode pools
+    // need a KV-transfer backend and a router scalemodel does not model.
+    return InvalidArgument(
+        "launch lines for disaggregated serving (a prefill and a decode pool "
+        "with the engine's KV-transfer flags) are not written; emit each "
+        "pool's plan with --plan instead",
+        "--emit");
+  }
   if (sources == 1 && !cli.emit.empty()) {
     return InvalidArgument(
         "a launch line comes from the static-batch answer; drop --rate, "
