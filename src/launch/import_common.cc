@@ -20,6 +20,18 @@ bool IsConfigFile(const std::string& w) {
   return EndsWith(w, ".yml") || EndsWith(w, ".yaml") || EndsWith(w, ".toml");
 }
 
+// The first line of a scalemodel launch line's header, or "".
+std::string HeaderLine(const std::string& text) {
+  for (const std::string& line : Split(text, '\n')) {
+    const std::string t(Trim(line));
+    if (t.rfind("# scalemodel ", 0) == 0 &&
+        t.find(" -> ") != std::string::npos) {
+      return t;
+    }
+  }
+  return "";
+}
+
 // The model a scalemodel launch line was emitted for: its header reads
 // "# scalemodel 0.1.0 -> ENGINE: MODEL NAME on SYSTEM (N chips), ...".
 std::string HeaderModel(const std::string& text) {
@@ -70,6 +82,7 @@ Result<LaunchInput> ReadLaunchInput(const std::vector<std::string>& args) {
   }
   in.parsed.words = words;
   in.header_model = HeaderModel(in.text);
+  in.header = HeaderLine(in.text);
   return in;
 }
 

@@ -21,6 +21,7 @@ struct LaunchInput {
   ParsedLaunch parsed;               // ParseLaunchText(text)
   std::vector<std::string> configs;  // .yml / .yaml / .toml words
   std::string header_model;          // a scalemodel header's model name
+  std::string header;                // a scalemodel header's first line
 };
 Result<LaunchInput> ReadLaunchInput(const std::vector<std::string>& args);
 

@@ -7,13 +7,22 @@
 // it; sgl-project/sglang python/sglang/srt/server_args.py (--model-path,
 // --tp-size/--tp, --dp-size/--dp, --ep-size/--ep, --enable-dp-attention,
 // --max-running-requests, --chunked-prefill-size, --context-length,
-// --quantization, --kv-cache-dtype).
+// --quantization, --kv-cache-dtype). Speculative decoding: vLLM
+// --speculative-config JSON (vllm/config/speculative.py SpeculativeConfig:
+// method, model, num_speculative_tokens), SGLang --speculative-algorithm,
+// --speculative-num-steps, --speculative-num-draft-tokens,
+// --speculative-draft-model-path; redundant experts: vLLM --eplb-config
+// (vllm/config/parallel.py EPLBConfig num_redundant_experts) or the older
+// --num-redundant-experts, SGLang --ep-num-redundant-experts.
 #include <cmath>
+#include <map>
+#include <memory>
 #include <regex>
 
 #include "fmt/format.h"
 #include "import_internal.h"
 #include "import_train_internal.h"
+#include "nlohmann/json.hpp"
 #include "scalemodel/base/strings.h"
 
 namespace scalemodel::launch::internal {
@@ -83,17 +92,201 @@ Result<void> Dtypes(Args& a, const model::ModelSpec& m, ImportedServing* out) {
 
 // Replicas: the system's chips over one server's (tp x ep); a server
 // with plain data parallelism (no expert parallelism) runs several.
-Result<void> Replicas(const hw::System& sys, ImportedServing* out) {
+Result<void> Replicas(Args& a, const hw::System& sys, ImportedServing* out) {
   estimate::ServeConfig& c = out->config;
-  const int replica = c.tp * c.ep;
+  auto pp = a.Int({"--pipeline-parallel-size", "--pp-size", "--pp"}, 1);
+  if (!pp) return tl::unexpected(pp.error());
+  if (*pp < 1 || *pp > 4096) {
+    return InvalidArgument(
+        fmt::format("expected a pipeline size from 1 to 4096, got {}", *pp),
+        "from");
+  }
+  c.pp = static_cast<int>(*pp);
+  const int replica = c.tp * c.ep * c.pp;
   if (sys.num_chips() % replica != 0) {
     return InvalidArgument(
-        fmt::format("one replica uses {} chips (tp {} x ep {}), which does not "
-                    "divide the {} chips of {}",
-                    replica, c.tp, c.ep, sys.num_chips(), sys.id),
+        fmt::format("one replica uses {} chips (tp {} x ep {}{}), which does "
+                    "not divide the {} chips of {}",
+                    replica, c.tp, c.ep,
+                    c.pp > 1 ? fmt::format(" x pp {}", c.pp) : std::string(),
+                    sys.num_chips(), sys.id),
         "from");
   }
   c.dp = sys.num_chips() / replica;
+  return {};
+}
+
+// Whether a line's DP-attention flags are read as --dp-attention.
+// scalemodel writes the engines' DP-attention flags for every ep plan and
+// says in its header which plans it estimated with DP attention; other
+// lines keep the plain ep reading (balanced routing, as the validated ep
+// rows), with a note.
+bool ReadsDpAttention(const LaunchInput& in, ImportedServing* out) {
+  if (in.header.find(" with DP attention") != std::string::npos) return true;
+  if (in.header.empty()) {
+    out->notes.emplace_back(
+        "the line runs DP attention over its expert-parallel ranks: read as "
+        "plain ep; add --dp-attention to estimate DP attention with its "
+        "expert load imbalance (docs/model.md 7.5)");
+  }
+  return false;
+}
+
+// The speculation a line runs: method, draft tokens and draft model.
+Result<void> SetSpec(estimate::SpecDecode::Kind kind, long k,
+                     const std::string& draft, const catalog::Catalog& cat,
+                     const std::string& flag, ImportedServing* out) {
+  if (k < 1 || k > 16) {
+    return InvalidArgument(
+        fmt::format("{}: scalemodel models 1 to 16 draft tokens per step, "
+                    "the line gives {}",
+                    flag, k),
+        "from");
+  }
+  static const char* kNames[] = {"", "mtp", "eagle", "draft", "ngram"};
+  estimate::SpecDecode& sp = out->config.spec;
+  sp.kind = kind;
+  sp.k = static_cast<int>(k);
+  out->spec = fmt::format("{}:{}", kNames[kind], k);
+  if (kind == estimate::SpecDecode::kDraft) {
+    auto m = ModelByName(cat, draft);
+    if (!m) {
+      return tl::unexpected(Error{
+          m.error().code,
+          flag + " names the draft model '" + draft + "': " + m.error().message,
+          "from"});
+    }
+    sp.draft = std::make_shared<const model::ModelSpec>(m->model.spec);
+    sp.draft_repo = draft;
+    out->spec = fmt::format("draft:{}:{}", m->name, k);
+  }
+  if (kind != estimate::SpecDecode::kMtp) {
+    out->notes.push_back(
+        "the line speculates (" + out->spec +
+        ") but does not carry the acceptance rate: give --spec-accept");
+  }
+  return {};
+}
+
+// vLLM --speculative-config '{"method": ..., "num_speculative_tokens": K,
+// "model": ...}'.
+Result<void> VllmSpec(Args& a, const catalog::Catalog& cat,
+                      ImportedServing* out) {
+  const std::string text = a.Str("--speculative-config");
+  if (text.empty()) return {};
+  const auto j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object() ||
+      !j.contains("num_speculative_tokens") ||
+      !j["num_speculative_tokens"].is_number_integer()) {
+    return InvalidArgument(
+        "--speculative-config: expected a JSON object with method and "
+        "num_speculative_tokens (e.g. '{\"method\": \"mtp\", "
+        "\"num_speculative_tokens\": 2}'), got '" +
+            Excerpt(text) + "'",
+        "from");
+  }
+  auto str = [&](const char* key) {
+    return j.contains(key) && j[key].is_string() ? j[key].get<std::string>()
+                                                 : std::string();
+  };
+  const std::string method = str("method");
+  const long k = j["num_speculative_tokens"].get<long>();
+  estimate::SpecDecode::Kind kind = estimate::SpecDecode::kNone;
+  if (method == "mtp" || (method.size() > 4 &&
+                          method.compare(method.size() - 4, 4, "_mtp") == 0)) {
+    kind = estimate::SpecDecode::kMtp;
+  } else if (method == "eagle" || method == "eagle3") {
+    kind = estimate::SpecDecode::kEagle;
+  } else if (method == "draft_model") {
+    kind = estimate::SpecDecode::kDraft;
+  } else if (method == "ngram") {
+    kind = estimate::SpecDecode::kNgram;
+  } else {
+    return InvalidArgument(
+        "--speculative-config method '" + Excerpt(method) +
+            "' has no scalemodel counterpart; scalemodel models mtp (and "
+            "MODEL_mtp), eagle, eagle3, draft_model and ngram",
+        "from");
+  }
+  return SetSpec(kind, k, str("model"), cat, "--speculative-config", out);
+}
+
+// SGLang --speculative-algorithm with its step and draft-token counts; a
+// chain (--speculative-eagle-topk 1) of K steps verifies K + 1 tokens.
+Result<void> SglangSpec(Args& a, const catalog::Catalog& cat,
+                        ImportedServing* out) {
+  const std::string given = a.Str("--speculative-algorithm");
+  const std::string algo = ToLower(given);
+  if (algo.empty()) return {};
+  static const std::map<std::string, estimate::SpecDecode::Kind> kKinds = {
+      {"nextn", estimate::SpecDecode::kMtp},
+      {"eagle", estimate::SpecDecode::kEagle},
+      {"eagle3", estimate::SpecDecode::kEagle},
+      {"standalone", estimate::SpecDecode::kDraft},
+      {"ngram", estimate::SpecDecode::kNgram}};
+  auto it = kKinds.find(algo);
+  if (it == kKinds.end()) {
+    return InvalidArgument(
+        "--speculative-algorithm " + Excerpt(given) +
+            " has no scalemodel counterpart; scalemodel models NEXTN, EAGLE, "
+            "EAGLE3, STANDALONE and NGRAM",
+        "from");
+  }
+  auto steps = a.Int("--speculative-num-steps", 0);
+  auto tokens = a.Int("--speculative-num-draft-tokens", 0);
+  auto topk = a.Int("--speculative-eagle-topk", 1);
+  for (const auto* r : {&steps, &tokens, &topk}) {
+    if (!*r) return tl::unexpected(r->error());
+  }
+  long k = it->second == estimate::SpecDecode::kNgram || *steps == 0
+               ? *tokens - 1
+               : *steps;
+  if (*steps == 0 && *tokens == 0) {
+    k = 3;
+    out->notes.emplace_back(
+        "no --speculative-num-steps: 3 draft tokens per step read (SGLang "
+        "picks its own default per model)");
+  }
+  if (*topk > 1) {
+    out->notes.push_back(fmt::format(
+        "--speculative-eagle-topk {}: the draft tree is read as a chain of {} "
+        "tokens",
+        *topk, k));
+  }
+  return SetSpec(it->second, k, a.Str("--speculative-draft-model-path"), cat,
+                 "--speculative-algorithm", out);
+}
+
+// Redundant experts: SGLang --ep-num-redundant-experts, vLLM --eplb-config
+// '{"num_redundant_experts": N}' or its older --num-redundant-experts.
+Result<void> RedundantExperts(Args& a, ImportedServing* out) {
+  a.Has("--enable-eplb");
+  long n = 0;
+  const std::string eplb = a.Str("--eplb-config");
+  if (!eplb.empty()) {
+    const auto j = nlohmann::json::parse(eplb, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) {
+      return InvalidArgument(
+          "--eplb-config: expected a JSON object such as "
+          "'{\"num_redundant_experts\": 32}', got '" +
+              Excerpt(eplb) + "'",
+          "from");
+    }
+    if (j.contains("num_redundant_experts") &&
+        j["num_redundant_experts"].is_number_integer()) {
+      n = j["num_redundant_experts"].get<long>();
+    }
+  }
+  auto flag =
+      a.Int({"--ep-num-redundant-experts", "--num-redundant-experts"}, n);
+  if (!flag) return tl::unexpected(flag.error());
+  if (*flag < 0) {
+    return InvalidArgument(
+        fmt::format("expected a count of redundant experts >= 0, got {}",
+                    *flag),
+        "from");
+  }
+  out->config.redundant_experts = static_cast<int>(*flag);
   return {};
 }
 
@@ -106,14 +299,6 @@ Result<void> CommonLimits(Args& a, ImportedServing* out,
   if (!tok) return tl::unexpected(tok.error());
   out->max_model_len = *len;
   out->max_batched_tokens = *tok;
-  auto pp = a.Int({"--pipeline-parallel-size", "--pp-size", "--pp"}, 1);
-  if (!pp) return tl::unexpected(pp.error());
-  if (*pp > 1) {
-    return InvalidArgument(
-        "pipeline parallelism in serving (--pipeline-parallel-size > 1) is not "
-        "modelled: scalemodel's serving plans are tp, ep and replicas",
-        "from");
-  }
   return {};
 }
 
@@ -124,6 +309,9 @@ Result<ImportedServing> Finish(Args& a, ImportedServing out,
                                const std::vector<std::string>& len_flags,
                                const std::vector<std::string>& tok_flags) {
   if (auto ok = CommonLimits(a, &out, len_flags, tok_flags); !ok) {
+    return tl::unexpected(ok.error());
+  }
+  if (auto ok = RedundantExperts(a, &out); !ok) {
     return tl::unexpected(ok.error());
   }
   if (auto ok = Dtypes(a, out.model.spec, &out); !ok) {
@@ -181,7 +369,9 @@ Result<ImportedServing> ImportVllm(const LaunchInput& raw,
   // With expert parallelism the DP ranks are one replica (DP attention,
   // experts over tp x dp); without, each DP rank is a replica.
   c.ep = a.Has("--enable-expert-parallel") ? static_cast<int>(*dp) : 1;
-  if (auto ok = Replicas(sys, &out); !ok) return tl::unexpected(ok.error());
+  c.dp_attention = c.ep > 1 && ReadsDpAttention(in, &out);
+  if (auto ok = Replicas(a, sys, &out); !ok) return tl::unexpected(ok.error());
+  if (auto ok = VllmSpec(a, cat, &out); !ok) return tl::unexpected(ok.error());
   const long dflt = sys.chip.hbm_capacity.si() >= 70.0 * (1L << 30) &&
                             sys.chip.id.rfind("a100", 0) != 0
                         ? 1024
@@ -231,6 +421,7 @@ Result<ImportedServing> ImportSglang(const LaunchInput& in,
     }
     c.tp = static_cast<int>(*tp / *dp);
     c.ep = static_cast<int>(*dp);
+    c.dp_attention = ReadsDpAttention(in, &out);
   } else {
     c.tp = static_cast<int>(*tp);
     if (*ep > 1) {
@@ -239,7 +430,10 @@ Result<ImportedServing> ImportSglang(const LaunchInput& in,
           "by tensor parallelism over the tp ranks");
     }
   }
-  if (auto ok = Replicas(sys, &out); !ok) return tl::unexpected(ok.error());
+  if (auto ok = Replicas(a, sys, &out); !ok) return tl::unexpected(ok.error());
+  if (auto ok = SglangSpec(a, cat, &out); !ok) {
+    return tl::unexpected(ok.error());
+  }
   auto reqs = a.Int("--max-running-requests", 0);
   if (!reqs) return tl::unexpected(reqs.error());
   out.batch_given = *reqs > 0;
@@ -264,15 +458,31 @@ std::vector<std::string> VllmArguments() {
           "--max-num-batched-tokens",
           "--max-model-len",
           "--quantization",
-          "--kv-cache-dtype"};
+          "--kv-cache-dtype",
+          "--speculative-config",
+          "--enable-eplb",
+          "--eplb-config / --num-redundant-experts"};
 }
 
 std::vector<std::string> SglangArguments() {
-  return {
-      "--model-path / --model", "--tp-size / --tp",       "--dp-size / --dp",
-      "--ep-size / --ep",       "--enable-dp-attention",  "--pp-size",
-      "--max-running-requests", "--chunked-prefill-size", "--context-length",
-      "--quantization",         "--kv-cache-dtype"};
+  return {"--model-path / --model",
+          "--tp-size / --tp",
+          "--dp-size / --dp",
+          "--ep-size / --ep",
+          "--enable-dp-attention",
+          "--pp-size",
+          "--max-running-requests",
+          "--chunked-prefill-size",
+          "--context-length",
+          "--quantization",
+          "--kv-cache-dtype",
+          "--speculative-algorithm",
+          "--speculative-num-steps",
+          "--speculative-num-draft-tokens",
+          "--speculative-eagle-topk",
+          "--speculative-draft-model-path",
+          "--enable-eplb",
+          "--ep-num-redundant-experts"};
 }
 
 }  // namespace scalemodel::launch::internal

@@ -834,14 +834,20 @@ Result<std::string> EmitTorchtitan(const model::ModelSpec& m,
   return out.Str();
 }
 
+int ReplicaChips(const estimate::ServeConfig& cfg) {
+  return cfg.tp * cfg.ep * cfg.pp;
+}
+
 void ServingHeader(LaunchText& out, std::string_view engine,
                    const model::ModelSpec& m, const hw::System& sys,
                    const estimate::ServeConfig& cfg,
                    const estimate::ServeEstimate& est) {
   out.Comment(fmt::format(
-      "{} -> {}: {} on {} ({} chips): {} replica(s) of tp={}{}, batch {}",
+      "{} -> {}: {} on {} ({} chips): {} replica(s) of tp={}{}{}{}, batch {}",
       kVersion, engine, m.name, sys.id, sys.num_chips(), cfg.dp, cfg.tp,
       cfg.ep > 1 ? fmt::format(" ep={}", cfg.ep) : std::string(),
+      cfg.pp > 1 ? fmt::format(" pp={}", cfg.pp) : std::string(),
+      cfg.dp_attention ? std::string(" with DP attention") : std::string(),
       FormatNumber(cfg.batch)));
   out.Comment(fmt::format(
       "predicted ({} mode): TTFT {}, {} per output token, {:.0f} tokens/s per "
@@ -855,7 +861,14 @@ void ServingHeader(LaunchText& out, std::string_view engine,
     out.Comment(fmt::format(
         "launch {} copies of this command, one per replica of {} chip{}, "
         "behind a load balancer",
-        cfg.dp, cfg.tp * cfg.ep, cfg.tp * cfg.ep > 1 ? "s" : ""));
+        cfg.dp, ReplicaChips(cfg), ReplicaChips(cfg) > 1 ? "s" : ""));
+  }
+  if (cfg.spec.on()) {
+    out.Comment(fmt::format(
+        "speculative decoding: {} draft token{} per step, {:.2f} tokens per "
+        "verify step expected at the acceptance given to scalemodel",
+        cfg.spec.k, cfg.spec.k > 1 ? "s" : "",
+        estimate::SpecExpectedTokens(cfg.spec)));
   }
 }
 
@@ -880,18 +893,95 @@ void WeightFlags(LaunchText& out, const model::ModelSpec& m,
   if (cfg.kv == hw::Dtype::kFp8) out.Flag("--kv-cache-dtype", fp8_kv);
 }
 
+// The checkpoint of a draft model or EAGLE head, or a placeholder with a
+// comment saying what to put there.
+std::string DraftPath(const estimate::SpecDecode& sp, LaunchText& out) {
+  if (sp.kind == estimate::SpecDecode::kDraft) {
+    if (!sp.draft_repo.empty()) return sp.draft_repo;
+    const std::string id = sp.draft ? sp.draft->id : "draft";
+    out.Comment("no checkpoint known for the draft model " + id +
+                ": replace <" + id + "> with its HuggingFace repo");
+    return "<" + id + ">";
+  }
+  out.Comment(
+      "replace <eagle-head> with the EAGLE draft head trained for this model "
+      "(a HuggingFace repo or directory)");
+  return "<eagle-head>";
+}
+
+// vLLM's --speculative-config JSON (vllm-project/vllm
+// vllm/config/speculative.py SpeculativeConfig: method, model,
+// num_speculative_tokens; SpeculativeMethod: "mtp" (the model's own MTP
+// layers), "eagle", "draft_model", "ngram").
+void VllmSpec(LaunchText& out, const estimate::SpecDecode& sp) {
+  if (!sp.on()) return;
+  std::string body;
+  switch (sp.kind) {
+    case estimate::SpecDecode::kMtp:
+      body = R"("method":"mtp")";
+      break;
+    case estimate::SpecDecode::kEagle:
+      body =
+          fmt::format(R"("method":"eagle","model":"{}")", DraftPath(sp, out));
+      break;
+    case estimate::SpecDecode::kDraft:
+      body = fmt::format(R"("method":"draft_model","model":"{}")",
+                         DraftPath(sp, out));
+      break;
+    case estimate::SpecDecode::kNgram:
+    case estimate::SpecDecode::kNone:
+      body = R"("method":"ngram")";
+      break;
+  }
+  out.Flag("--speculative-config",
+           fmt::format(R"('{{{},"num_speculative_tokens":{}}}')", body, sp.k));
+}
+
+// Redundant experts: vLLM's EPLB (vllm/config/parallel.py EPLBConfig
+// num_redundant_experts, --enable-eplb, --eplb-config JSON); SGLang's
+// --enable-eplb --ep-num-redundant-experts (server_args.py).
+void VllmEplb(LaunchText& out, const estimate::ServeConfig& cfg) {
+  if (cfg.redundant_experts <= 0) return;
+  out.Arg("--enable-eplb");
+  out.Flag("--eplb-config", fmt::format(R"('{{"num_redundant_experts":{}}}')",
+                                        cfg.redundant_experts));
+}
+
+// SGLang's speculative flags (sgl-project/sglang
+// python/sglang/srt/server_args.py: --speculative-algorithm EAGLE | NEXTN
+// (MTP, run as EAGLE) | STANDALONE (a draft model) | NGRAM,
+// --speculative-num-steps, --speculative-eagle-topk,
+// --speculative-num-draft-tokens, --speculative-draft-model-path). With
+// topk 1 a chain of K steps verifies K + 1 tokens (the last accepted one
+// and K drafts).
+void SglangSpec(LaunchText& out, const estimate::SpecDecode& sp) {
+  if (!sp.on()) return;
+  static const char* kAlgo[] = {"", "NEXTN", "EAGLE", "STANDALONE", "NGRAM"};
+  out.Flag("--speculative-algorithm", kAlgo[sp.kind]);
+  if (sp.kind == estimate::SpecDecode::kEagle ||
+      sp.kind == estimate::SpecDecode::kDraft) {
+    out.Flag("--speculative-draft-model-path", DraftPath(sp, out));
+  }
+  if (sp.kind != estimate::SpecDecode::kNgram) {
+    out.Flag("--speculative-num-steps", sp.k);
+    out.Flag("--speculative-eagle-topk", 1);
+  }
+  out.Flag("--speculative-num-draft-tokens", sp.k + 1);
+}
+
 // A DP replica over several hosts: one `vllm serve` per host, each running
 // --data-parallel-size-local ranks, host 0 at --data-parallel-address
 // (vLLM docs/serving/data_parallel_deployment.md).
 void VllmMultiNode(LaunchText& out, const hw::System& sys,
                    const estimate::ServeConfig& cfg) {
   const int per_host = GpusPerHost(sys);
-  if (cfg.tp * cfg.ep <= per_host || per_host % cfg.tp != 0) return;
-  const int local = per_host / cfg.tp;
+  const int rank = cfg.tp * cfg.pp;  // GPUs of one DP rank
+  if (ReplicaChips(cfg) <= per_host || per_host % rank != 0) return;
+  const int local = per_host / rank;
   out.Comment(fmt::format(
       "run on each of the {} hosts with NODE_RANK=0..{} and MASTER_ADDR = "
       "host 0's address; add --headless on every host but host 0",
-      cfg.tp * cfg.ep / per_host, cfg.tp * cfg.ep / per_host - 1));
+      ReplicaChips(cfg) / per_host, ReplicaChips(cfg) / per_host - 1));
   out.Flag("--data-parallel-size-local", local);
   out.Flag("--data-parallel-start-rank",
            fmt::format("$((NODE_RANK * {}))", local));
@@ -911,6 +1001,18 @@ Result<std::string> EmitVllm(const model::ModelSpec& m,
   }
   out.Command("vllm serve " + ModelPath(m, names, out));
   out.Flag("--tensor-parallel-size", cfg.tp);
+  if (cfg.pp > 1) {
+    out.Flag("--pipeline-parallel-size", cfg.pp);
+    if (ReplicaChips(cfg) > GpusPerHost(sys) &&
+        (cfg.ep == 1 || GpusPerHost(sys) % (cfg.tp * cfg.pp) != 0)) {
+      // vLLM docs/serving/parallelism_scaling.md: a model over several
+      // hosts runs on a Ray cluster.
+      out.Comment(
+          "pipeline stages span hosts: start a Ray cluster over them first "
+          "(vLLM docs/serving/parallelism_scaling.md)");
+      out.Flag("--distributed-executor-backend", "ray");
+    }
+  }
   long seqs = std::lround(std::ceil(cfg.batch));
   if (cfg.ep > 1) {
     out.Comment(fmt::format(
@@ -926,6 +1028,8 @@ Result<std::string> EmitVllm(const model::ModelSpec& m,
         "--max-num-seqs is per DP rank: {} x {} ranks = the planned batch {}",
         seqs, cfg.ep, FormatNumber(cfg.batch)));
   }
+  VllmEplb(out, cfg);
+  VllmSpec(out, cfg.spec);
   out.Flag("--max-num-seqs", seqs);
   out.Flag("--max-model-len", std::lround(cfg.prompt + cfg.output));
   WeightFlags(out, m, cfg, "fp8");
@@ -942,8 +1046,9 @@ Result<std::string> EmitSglang(const model::ModelSpec& m,
   ServingHeader(out, "SGLang", m, sys, cfg, est);
   out.Command("python3 -m sglang.launch_server --model-path " +
               ModelPath(m, names, out));
-  const int replica = cfg.tp * cfg.ep;
-  out.Flag("--tp-size", replica);
+  const int replica = ReplicaChips(cfg);
+  out.Flag("--tp-size", cfg.tp * cfg.ep);
+  if (cfg.pp > 1) out.Flag("--pp-size", cfg.pp);
   if (const int per_host = GpusPerHost(sys); replica > per_host) {
     // SGLang's multi-node flags (server_args.py: --nnodes, --node-rank,
     // --dist-init-addr).
@@ -959,11 +1064,16 @@ Result<std::string> EmitSglang(const model::ModelSpec& m,
     out.Comment(fmt::format(
         "ep={}: SGLang's DP attention ({} attention groups of tp={}) with "
         "experts over the {} chips",
-        cfg.ep, cfg.ep, cfg.tp, replica));
-    out.Flag("--ep-size", replica);
+        cfg.ep, cfg.ep, cfg.tp, cfg.tp * cfg.ep));
+    out.Flag("--ep-size", cfg.tp * cfg.ep);
     out.Arg("--enable-dp-attention");
     out.Flag("--dp-size", cfg.ep);
   }
+  if (cfg.redundant_experts > 0) {
+    out.Arg("--enable-eplb");
+    out.Flag("--ep-num-redundant-experts", cfg.redundant_experts);
+  }
+  SglangSpec(out, cfg.spec);
   out.Flag("--max-running-requests", std::lround(std::ceil(cfg.batch)));
   out.Flag("--context-length", std::lround(cfg.prompt + cfg.output));
   WeightFlags(out, m, cfg, "fp8_e4m3");
@@ -1147,6 +1257,19 @@ Result<std::string> EmitServing(ServeEngine engine,
                                 const hw::System& system,
                                 const estimate::ServeConfig& cfg,
                                 const estimate::ServeEstimate& est) {
+  if (cfg.spec.kind == estimate::SpecDecode::kMtp &&
+      model.spec.mtp_layers == 0) {
+    // vLLM's "mtp" method and SGLang's NEXTN load the checkpoint's own
+    // multi-token-prediction layers (vllm/config/speculative.py
+    // MTPModelTypes; server_args.py NEXTN).
+    return InvalidArgument(
+        fmt::format("{} runs --spec mtp from the checkpoint's own "
+                    "multi-token-prediction layers and {} has none; use "
+                    "--spec eagle:K, draft:MODEL:K or ngram:K",
+                    engine == ServeEngine::kVllm ? "vLLM" : "SGLang",
+                    model.spec.id),
+        "engine");
+  }
   switch (engine) {
     case ServeEngine::kVllm:
       return EmitVllm(model.spec, model.engine_names, system, cfg, est);

@@ -780,6 +780,41 @@ long ParsedLaunch::Int(const std::string& name, long fallback) const {
   return end && *end == '\0' ? v : fallback;
 }
 
+namespace {
+
+// Words as a shell splits them: whitespace outside quotes separates, and
+// '...' or "..." quotes (removed) keep a JSON value such as vLLM's
+// --speculative-config '{"method": "mtp"}' one word.
+std::vector<std::string> ShellWords(const std::string& text) {
+  std::vector<std::string> out;
+  std::string w;
+  bool in_word = false;
+  char quote = 0;
+  for (const char ch : text) {
+    if (quote != 0) {
+      if (ch == quote) {
+        quote = 0;
+      } else {
+        w += ch;
+      }
+    } else if (ch == '\'' || ch == '"') {
+      quote = ch;
+      in_word = true;
+    } else if (std::isspace(static_cast<unsigned char>(ch)) != 0) {
+      if (in_word) out.push_back(w);
+      w.clear();
+      in_word = false;
+    } else {
+      w += ch;
+      in_word = true;
+    }
+  }
+  if (in_word) out.push_back(w);
+  return out;
+}
+
+}  // namespace
+
 ParsedLaunch ParseLaunchText(std::string_view text) {
   ParsedLaunch p;
   std::string joined;
@@ -801,9 +836,8 @@ ParsedLaunch ParseLaunchText(std::string_view text) {
     joined += (!t.empty() && t.back() == '\\') ? t.substr(0, t.size() - 1) : t;
     joined += ' ';
   }
-  std::stringstream words(joined);
-  std::string w, flag;
-  while (words >> w) {
+  std::string flag;
+  for (const std::string& w : ShellWords(joined)) {
     if (w.rfind("--", 0) == 0) {
       const size_t eq = w.find('=');
       if (eq != std::string::npos) {

@@ -450,6 +450,7 @@ static Result<estimate::SpecDecode> ParseSpec(const catalog::Catalog& cat,
     if (!m)
       return tl::unexpected(Error{m.error().code, m.error().message, "--spec"});
     sp.draft = std::make_shared<const model::ModelSpec>(m->spec);
+    sp.draft_repo = m->engine_names.hf_repo;
   }
   if (accept.empty()) {
     if (sp.kind == estimate::SpecDecode::kMtp) {
@@ -492,14 +493,6 @@ static Result<bool> ApplyServeExtensions(const catalog::Catalog& cat,
   }
   cfg->dp_attention = o.dp_attention;
   cfg->redundant_experts = o.redundant_experts;
-  if (!o.emit.empty() && (cfg->spec.on() || cfg->pp > 1 || o.dp_attention ||
-                          o.redundant_experts > 0)) {
-    return InvalidArgument(
-        "launch lines for speculative decoding, pipeline stages, DP attention "
-        "and redundant experts are not written yet; drop those options to "
-        "emit one",
-        "--emit");
-  }
   return true;
 }
 
@@ -859,6 +852,15 @@ static Result<bool> SimulationWanted(const CLI::App& app, const ServeCli& cli) {
                                std::to_string(o.concurrency),
                            "--concurrency");
   }
+  if (cli.disagg.given(app) && !cli.emit.empty()) {
+    // vLLM's --kv-transfer-config and SGLang's --disaggregation-mode pools
+    // need a KV-transfer backend and a router scalemodel does not model.
+    return InvalidArgument(
+        "launch lines for disaggregated serving (a prefill and a decode pool "
+        "with the engine's KV-transfer flags) are not written; emit each "
+        "pool's plan with --plan instead",
+        "--emit");
+  }
   if (sources == 1 && !cli.emit.empty()) {
     return InvalidArgument(
         "a launch line comes from the static-batch answer; drop --rate, "
@@ -866,6 +868,29 @@ static Result<bool> SimulationWanted(const CLI::App& app, const ServeCli& cli) {
         "--emit");
   }
   return sources == 1;
+}
+
+// The serving extensions a --from line sets (speculation, DP attention,
+// redundant experts) into the options; the flags may not repeat them.
+static Result<bool> FromExtensions(const CLI::App& app,
+                                   const launch::ImportedServing& r,
+                                   ServeCli* o) {
+  const estimate::ServeConfig& c = r.config;
+  const bool line_sets[] = {!r.spec.empty(), c.dp_attention,
+                            c.redundant_experts > 0};
+  const char* flags[] = {"--spec", "--dp-attention", "--redundant-experts"};
+  for (int i = 0; i < 3; ++i) {
+    if (line_sets[i] && app.count(flags[i]) > 0) {
+      return InvalidArgument(
+          "the launch line given to --from sets this; change it in the line "
+          "(or drop --from)",
+          flags[i]);
+    }
+  }
+  if (!r.spec.empty()) o->spec = r.spec;
+  if (c.dp_attention) o->dp_attention = true;
+  if (c.redundant_experts > 0) o->redundant_experts = c.redundant_experts;
+  return true;
 }
 
 // serve --from ENGINE ARG...: the server line becomes the model, plan,
@@ -896,7 +921,9 @@ static Result<std::vector<std::string>> ApplyServeFrom(
     return tl::unexpected(Error{r.error().code, r.error().message, "--from"});
   const estimate::ServeConfig& c = r->config;
   o->model = r->model_name;
-  o->plan = fmt::format("tp={},ep={},dp={}", c.tp, c.ep, c.dp);
+  o->plan = fmt::format("tp={},ep={},{}dp={}", c.tp, c.ep,
+                        c.pp > 1 ? fmt::format("pp={},", c.pp) : "", c.dp);
+  if (auto x = FromExtensions(app, *r, o); !x) return tl::unexpected(x.error());
   if (r->batch_given) {
     if (app.count("--batch") > 0) {
       return InvalidArgument(

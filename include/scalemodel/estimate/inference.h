@@ -41,6 +41,9 @@ struct SpecDecode {
   // kDraft: the draft model (runs with the target's tp, weights and KV
   // dtypes on the same chips).
   std::shared_ptr<const model::ModelSpec> draft;
+  // kDraft: the draft's checkpoint (HuggingFace repo or directory) for
+  // launch lines; no effect on the estimate.
+  std::string draft_repo;
   bool on() const { return kind != kNone; }
 };
 

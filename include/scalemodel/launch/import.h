@@ -73,10 +73,15 @@ Result<ImportedTraining> ImportTraining(TrainEngine engine,
 struct ImportedServing {
   ingest::ImportedModel model;
   std::string model_name;
-  // tp, ep, dp (replicas on the system: its chips / (tp x ep)), batch
-  // (concurrent sequences per replica), weights and KV dtypes. prompt and
-  // output keep the defaults; max_model_len bounds their sum.
+  // tp, ep, pp, dp (replicas on the system: its chips / (tp x ep x pp)),
+  // DP attention, redundant experts, speculative decoding (method, draft
+  // tokens and draft model; no acceptance, which a line does not carry),
+  // batch (concurrent sequences per replica), weights and KV dtypes.
+  // prompt and output keep the defaults; max_model_len bounds their sum.
   estimate::ServeConfig config;
+  // The speculation as `serve --spec` takes it ("mtp:2", "eagle:3",
+  // "draft:MODEL:4", "ngram:3"); empty when the line does not speculate.
+  std::string spec;
   long max_model_len = 0;       // 0: the line does not say
   long max_batched_tokens = 0;  // tokens per engine step; 0: not given
   bool batch_given = false;     // the line sets the batch cap
