@@ -1,10 +1,17 @@
-// Serve trace files (`serve --trace-file F`, CSV or JSONL rows of arrival_s,
+// Serve trace files (`serve --trace-file`, CSV or JSONL rows of arrival_s,
 // prompt_tokens, output_tokens): the input is written to a temporary file
-// and run through the whole command in-process (RunCli), so the reader and
-// the continuous-batching simulation both see it. Exit code 1 (an internal
-// error) or an exception is a finding; 0 and 2 are fine.
+// and read by the command's own reader (ReadTrace, trace_file.h), whose
+// accepted rows must keep its contract (arrival_s finite in [0, 1e9], whole
+// lengths from 1 to 2^30). Traces whose simulation is short (at most
+// kMaxSimulatedTokens prompt plus output tokens in all) then run through
+// the whole command in-process (RunCli), so the continuous-batching
+// simulation sees them too: exit code 1 (an internal error) or an exception
+// is a finding; 0 and 2 are fine. The simulation takes about one step per
+// output token, so a trace of 300 requests of 2^20 tokens (a few KB) would
+// take minutes; the reader still sees every input.
 #include <unistd.h>
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -13,11 +20,14 @@
 
 #include "fuzz_common.h"
 #include "run.h"
+#include "trace_file.h"
 
 using scalemodel::fuzz::AsText;
 using scalemodel::fuzz::Fail;
 
 namespace {
+
+constexpr double kMaxSimulatedTokens = 1 << 16;
 
 std::string TracePath() {
   char path[] = "/tmp/scalemodel_trace_fuzz_XXXXXX";
@@ -25,6 +35,15 @@ std::string TracePath() {
   if (fd < 0) std::abort();
   close(fd);
   return path;
+}
+
+// The reader's contract on one accepted row; its total tokens.
+double CheckRow(const scalemodel::estimate::TraceRequest& r) {
+  if (!(r.arrival_s >= 0 && r.arrival_s <= 1e9)) Fail("arrival_s", r.arrival_s);
+  for (double n : {r.prompt_tokens, r.output_tokens}) {
+    if (!(n >= 1 && n <= (1 << 30) && n == std::floor(n))) Fail("length", n);
+  }
+  return r.prompt_tokens + r.output_tokens;
 }
 
 }  // namespace
@@ -36,6 +55,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::ofstream f(path, std::ios::binary | std::ios::trunc);
     f << AsText(data, size);
   }
+  auto trace = scalemodel::cli::ReadTrace(path);
+  if (!trace) return 0;  // the command would print the same sentence
+  if (trace->empty()) Fail("ReadTrace accepted no rows", 0);
+  double tokens = 0;
+  for (const auto& r : *trace) tokens += CheckRow(r);
+  if (tokens > kMaxSimulatedTokens) return 0;
   std::ostringstream out, err;
   int rc = scalemodel::cli::RunCli(
       {"serve", "--model", "llama3-8b", "--system", "h100:8", "--plan", "tp=8",

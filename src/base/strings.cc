@@ -38,37 +38,61 @@ std::vector<std::string> Split(std::string_view s, char sep) {
   }
 }
 
-int EditDistance(std::string_view a, std::string_view b) {
-  std::string la = ToLower(a), lb = ToLower(b);
+namespace {
+
+// The edit distance of two lower-case strings when it is at most `cap`,
+// else cap + 1: the distance is at least the length difference and never
+// below a row's minimum, so longer comparisons stop early.
+int BoundedDistance(std::string_view la, std::string_view lb, int cap) {
+  const size_t diff =
+      la.size() > lb.size() ? la.size() - lb.size() : lb.size() - la.size();
+  if (cap < 0 || diff > static_cast<size_t>(cap)) return cap + 1;
   std::vector<int> prev(lb.size() + 1), cur(lb.size() + 1);
   for (size_t j = 0; j <= lb.size(); ++j) prev[j] = static_cast<int>(j);
   for (size_t i = 1; i <= la.size(); ++i) {
     cur[0] = static_cast<int>(i);
+    int row_min = cur[0];
     for (size_t j = 1; j <= lb.size(); ++j) {
       int sub = prev[j - 1] + (la[i - 1] == lb[j - 1] ? 0 : 1);
       cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, sub});
+      row_min = std::min(row_min, cur[j]);
     }
+    if (row_min > cap) return cap + 1;
     std::swap(prev, cur);
   }
-  return prev[lb.size()];
+  return std::min(prev[lb.size()], cap + 1);
 }
 
+}  // namespace
+
+int EditDistance(std::string_view a, std::string_view b) {
+  const std::string la = ToLower(a), lb = ToLower(b);
+  return BoundedDistance(la, lb, static_cast<int>(la.size() + lb.size()));
+}
+
+// The first candidate nearest to `name` (a candidate that starts with it
+// counts as distance 0, the shortest such one first), if within the limit.
+// Only distances below the best so far and within the limit can change the
+// answer, so each comparison is bounded by both.
 std::string Suggest(std::string_view name,
                     const std::vector<std::string>& candidates) {
   std::string best;
   int best_distance = 1 << 30;
-  std::string lname = ToLower(name);
+  const std::string lname = ToLower(name);
+  const int limit = std::max<int>(2, static_cast<int>(name.size()) / 3);
   for (const std::string& c : candidates) {
-    int d = EditDistance(name, c);
-    std::string lc = ToLower(c);
+    const std::string lc = ToLower(c);
+    int d = 0;
     bool prefix = false;
     if (!lname.empty() && lc.rfind(lname, 0) == 0) {
-      d = 0;  // "tpu-v5" -> "tpu-v5e" beats an equal-distance "tpu-v4"
-      prefix = true;
+      prefix = true;  // "tpu-v5" -> "tpu-v5e" beats an equal-distance "tpu-v4"
     } else if (!lc.empty() && lname.rfind(lc, 0) == 0) {
       // A candidate the name extends ("h100" for "h100-pcei") is as far as
-      // the characters added, so a near variant ("h100-pcie") beats it.
-      d = std::min<int>(d, static_cast<int>(lname.size() - lc.size()));
+      // the characters added (its edit distance), so a near variant
+      // ("h100-pcie") beats it.
+      d = static_cast<int>(lname.size() - lc.size());
+    } else {
+      d = BoundedDistance(lname, lc, std::min(best_distance - 1, limit));
     }
     // Among names that extend the typed one, the shortest ("h10" ->
     // "h100", not "h100-96gb").
@@ -78,7 +102,6 @@ std::string Suggest(std::string_view name,
       best = c;
     }
   }
-  int limit = std::max<int>(2, static_cast<int>(name.size()) / 3);
   if (best_distance <= limit) return best;
   return "";
 }

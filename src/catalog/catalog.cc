@@ -699,10 +699,15 @@ Result<bool> Catalog::AddDirectory(const std::string& dir) {
 }
 
 Result<Catalog> Catalog::Builtin() {
-  Catalog c;
-  auto ok = c.AddFiles(BuiltinDataFiles());
-  if (!ok) return tl::unexpected(ok.error());
-  return c;
+  // The files are compiled in, so they are parsed once per process (every
+  // RunCli call starts from this catalog); each caller gets its own copy.
+  static const Result<Catalog> parsed = []() -> Result<Catalog> {
+    Catalog c;
+    auto ok = c.AddFiles(BuiltinDataFiles());
+    if (!ok) return tl::unexpected(ok.error());
+    return c;
+  }();
+  return parsed;
 }
 
 Result<const hw::Chip*> Catalog::FindChip(std::string_view name) const {

@@ -25,6 +25,7 @@
 #include "scalemodel/units/format.h"
 #include "scalemodel/units/parse.h"
 #include "scalemodel/validate/validate.h"
+#include "trace_file.h"
 
 namespace scalemodel::cli {
 
@@ -163,39 +164,110 @@ static std::string ServeText(const estimate::ServeEstimate& e) {
   return s;
 }
 
+constexpr const char* kTraceKeys[] = {"arrival_s", "prompt_tokens",
+                                      "output_tokens"};
+
+// The sentence for a row that is not a request.
+static std::string Shape(std::string_view row) {
+  return "expected arrival_s,prompt_tokens,output_tokens (arrival >= 0 s, "
+         "lengths >= 1 token) or a JSON object with those keys, got '" +
+         Excerpt(row) + "'";
+}
+
+// A CSV field as a plain decimal number: an optional sign, digits with at
+// most one '.', an optional exponent. strtod also reads hexadecimal ("0x10",
+// "0x1p4"), "inf", "infinity" and "nan"; a trace row holds none of those.
+static bool IsDecimal(std::string_view t) {
+  size_t i = 0;
+  if (i < t.size() && (t[i] == '+' || t[i] == '-')) ++i;
+  size_t digits = 0;
+  bool dot = false;
+  for (; i < t.size(); ++i) {
+    if (t[i] >= '0' && t[i] <= '9') {
+      ++digits;
+    } else if (t[i] == '.' && !dot) {
+      dot = true;
+    } else {
+      break;
+    }
+  }
+  if (digits == 0) return false;
+  if (i < t.size() && (t[i] == 'e' || t[i] == 'E')) {
+    ++i;
+    if (i < t.size() && (t[i] == '+' || t[i] == '-')) ++i;
+    const size_t exp_start = i;
+    while (i < t.size() && t[i] >= '0' && t[i] <= '9') ++i;
+    if (i == exp_start) return false;
+  }
+  return i == t.size();
+}
+
+// A JSON trace row's values; the sentence of a key given twice (nlohmann
+// keeps the last), or "".
+static std::string JsonTraceRow(std::string_view row, double v[3]) {
+  std::vector<std::string> seen;
+  std::string twice;
+  auto j = report::Json::parse(
+      row,
+      [&](int depth, report::Json::parse_event_t event, report::Json& parsed) {
+        if (depth == 1 && event == report::Json::parse_event_t::key &&
+            twice.empty()) {
+          const std::string& k = parsed.get_ref<const std::string&>();
+          if (std::find(seen.begin(), seen.end(), k) != seen.end()) {
+            twice = k;
+          }
+          seen.push_back(k);
+        }
+        return true;
+      });
+  if (!twice.empty()) {
+    return "expected each key once in a JSON trace row, got '" +
+           Excerpt(twice) + "' twice";
+  }
+  for (int i = 0; i < 3; ++i) {
+    if (!j.is_object() || !j.contains(kTraceKeys[i]) ||
+        !j[kTraceKeys[i]].is_number()) {
+      return Shape(row);
+    }
+    v[i] = j[kTraceKeys[i]].get<double>();
+  }
+  return "";
+}
+
 // One trace row: CSV "arrival_s,prompt_tokens,output_tokens" or a JSON
-// object with those keys. False when the row is not that.
-static bool ParseTraceRow(std::string_view row, estimate::TraceRequest* r) {
+// object with those keys. "" when it is one, else the sentence.
+static std::string ParseTraceRow(std::string_view row,
+                                 estimate::TraceRequest* r) {
   double v[3];
   if (row.substr(0, 1) == "{") {
     try {
-      auto j = report::Json::parse(row);
-      const char* keys[] = {"arrival_s", "prompt_tokens", "output_tokens"};
-      for (int i = 0; i < 3; ++i) {
-        if (!j.is_object() || !j.contains(keys[i]) || !j[keys[i]].is_number()) {
-          return false;
-        }
-        v[i] = j[keys[i]].get<double>();
-      }
+      if (std::string why = JsonTraceRow(row, v); !why.empty()) return why;
     } catch (const std::exception&) {
-      return false;
+      return Shape(row);
     }
   } else {
     std::vector<std::string> f = Split(row, ',');
-    if (f.size() != 3) return false;
+    if (f.size() != 3) return Shape(row);
     for (int i = 0; i < 3; ++i) {
       std::string t(Trim(f[i]));
+      if (t.empty()) return Shape(row);
       char* end = nullptr;
       v[i] = std::strtod(t.c_str(), &end);
-      if (t.empty() || *end != '\0') return false;
+      if (*end != '\0') return Shape(row);  // not a number at all
+      if (!IsDecimal(t)) {  // a number only to strtod: 0x10, 0x1p4, inf, nan
+        return fmt::format(
+            "expected {} as a decimal number such as {} (not hexadecimal, "
+            "inf or nan), got '{}'",
+            kTraceKeys[i], i == 0 ? "0.25" : "512", Excerpt(t));
+      }
     }
   }
   if (!(v[0] >= 0) || !(v[1] >= 1) || !(v[2] >= 1) || !std::isfinite(v[0]) ||
       !std::isfinite(v[1]) || !std::isfinite(v[2])) {
-    return false;
+    return Shape(row);
   }
   *r = {v[0], v[1], v[2]};
-  return true;
+  return "";
 }
 
 // Caps on a trace (docs/units.md, Limits): its size, its rows, the last
@@ -225,8 +297,7 @@ static std::string TraceRowLimit(const estimate::TraceRequest& r) {
 // A trace file: one request per line, CSV (a first line naming the columns
 // is skipped) or JSONL; blank lines and lines starting with '#' skipped.
 // JSON rows get config.json's checks first (ingest::CheckJsonText).
-static Result<std::vector<estimate::TraceRequest>> ReadTrace(
-    const std::string& path) {
+Result<std::vector<estimate::TraceRequest>> ReadTrace(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) {
     return tl::unexpected(
@@ -265,12 +336,8 @@ static Result<std::vector<estimate::TraceRequest>> ReadTrace(
       }
     }
     estimate::TraceRequest r;
-    if (!ParseTraceRow(t, &r)) {
-      return InvalidArgument(
-          "expected arrival_s,prompt_tokens,output_tokens (arrival >= 0 s, "
-          "lengths >= 1 token) or a JSON object with those keys, got '" +
-              Excerpt(t) + "'",
-          where);
+    if (std::string why = ParseTraceRow(t, &r); !why.empty()) {
+      return InvalidArgument(why, where);
     }
     if (std::string why = TraceRowLimit(r); !why.empty()) {
       return InvalidArgument(why, where);
