@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <vector>
 
 namespace scalemodel::estimate {
 
@@ -306,6 +307,7 @@ LayerCompute ComputeLayer(const model::ModelSpec& m, const ModelConsts& mc,
   const bool peak = cfg.mode == Mode::kPeak;
   lc.loss_total = peak ? 0.0 : t * m.vocab / tp * ce_bytes / hbm;
   lc.mlp_in_fwd = (1 - mc.moe_frac) * dense_in + mc.moe_frac * moe_in;
+  lc.attn_proj_fwd = attn_proj;
   lc.mtp_proj_fwd = mc.mtp > 0 ? g.Time(t, D, 2 * D) : 0.0;
   lc.attn_fwd = AttentionCore(m, chip, eff, cfg, tp, cp, t);
   const double elem = ElementwiseElems(m, mc, cfg, f_active);
@@ -392,6 +394,7 @@ double RecomputeFwd(const LayerCompute& lc, model::Remat remat) {
 // through those), and its memory-bound part.
 struct StageTimes {
   double stage = 0, typical = 0, elem = 0;
+  double layer = 0;  // one layer, one microbatch, forward and backward
 };
 
 StageTimes ComputeStage(const ModelConsts& mc, const LayerCompute& lc,
@@ -428,6 +431,7 @@ StageTimes ComputeStage(const ModelConsts& mc, const LayerCompute& lc,
                       : s.lps * layer + head;
   st.typical = s.pp > 1 ? s.others * layer : st.stage;
   st.elem = s.lps * 3 * lc.elem_fwd;
+  st.layer = layer;
   return st;
 }
 
@@ -455,7 +459,10 @@ struct CommTotals {
   double pp_total = 0, pp_exposed = 0;  // per step
   double fsdp_total = 0;                // per step
   double fsdp_gather = 0;               // its all-gathers, per step
-  double dp_total = 0, dp_gather = 0;   // per step
+  // The share of a layer's gathered bytes its attention projections hold
+  // (AttentionWeightShare).
+  double fsdp_attn_share = 0;
+  double dp_total = 0, dp_gather = 0;  // per step
 };
 
 // Tensor parallel: an all-gather and a reduce-scatter (sequence parallel)
@@ -612,6 +619,18 @@ double FsdpComm(const SlotWriter& w, const PlanShape& s, const ModelConsts& mc,
   return w.T(kFsdpAg) + w.T(kFsdpRs);
 }
 
+// The attention projections' share of the weights one layer gathers on
+// this chip (Q and O: d x heads x head_dim each, K and V: d x kv_heads x
+// head_dim each, over tp); the MLP (or the experts) hold the rest. Layers
+// average sh.stage / lps.
+double AttentionWeightShare(const ModelConsts& mc, const ParamShares& sh,
+                            const PlanShape& s, const Parallelism& par) {
+  const double per_layer = sh.stage / s.lps;
+  const double attn =
+      2 * mc.d * (mc.heads + mc.kv_heads) * mc.head_dim / par.tp;
+  return per_layer > 0 ? std::clamp(attn / per_layer, 0.0, 1.0) : 1.0;
+}
+
 // Data parallel gradient reduction (dense parameters over dp x ep). With
 // the optimizer state sharded over dp (zero >= 1), a reduce-scatter of the
 // gradients before the update and an all-gather of the bf16 parameters
@@ -698,40 +717,116 @@ OptimizerTimes OptimizerAndOffload(const PlanShape& s, const ParamShares& sh,
 struct Exposure {
   double total = 0;
   double tp_mb = 0, ep = 0, fsdp = 0, dp = 0, gather = 0;
+  double fsdp_ag = 0;  // the FSDP all-gathers' part of fsdp (scanned loop)
 };
+
+// One job of a scanned layer's iteration: a weight's all-gather and the
+// compute that waits for it (0 bytes: compute that needs no new weight).
+struct ScanJob {
+  double gather = 0, compute = 0;
+};
+
+// What the gathers of one scanned-layer iteration leave exposed. Each
+// matmul waits for its weight's all-gather; XLA's continuation fusion runs
+// a gather under the compute scheduled between its start and done (MaxText
+// benchmarks/xla_flags_library.py, CF_FOR_ALL_GATHER). XLA's latency-hiding
+// scheduler keeps one all-gather in flight (SchedulerConfig
+// all_gather_overlap_limit = 1, xla/service/latency_hiding_scheduler.h) and
+// places each done just before its use, so a gather starts after the
+// previous one is done and overlaps the compute up to its own use: the
+// compute of the jobs from the previous gather's use on. Nothing of the
+// iteration runs before its first gather (MaxText PR #4493): that one
+// shows in full.
+double ScanIterationExposed(const std::vector<ScanJob>& jobs) {
+  double exposed = 0, cover = 0;
+  bool first = true;
+  for (const ScanJob& j : jobs) {
+    if (j.gather > 0) {
+      exposed += first ? j.gather : std::max(0.0, j.gather - cover);
+      first = false;
+      cover = 0;
+    }
+    cover += j.compute;
+  }
+  return exposed;
+}
+
+// One layer's forward iteration as scan jobs: Q, K, V (the attention
+// projections' time shared by their weights), the attention itself, O,
+// then the MLP's three matrices (or the experts'), then the elementwise
+// work. g: the layer's gathers; attn_share: AttentionWeightShare.
+std::vector<ScanJob> ForwardScanJobs(const ModelConsts& mc,
+                                     const LayerCompute& lc, double g,
+                                     double attn_share) {
+  const double qo = mc.heads, kv = mc.kv_heads;
+  const double attn_g = g * attn_share, mlp_g = g - attn_g;
+  const double mlp_c = std::max(0.0, lc.gemm_fwd - lc.attn_proj_fwd);
+  auto part = [&](double share) {
+    return ScanJob{attn_g * share, lc.attn_proj_fwd * share};
+  };
+  const double n = 2 * (qo + kv) > 0 ? 2 * (qo + kv) : 1;
+  std::vector<ScanJob> jobs = {part(qo / n), part(kv / n), part(kv / n),
+                               ScanJob{0, lc.attn_fwd}, part(qo / n)};
+  for (int i = 0; i < 3; ++i) jobs.push_back({mlp_g / 3, mlp_c / 3});
+  jobs.push_back({0, lc.elem_fwd});
+  return jobs;
+}
 
 // FSDP's exposed time. Prefetched (the default): what exceeds the compute,
 // and at least one layer's collectives. Inside a scanned layer loop
-// (habits.fsdp_scan_exposed): every weight all-gather waits at the start of
-// its layer's iteration, so all of them show; the gradient reduce-scatters
-// still run under the later layers' backward.
-double FsdpExposed(const PlanShape& s, const CommTotals& c, double compute,
-                   const EngineHabits& h) {
+// (habits.fsdp_scan_exposed): each layer's forward and backward iteration
+// gathers its own weights (ScanIterationExposed); the gradient
+// reduce-scatters still run under the later layers' backward. The backward
+// iteration under full remat recomputes the forward first (the forward's
+// order, then the backward, which needs no new weight); otherwise it runs
+// the layer in reverse at the backward's compute. Sets x->fsdp, x->fsdp_ag.
+void FsdpExposed(const PlanShape& s, const CommTotals& c, const ModelConsts& mc,
+                 const LayerCompute& lc, const StageTimes& st, double compute,
+                 const EngineHabits& h, Exposure* x) {
   // Each gather waits for torch.cuda.synchronize(), which drains the
   // compute and the reduce-scatters queued on the reduction stream.
-  if (h.fsdp_sync_per_tensor && !s.peak) return c.fsdp_total;
-  if (!h.fsdp_scan_exposed) {
-    return std::max(
-        {0.0, c.fsdp_total / (s.m * 3 * s.lps), c.fsdp_total - compute});
+  if (h.fsdp_sync_per_tensor && !s.peak) {
+    x->fsdp = c.fsdp_total;
+    return;
   }
-  const double gathers = c.fsdp_gather;
-  const double rs = c.fsdp_total - gathers;
-  return gathers + std::max({0.0, rs / (s.m * s.lps), rs - compute});
+  if (!h.fsdp_scan_exposed) {
+    x->fsdp = std::max(
+        {0.0, c.fsdp_total / (s.m * 3 * s.lps), c.fsdp_total - compute});
+    return;
+  }
+  // Per layer and microbatch: one gather in each iteration.
+  const double iterations = s.m * s.lps;
+  const double g = c.fsdp_gather / (2 * iterations);
+  std::vector<ScanJob> jobs = ForwardScanJobs(mc, lc, g, c.fsdp_attn_share);
+  double fwd = 0;
+  for (const ScanJob& j : jobs) fwd += j.compute;
+  const double bwd = std::max(0.0, st.layer - fwd);
+  double exposed = ScanIterationExposed(jobs);
+  if (s.full) {
+    jobs.push_back({0, std::max(0.0, bwd - fwd)});
+  } else {
+    std::reverse(jobs.begin(), jobs.end());
+    for (ScanJob& j : jobs) j.compute *= fwd > 0 ? bwd / fwd : 0;
+  }
+  exposed += ScanIterationExposed(jobs);
+  x->fsdp_ag = iterations * exposed;
+  const double rs = c.fsdp_total - c.fsdp_gather;
+  x->fsdp = x->fsdp_ag + std::max({0.0, rs / iterations, rs - compute});
 }
 
 // Realistic overlap: what each family's communication leaves exposed under
 // the compute it can run beside.
-Exposure ExposeRealistic(const PlanShape& s, const CommTotals& c,
-                         const LayerCompute& lc, const StageTimes& st,
-                         const OptimizerTimes& o, double compute,
-                         const Parallelism& par, const TrainingConfig& cfg,
-                         const ChipEfficiency& eff) {
+Exposure ExposeRealistic(const PlanShape& s, const ModelConsts& mc,
+                         const CommTotals& c, const LayerCompute& lc,
+                         const StageTimes& st, const OptimizerTimes& o,
+                         double compute, const Parallelism& par,
+                         const TrainingConfig& cfg, const ChipEfficiency& eff) {
   Exposure x;
   const double m = s.m;
   x.tp_mb = c.tp_mb;
   x.ep = m * c.ep_mb;
   double backward_last = 2.0 / 3.0 * st.stage;
-  x.fsdp = par.fsdp > 1 ? FsdpExposed(s, c, compute, cfg.habits) : 0.0;
+  if (par.fsdp > 1) FsdpExposed(s, c, mc, lc, st, compute, cfg.habits, &x);
   // Data-parallel overlap hides dp_overlap_fraction of what it could.
   const double dpf = cfg.habits.dp_overlap ? cfg.habits.dp_overlap_fraction : 0;
   x.dp = c.dp_total > 0
@@ -798,8 +893,8 @@ void SplitExposed(const PlanShape& s, const CommTotals& c, const Exposure& x,
     X[kFsdpAg] = T[kFsdpAg];  // nothing overlaps (FsdpExposed)
     X[kFsdpRs] = T[kFsdpRs];
   } else if (cfg.habits.fsdp_scan_exposed && c.fsdp_total > 0) {
-    X[kFsdpAg] = T[kFsdpAg];  // every gather shows (FsdpExposed)
-    X[kFsdpRs] = x.fsdp - T[kFsdpAg];
+    X[kFsdpAg] = x.fsdp_ag;  // FsdpExposed
+    X[kFsdpRs] = x.fsdp - x.fsdp_ag;
   } else {
     share(x.fsdp, c.fsdp_total, {kFsdpAg, kFsdpRs});
   }
@@ -998,6 +1093,7 @@ void EvaluateCore(const ModelConsts& mc, const LayerCompute& lc,
   PipelineComm(w, s, mc, par, &c);
   c.fsdp_total = FsdpComm(w, s, mc, sh, par, cfg.habits);
   c.fsdp_gather = r->coll_time[kFsdpAg];
+  c.fsdp_attn_share = AttentionWeightShare(mc, sh, s, par);
   DataParallelComm(w, sh, par, &c);
   const OptimizerTimes o = OptimizerAndOffload(
       s, sh, par, cfg, chip, eff,
@@ -1022,7 +1118,8 @@ void EvaluateCore(const ModelConsts& mc, const LayerCompute& lc,
           comm_total > 0 ? r->coll_time[i] / comm_total * exposed : 0;
     }
   } else {
-    const Exposure x = ExposeRealistic(s, c, lc, st, o, compute, par, cfg, eff);
+    const Exposure x =
+        ExposeRealistic(s, mc, c, lc, st, o, compute, par, cfg, eff);
     exposed = x.total;
     // A stage time of the fill and drain carries its microbatch's exposed
     // tensor, context and expert collectives too (they run inside the

@@ -120,11 +120,12 @@ void ApplyEnginePreset(Engine engine, TrainingConfig& c) {
       // sets dp_overlap false on MaxText rows). XLA fuses the loss.
       c.habits.dp_overlap = false;
       // scan_layers: true (base.yml): the decoder layers run as one
-      // jax.lax.scan, and each layer's FSDP all-gather starts inside its
+      // jax.lax.scan, and each layer's FSDP all-gathers start inside its
       // own iteration instead of under the previous layer ("parameter
       // All-Gather collectives lie exposed on the critical execution path
       // before every layer's forward computation", MaxText PR #4493, which
-      // adds the missing prefetch).
+      // adds the missing prefetch); the first shows, the later ones hide
+      // under the iteration's compute (core.cc, ScanIterationExposed).
       c.habits.fsdp_scan_exposed = true;
       break;
     case Engine::kMegatron:

@@ -114,7 +114,8 @@ struct LayerCompute {
   // Softmax cross-entropy over the vocabulary, forward and backward: the
   // logits stream through HBM (memory-bound).
   double loss_total = 0;
-  double mlp_in_fwd = 0;  // the MLP input projections (w1, w3) alone
+  double mlp_in_fwd = 0;     // the MLP input projections (w1, w3) alone
+  double attn_proj_fwd = 0;  // the attention projections (Q, K, V, O) alone
   // A multi-token-prediction module's projection of [h; emb] (2D -> D).
   double mtp_proj_fwd = 0;
 };

@@ -214,11 +214,13 @@ struct EngineHabits {
   // show (docs/model.md 5.3).
   bool dp_overlap = true;
   // FSDP weight all-gathers issued inside a scanned layer loop (MaxText's
-  // scan_layers, true by default in base.yml): a layer's gather starts with
+  // scan_layers, true by default in base.yml): a layer's gathers start with
   // that layer's loop iteration, not under the previous layer's compute, so
-  // every layer's gather (forward and backward) sits on the critical path
-  // (MaxText PR #4493, docs/model.md 5.3). false: prefetched one layer
-  // ahead, as PyTorch FSDP and unrolled XLA programs do.
+  // each iteration's first gather (forward and backward) sits on the
+  // critical path (MaxText PR #4493) and the later ones, one in flight at a
+  // time, hide under the iteration's compute before their use
+  // (docs/model.md 5.3). false: prefetched one layer ahead, as PyTorch FSDP
+  // and unrolled XLA programs do.
   bool fsdp_scan_exposed = false;
   // ZeRO-3 as DeepSpeed ran it before v0.5.5 (deepspeed/runtime/zero/
   // partition_parameters.py at v0.3.13, March 2021: _allgather_param calls
