@@ -122,6 +122,20 @@ void ReadEfficiency(TableReader& r, const std::string& cite,
     }
     e->sources[key] = own.empty() ? cite : own;
   });
+  // gemm_max_fp4: optional, read apart (never borrowed;
+  // docs/catalog-format.md).
+  std::string own;
+  if (const toml::node* n = r.Sourced("gemm_max_fp4", false, &own)) {
+    const double v = n->value<double>().value_or(0);
+    if ((!n->is_integer() && !n->is_floating_point()) || !(v > 0 && v <= 1)) {
+      r.Fail("gemm_max_fp4",
+             "expected a fraction of the fp4 peak greater than 0 and at most "
+             "1, such as 0.5");
+      return;
+    }
+    e->gemm_max_fp4 = v;
+    e->sources["gemm_max_fp4"] = own.empty() ? cite : own;
+  }
 }
 
 // The chip whose [efficiency] table fills the keys a chip file of this

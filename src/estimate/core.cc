@@ -276,6 +276,7 @@ LayerCompute ComputeLayer(const model::ModelSpec& m, const ModelConsts& mc,
   if (const double f = Fp8RecipeGemmFactor(chip, cfg.precision.fp8_recipe);
       f > 0 && cfg.mode == Mode::kRealistic) {
     e.gemm_max_fp8 *= f;
+    e.gemm_max_fp4 *= f;
   }
   const LayerGemms g{chip, e, cfg.precision.matmul};
   const double hbm = chip.hbm_bandwidth.si() * eff.hbm;

@@ -316,8 +316,7 @@ double StepCostModel::Impl::GroupedGemm(double groups, double rows, double cols,
                         .si();
   }
   if (peak || rows < eff.tile_m) return groups * Gemm(rows, cols, inner);
-  const double low = compute == hw::Dtype::kFp8 || compute == hw::Dtype::kFp4;
-  const double e = low ? eff.gemm_max_fp8 : eff.gemm_max;
+  const double e = GemmMaxFor(eff, compute);
   const double tm = std::ceil(rows / eff.tile_m);
   const double tn = std::ceil(cols / eff.tile_n);
   const double tiles = groups * tm * tn;

@@ -423,20 +423,26 @@ Result<double> PredictServingMetric(const model::ModelSpec& m,
 
 // Reads a case's load: a static batch (a number, or "max" for the largest
 // that fits, capped at the 8192 CUDA-graph padding limit the TensorRT-LLM
-// sources state), a closed-loop concurrency or a Poisson rate (both
-// simulated, SimulatedMetric), and whether the source reports means.
+// sources state and at the row's `max_batch_cap`, the runtime's own batch
+// limit where its source states one; 0 = none), a closed-loop concurrency
+// or a Poisson rate (both simulated, SimulatedMetric), and whether the
+// source reports means.
 Result<ServingLoad> ReadLoad(const model::ModelSpec& m, const hw::System& sys,
-                             estimate::ServeConfig cfg, const json& c) {
+                             estimate::ServeConfig cfg, const json& c,
+                             double batch_cap) {
   ServingLoad load;
   if (c.contains("batch") && c["batch"].is_string()) {
     cfg.batch = 1;
     auto probe = estimate::EstimateServing(m, sys, cfg);
     if (!probe) return tl::unexpected(probe.error());
-    load.batch = load.prefill_batch =
-        std::max(1.0, std::min(8192.0, probe->max_batch));
+    const double fits = std::min(8192.0, probe->max_batch);
+    const bool capped = batch_cap > 0 && fits > batch_cap;
+    load.batch = load.prefill_batch = std::max(1.0, capped ? batch_cap : fits);
     load.max_batch = true;
-    load.text =
-        "batch " + FormatNumber(load.batch) + " (the largest that fits)";
+    load.text = "batch " + FormatNumber(load.batch) +
+                (capped ? " (the runtime's max_batch_size; " +
+                              FormatNumber(std::floor(fits)) + " would fit)"
+                        : " (the largest that fits)");
   } else if (c.contains("batch")) {
     load.batch = load.prefill_batch = c["batch"].get<double>();
     load.text = "batch " + FormatNumber(load.batch);
@@ -550,6 +556,14 @@ std::string RowSchemaError(const json& row) {
                          k, row["plan"][k].dump());
     }
   }
+  if (row.contains("max_batch_cap") &&
+      !(row["max_batch_cap"].is_number_integer() &&
+        row["max_batch_cap"].get<long>() > 0)) {
+    return fmt::format(
+        "expected 'max_batch_cap' as a positive integer (the runtime's batch "
+        "limit), found {}",
+        row["max_batch_cap"].dump());
+  }
   for (const char* k : {"weights", "kv"}) {
     if (row.contains(k) &&
         !(row[k].is_string() && hw::ParseDtype(row[k].get<std::string>()))) {
@@ -646,7 +660,8 @@ Result<bool> ScoreServingJson(const catalog::Catalog& cat,
     ++k;
     cfg.prompt = c["prompt"].get<double>();
     cfg.output = c["output"].get<double>();
-    auto load = ReadLoad(mdl->spec, *sys, cfg, c);
+    auto load =
+        ReadLoad(mdl->spec, *sys, cfg, c, row.value("max_batch_cap", 0.0));
     if (!load) {
       report.skipped.push_back(
           fmt::format("{}#{}: {}", id, k, load.error().message));

@@ -276,7 +276,8 @@ TEST(CatalogEfficiency, BadValuesNameFileLineKeyAndForm) {
             "chips/x1.toml:26: efficiency.gemm_maks: unknown key (did you "
             "mean 'gemm_max'?); expected one of: attention, attention_fa2, "
             "attention_ramp, collective_launch, date, defaults_from, "
-            "gemm_max, gemm_max_fp8, hbm, op_overhead, source, tile_m, "
+            "gemm_max, gemm_max_fp4, gemm_max_fp8, hbm, op_overhead, source, "
+            "tile_m, "
             "tile_n, wave_units");
   EXPECT_EQ(
       error(", source = \"no SMs\"", ""),

@@ -200,8 +200,68 @@ TEST(RealisticEfficiency, CatalogValuesByChip) {
     // Built-in chips carry their own table: nothing borrowed, no note.
     EXPECT_TRUE(chip.efficiency.borrowed.empty());
     EXPECT_EQ(BorrowedEfficiencyNote(chip), "");
-    EXPECT_EQ(chip.efficiency.sources.size(), 11u);
+    // gemm_max_fp4: only b200 measures it (an optional key, not borrowed);
+    // the others run fp4 GEMMs at their fp8 fraction.
+    const bool fp4 = std::string(r.chip) == "b200";
+    EXPECT_EQ(chip.efficiency.gemm_max_fp4.has_value(), fp4);
+    EXPECT_EQ(e.gemm_max_fp4, fp4 ? 0.495 : r.fp8);
+    EXPECT_EQ(chip.efficiency.sources.size(), fp4 ? 12u : 11u);
   }
+}
+
+// fp4 GEMMs run at the chip's measured fp4 fraction (b200: 0.495 of the 9
+// PFLOP/s fp4 peak, flashinfer #1979), not at the fp8 one. Pinned at the
+// measured shape itself, 1024 x 7168 x 4608 (compute-bound, 2 waves of
+// 128x256 tiles on 148 SMs: q = 224 / 296): the model returns the measured
+// 3,370 TFLOP/s to within the rounding of 0.495.
+TEST(GemmTime, Fp4UsesTheChipsFp4Fraction) {
+  const hw::Chip& b200 = Chip("b200");
+  ChipEfficiency eff = RealisticEfficiencyAtBoost(b200);
+  eff.op_overhead = units::Seconds(0);
+  const double m = 1024, n = 7168, k = 4608;
+  const double q = 224.0 / 296.0;
+  const double flops = 2 * m * n * k;
+  const GemmFormat fp4{hw::Dtype::kFp4, 0.5, 0.5, 2, true};
+  const double t = GemmTime(b200, eff, m, n, k, fp4).si();
+  EXPECT_DOUBLE_EQ(t, flops / (0.495 * q * 9e15));
+  EXPECT_NEAR(flops / t / 1e12, 3370.4, 10);
+  // fp8 at the same shape keeps fp8's fraction of the fp8 peak.
+  const GemmFormat fp8{hw::Dtype::kFp8, 1, 1, 2, true};
+  EXPECT_DOUBLE_EQ(GemmTime(b200, eff, m, n, k, fp8).si(),
+                   flops / (0.763 * q * 4.5e15));
+  EXPECT_EQ(GemmMaxFor(eff, hw::Dtype::kFp4), 0.495);
+  EXPECT_EQ(GemmMaxFor(eff, hw::Dtype::kFp8), 0.763);
+  EXPECT_EQ(GemmMaxFor(eff, hw::Dtype::kBf16), 0.776);
+}
+
+std::string BuiltinFile(const std::string& path);
+
+// A chip file without gemm_max_fp4 runs fp4 at its fp8 fraction (nothing
+// borrowed, no note); a value outside (0, 1] is refused with its key.
+TEST(CatalogChipEfficiency, Fp4FractionIsOptionalAndChecked) {
+  std::string s = BuiltinFile("chips/b200.toml");
+  s.replace(s.find("id = \"b200\""), 11, "id = \"b2x\"");
+  s.replace(s.find("aliases = ["),
+            s.find('\n', s.find("aliases = [")) - s.find("aliases = ["),
+            "aliases = []");
+  const size_t at = s.find("gemm_max_fp4 = ");
+  ASSERT_NE(at, std::string::npos);
+  const std::string line = s.substr(at, s.find('\n', at) + 1 - at);
+  std::string without = s;
+  without.erase(at, line.size());
+  catalog::Catalog cat = BuiltinCatalog();
+  ASSERT_TRUE(cat.AddFiles({{"chips/b2x.toml", without}}).has_value());
+  const hw::Chip& b2x = **cat.FindChip("b2x");
+  EXPECT_FALSE(b2x.efficiency.gemm_max_fp4.has_value());
+  EXPECT_TRUE(b2x.efficiency.borrowed.empty());
+  EXPECT_EQ(RealisticEfficiencyAtBoost(b2x).gemm_max_fp4, 0.763);
+  std::string bad = s;
+  bad.replace(at, line.size(), "gemm_max_fp4 = 1.5\n");
+  catalog::Catalog cat2 = BuiltinCatalog();
+  auto r = cat2.AddFiles({{"chips/b2x.toml", bad}});
+  ASSERT_FALSE(r.has_value());
+  EXPECT_NE(r.error().ToString().find("gemm_max_fp4"), std::string::npos)
+      << r.error().ToString();
 }
 
 // The GEMM time's roofline part is roofline::Time over roofline::Work.

@@ -129,8 +129,10 @@ TEST(PrecisionRecipes, RowwiseSlowsTheGemmsByItsFactor) {
   EXPECT_EQ(a->per_layer.elementwise.si(), b->per_layer.elementwise.si());
 }
 
-// nvfp4 runs its GEMMs at the fp4 rate (B200: 2x fp8); int8 on a TPU at
-// the int8 rate (v5p: 2x bf16).
+// nvfp4 runs its GEMMs at the fp4 rate and the chip's measured fp4 fraction
+// (B200: 9 PFLOP/s x 0.495 against fp8's 4.5 x 0.763, 1.30x; matmul time
+// x 0.77 before the 5 us per-GEMM cost, 0.81 with it); int8 on a TPU at the
+// int8 rate (v5p: 2x bf16).
 TEST(PrecisionRecipes, Nvfp4AndInt8UseTheirPeaks) {
   auto m = Model("llama3-8b");
   hw::System b200 = System("b200:8x1");
@@ -143,7 +145,8 @@ TEST(PrecisionRecipes, Nvfp4AndInt8UseTheirPeaks) {
   auto a = EstimateTraining(m, b200, fp8);
   auto b = EstimateTraining(m, b200, fp4);
   ASSERT_TRUE(a.has_value() && b.has_value());
-  EXPECT_LT(b->per_layer.matmul.si(), 0.6 * a->per_layer.matmul.si());
+  EXPECT_LT(b->per_layer.matmul.si(), 0.85 * a->per_layer.matmul.si());
+  EXPECT_GT(b->per_layer.matmul.si(), 0.77 * a->per_layer.matmul.si());
 
   hw::System v5p = System("tpu-v5p:2x2x2");
   TrainingConfig bf = Config("fsdp=8", 8 * 8192.0, 8192);

@@ -15,7 +15,10 @@ namespace scalemodel::estimate {
 struct ChipEfficiency {
   double gemm_max = 1.0;      // best-shape matmul fraction of peak (bf16)
   double gemm_max_fp8 = 1.0;  // same for fp8
-  int tile_m = 128;           // output tile rows (GPU CTA / TPU MXU)
+  // Same for fp4 (NVFP4 / MXFP4), of the fp4 peak; the chip's gemm_max_fp8
+  // where its catalog file gives no fp4 measurement.
+  double gemm_max_fp4 = 1.0;
+  int tile_m = 128;  // output tile rows (GPU CTA / TPU MXU)
   int tile_n = 128;
   int units = 1;               // SMs (GPU) for wave quantization; 0 = none
   units::Seconds op_overhead;  // fixed cost per GEMM / kernel
@@ -81,8 +84,13 @@ ChipEfficiency RealisticEfficiencyAtBoost(const hw::Chip& chip);
 // which, from where, and their values; empty when nothing was borrowed.
 std::string BorrowedEfficiencyNote(const hw::Chip& chip);
 
+// The best-shape matmul fraction for GEMMs computed in `compute`:
+// gemm_max_fp4 for fp4, gemm_max_fp8 for fp8, gemm_max otherwise.
+double GemmMaxFor(const ChipEfficiency& eff, hw::Dtype compute);
+
 // One GEMM's formats: the matrix-unit rate and efficiency fraction come from
-// `compute` (fp8 and fp4 use gemm_max_fp8, others gemm_max; a chip without
+// `compute` (GemmMaxFor: fp8 uses gemm_max_fp8, fp4 gemm_max_fp4, others
+// gemm_max; a chip without
 // that rate runs at its bf16 peak); bytes per element of the activations
 // [m, k], weights [k, n] and output [m, n].
 struct GemmFormat {

@@ -82,8 +82,12 @@ struct OnChipMemory {
 struct ChipEfficiencyData {
   std::optional<double> gemm_max;      // best-shape bf16 matmul, of peak
   std::optional<double> gemm_max_fp8;  // the same for fp8
-  std::optional<int> tile_m;           // output tile rows (GPU CTA / TPU MXU)
-  std::optional<int> tile_n;           // output tile columns
+  // The same for fp4 (NVFP4 / MXFP4, of the fp4 peak). Optional and never
+  // borrowed (outside ForEachEfficiencyField): a chip whose file leaves it
+  // out runs fp4 GEMMs at its gemm_max_fp8 fraction.
+  std::optional<double> gemm_max_fp4;
+  std::optional<int> tile_m;  // output tile rows (GPU CTA / TPU MXU)
+  std::optional<int> tile_n;  // output tile columns
   // Tiles that run at once (SMs on a GPU) for wave quantization; 0 = none
   // (a TPU's few large MXUs).
   std::optional<int> wave_units;
