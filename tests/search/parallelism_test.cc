@@ -367,11 +367,14 @@ TEST(SearchTest, BoundPrunesKeepTheTopPlans) {
 // current layout: the search fails with kCancelled having covered a small
 // part of a space that takes seconds on one thread, and asks only once.
 TEST(SearchTest, CancelledStopsTheSearch) {
-  model::ModelSpec m = Model("llama3-405b");
-  hw::System sys = System("h100:8x256");
+  // The largest search (about 1 s on one thread after the exact prunes;
+  // the dense 405B one covers most of its tuples before the first check
+  // at 100 ms).
+  model::ModelSpec m = Model("deepseek-v3");
+  hw::System sys = System("h800:8x256");
   SearchOptions opt;
-  opt.base.batch_tokens = 2048 * 8192.0;
-  opt.base.seq = 8192;
+  opt.base.batch_tokens = 15360 * 4096.0;
+  opt.base.seq = 4096;
   opt.threads = 1;
   int asked = 0;
   double covered = 0;
