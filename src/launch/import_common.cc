@@ -23,7 +23,7 @@ bool IsConfigFile(const std::string& w) {
 // The first line of a scalemodel launch line's header, or "".
 std::string HeaderLine(const std::string& text) {
   for (const std::string& line : Split(text, '\n')) {
-    const std::string t(Trim(line));
+    std::string t(Trim(line));
     if (t.rfind("# scalemodel ", 0) == 0 &&
         t.find(" -> ") != std::string::npos) {
       return t;
