@@ -114,11 +114,11 @@ std::vector<ReplicaShape> ReplicaShapes(const model::ModelSpec& spec,
   // vLLM's distributed serving guide sets tp to the GPUs of a node and pp
   // to the nodes. No pipeline on TPUs (JetStream and vLLM TPU serve a
   // slice with tp and ep).
-  const long domain =
-      chip.is_tpu() ? n : (chip.nvlink ? chip.nvlink->domain_size : 1);
+  const long domain = chip.nvlink ? chip.nvlink->domain_size : 1;
+  const long max_pp = chip.is_tpu() ? 1 : spec.num_layers;
   for (long tp = 1; tp <= n; tp *= 2) {
     if (spec.num_heads % tp) continue;
-    for (long pp = 1; tp * pp <= n && pp <= spec.num_layers; pp *= 2) {
+    for (long pp = 1; tp * pp <= n && pp <= max_pp; pp *= 2) {
       const long ep = n / (tp * pp);
       if (tp * pp * ep != n) continue;
       if (pp > 1 && tp * ep < domain) continue;
