@@ -76,6 +76,7 @@ int Hammer(int port, const std::vector<Call>& calls, int count, int clients) {
     threads.emplace_back([&] {
       httplib::Client client("127.0.0.1", port);
       client.set_keep_alive(true);
+      client.set_tcp_nodelay(true);
       client.set_read_timeout(60);
       for (int i = next++; i < count; i = next++) {
         const Call& call = calls[static_cast<size_t>(i) % calls.size()];

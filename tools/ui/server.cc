@@ -2,6 +2,8 @@
 // a time limit, the page's files from the binary.
 #include "server.h"
 
+#include <sys/socket.h>  // listen (POSIX)
+
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -95,6 +97,8 @@ struct Server::Impl {
       std::make_shared<std::atomic<int>>(0);
   std::atomic<unsigned> uploads{0};
   int port = 0;
+  // The listening socket, seen by the socket-options hook before bind.
+  socket_t listen_sock = INVALID_SOCKET;
 
   explicit Impl(ServerOptions o) : options(std::move(o)) {}
   ~Impl() {
@@ -264,9 +268,11 @@ void Server::Impl::Static(const httplib::Request& req,
 void Server::Impl::Routes() {
   // SO_REUSEADDR only: httplib's default SO_REUSEPORT would let a second
   // server bind a port already in use and share its connections.
-  http.set_socket_options([](socket_t sock) {
+  // The hook also records the socket, so that Bind can widen its backlog.
+  http.set_socket_options([this](socket_t sock) {
     int yes = 1;
     setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+    listen_sock = sock;
   });
   http.set_payload_max_length(options.max_body_bytes);
   http.new_task_queue = [] { return new httplib::ThreadPool(32); };
@@ -339,6 +345,15 @@ bool Server::Bind(std::string& error) {
             " (in use, or not an address of this machine); pick another "
             "--port, or --port 0 for any free one";
     return false;
+  }
+  // Debian's cpp-httplib 0.11 listens with a backlog of 5
+  // (CPPHTTPLIB_LISTEN_BACKLOG, compiled into the library). Sixteen clients
+  // connecting at once overflow it, and a connection caught in the overflow
+  // could fail its first request with a read error (seen in ui_load on a
+  // loaded CI machine). Calling listen() again on a listening socket only
+  // changes its backlog (Linux, POSIX).
+  if (impl_->listen_sock != INVALID_SOCKET) {
+    ::listen(impl_->listen_sock, SOMAXCONN);
   }
   return true;
 }
