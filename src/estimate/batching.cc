@@ -755,4 +755,77 @@ Result<SimulationResult> SimulateServing(const StepCostModel& cost,
   return out;
 }
 
+namespace {
+
+// The closed workload's requests as a trace: the first `c` at 0, request
+// i >= c at (i - c + 1) / rate.
+Workload ClockedArrivals(const std::vector<Req>& reqs, int c, double rate,
+                         uint64_t seed) {
+  Workload open;
+  open.arrivals = Workload::kTrace;
+  open.seed = seed;
+  open.trace.reserve(reqs.size());
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    const double k = static_cast<double>(i) - c + 1;
+    open.trace.push_back({k > 0 ? k / rate : 0.0,
+                          static_cast<double>(reqs[i].prompt),
+                          static_cast<double>(reqs[i].output), 0.0});
+  }
+  return open;
+}
+
+}  // namespace
+
+Result<ClosedLoopFit> FitClosedLoop(
+    const Workload& closed,
+    const std::function<Result<double>(const Workload&)>& mean_in_system) {
+  if (closed.concurrency < 1 || closed.requests < 1 ||
+      closed.requests > kMaxRequests) {
+    return InvalidArgument("expected a concurrency of at least 1 and 1 to " +
+                               std::to_string(kMaxRequests) +
+                               " requests, got " +
+                               std::to_string(closed.concurrency) + " and " +
+                               std::to_string(closed.requests),
+                           "concurrency");
+  }
+  Workload lengths = closed;
+  lengths.arrivals = Workload::kConcurrency;
+  const std::vector<Req> reqs = MakeRequests(lengths);
+  const int c = closed.concurrency;
+  ClosedLoopFit fit;
+  auto at_rate = [&](double rate) -> Result<double> {
+    ++fit.runs;
+    fit.open = ClockedArrivals(reqs, c, rate, closed.seed);
+    fit.rate_per_s = rate;
+    auto m = mean_in_system(fit.open);
+    if (m) fit.mean_in_system = *m;
+    return m;
+  };
+  // At most C requests: all arrive at once, as in the closed loop.
+  if (static_cast<int>(reqs.size()) <= c) {
+    auto m = at_rate(1.0);
+    if (!m) return tl::unexpected(m.error());
+    fit.rate_per_s = 0;
+    return fit;
+  }
+  // Bracket from a rate of C per second, doubling or halving until the
+  // mean in the system crosses C; then bisect.
+  double lo = 0, hi = 0, rate = c;
+  for (int i = 0; i < 120; ++i) {
+    auto m = at_rate(rate);
+    if (!m) return tl::unexpected(m.error());
+    if (std::fabs(*m - c) <= 0.01 * c) return fit;
+    (*m < c ? lo : hi) = rate;
+    if (lo > 0 && hi > 0 && hi / lo < 1.0001) return fit;
+    rate =
+        lo > 0 && hi > 0 ? std::sqrt(lo * hi) : (*m < c ? 2 * rate : rate / 2);
+  }
+  return InvalidArgument(
+      "found no arrival rate that keeps " + std::to_string(c) +
+          " requests in the system (the last tried, " +
+          FormatNumber(fit.rate_per_s) + " requests/s, kept " +
+          FormatNumber(fit.mean_in_system) + ")",
+      "concurrency");
+}
+
 }  // namespace scalemodel::estimate

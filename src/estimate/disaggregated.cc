@@ -178,13 +178,45 @@ double ExposedTransferSeconds(double transfer_s, double prefill_s, int layers,
   return std::max(transfer_s / l, transfer_s - prefill_s * (l - 1) / l);
 }
 
+namespace {
+
+// Closed-loop clients through FitClosedLoop: the open-loop simulation at
+// the even rate that keeps `concurrency` requests in the system.
+Result<DisaggregatedResult> SimulateClosedLoop(const DisaggregatedPools& pools,
+                                               const Workload& workload,
+                                               const Slo& slo) {
+  DisaggregatedResult last;
+  auto fit = FitClosedLoop(workload, [&](const Workload& w) -> Result<double> {
+    auto r = SimulateDisaggregated(pools, w, slo);
+    if (!r) return tl::unexpected(r.error());
+    last = std::move(*r);
+    // A pool that cannot hold a request cannot at any rate: stop there.
+    if (!last.service.feasible) return workload.concurrency;
+    return last.service.mean_requests_in_system;
+  });
+  if (!fit) return tl::unexpected(fit.error());
+  last.closed_loop_rate_per_s = fit->rate_per_s;
+  last.closed_loop_runs = fit->runs;
+  if (last.service.feasible && fit->rate_per_s > 0) {
+    last.service.notes.push_back(
+        "closed loop of " + std::to_string(workload.concurrency) +
+        " clients approximated: the first " +
+        std::to_string(workload.concurrency) +
+        " requests at once, then one every " +
+        FormatNumber(1 / fit->rate_per_s) + " s, the rate at which " +
+        FormatNumber(fit->mean_in_system) +
+        " requests are in the system on average (Little's law; " +
+        std::to_string(fit->runs) + " simulations)");
+  }
+  return last;
+}
+
+}  // namespace
+
 Result<DisaggregatedResult> SimulateDisaggregated(
     const DisaggregatedPools& pools, const Workload& workload, const Slo& slo) {
   if (workload.arrivals == Workload::kConcurrency) {
-    return InvalidArgument(
-        "disaggregated serving simulates open-loop arrivals; give --rate or "
-        "--trace-file instead of --concurrency",
-        "concurrency");
+    return SimulateClosedLoop(pools, workload, slo);
   }
   DisaggregatedResult out;
   out.prefill_chips =

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <limits>
 
 #include "../testing/catalog.h"
@@ -161,14 +162,88 @@ TEST(Disaggregated, TransferAddsToTtft) {
   EXPECT_NEAR(c->kv_exposed_s.p50, x / 80, 1e-12);
 }
 
-TEST(Disaggregated, ClosedLoopRefused) {
+// FitClosedLoop against the exact closed loop of the aggregated simulator
+// (which runs clients): the same requests, the open-loop stand-in at the
+// rate that keeps C in the system. The figures are docs/model.md 7.7's.
+TEST(ClosedLoop, StandInTracksTheExactClosedLoop) {
+  const model::ModelSpec m = Model("llama3-70b");
+  ServeConfig c;
+  c.tp = 8;
+  auto cost = StepCostModel::Create(m, System("h100:8x1"), c);
+  ASSERT_TRUE(cost);
+  SchedulerOptions s;
+  s.chunked_prefill = true;
+  for (int clients : {1, 8, 32, 128}) {
+    Workload w = Poisson(1, 600);
+    w.arrivals = Workload::kConcurrency;
+    w.concurrency = clients;
+    auto exact = SimulateServing(*cost, 1, w, s, {});
+    ASSERT_TRUE(exact && exact->feasible);
+    auto fit = FitClosedLoop(w, [&](const Workload& o) -> Result<double> {
+      auto r = SimulateServing(*cost, 1, o, s, {});
+      if (!r) return tl::unexpected(r.error());
+      return r->mean_requests_in_system;
+    });
+    ASSERT_TRUE(fit) << fit.error().message;
+    EXPECT_NEAR(fit->mean_in_system, clients, 0.01 * clients);
+    auto open = SimulateServing(*cost, 1, fit->open, s, {});
+    ASSERT_TRUE(open);
+    auto rel = [](double a, double b) { return a / b - 1; };
+    std::printf(
+        "C=%d runs=%d rate=%.3f/s: TTFT p50 %+.1f%% p99 %+.1f%%, TPOT p50 "
+        "%+.1f%% p99 %+.1f%%, E2E p50 %+.1f%%, throughput %+.1f%%\n",
+        clients, fit->runs, fit->rate_per_s,
+        100 * rel(open->ttft_s.p50, exact->ttft_s.p50),
+        100 * rel(open->ttft_s.p99, exact->ttft_s.p99),
+        100 * rel(open->tpot_s.p50, exact->tpot_s.p50),
+        100 * rel(open->tpot_s.p99, exact->tpot_s.p99),
+        100 * rel(open->e2e_s.p50, exact->e2e_s.p50),
+        100 * rel(open->throughput_output_tokens_per_s,
+                  exact->throughput_output_tokens_per_s));
+    // Past saturation (128 clients: the queue the closed loop holds at
+    // exactly C swings under clocked arrivals) only the throughput holds.
+    if (clients <= 32) {
+      EXPECT_NEAR(rel(open->tpot_s.p50, exact->tpot_s.p50), 0, 0.10);
+      EXPECT_NEAR(rel(open->e2e_s.p50, exact->e2e_s.p50), 0, 0.10);
+    }
+    EXPECT_NEAR(rel(open->throughput_output_tokens_per_s,
+                    exact->throughput_output_tokens_per_s),
+                0, 0.10);
+  }
+}
+
+// Disaggregated --concurrency: the stand-in keeps C requests in the
+// service, says so, and at most C requests all start at once.
+TEST(Disaggregated, ClosedLoopByStandIn) {
   Pools pl = LlamaPools();
-  DisaggregatedPools pools{pl.prefill, 1, {}, pl.decode, 1, {}};
-  Workload w;
+  SchedulerOptions sp, sd;
+  sd.chunked_prefill = true;
+  DisaggregatedPools pools{pl.prefill, 2, sp, pl.decode, 1, sd};
+  pools.link = {5e10, 5e-6, "test"};
+  Workload w = Poisson(1, 300);
   w.arrivals = Workload::kConcurrency;
+  w.concurrency = 24;
   auto r = SimulateDisaggregated(pools, w, {});
-  ASSERT_FALSE(r);
-  EXPECT_EQ(r.error().where, "concurrency");
+  ASSERT_TRUE(r && r->service.feasible) << r.error().message;
+  EXPECT_NEAR(r->service.mean_requests_in_system, 24, 0.24);
+  EXPECT_GT(r->closed_loop_rate_per_s, 0);
+  EXPECT_GT(r->closed_loop_runs, 1);
+  ASSERT_FALSE(r->service.notes.empty());
+  EXPECT_NE(r->service.notes.back().find("closed loop of 24 clients"),
+            std::string::npos);
+  EXPECT_EQ(r->service.requests, 300);
+  w.requests = 10;
+  auto all = SimulateDisaggregated(pools, w, {});
+  ASSERT_TRUE(all && all->service.feasible);
+  EXPECT_EQ(all->closed_loop_rate_per_s, 0);
+  EXPECT_EQ(all->closed_loop_runs, 1);
+  for (const RequestSpan& q : all->service.request_spans) {
+    EXPECT_EQ(q.arrival_s, 0);
+  }
+  w.concurrency = 0;
+  auto bad = SimulateDisaggregated(pools, w, {});
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().where, "concurrency");
 }
 
 }  // namespace

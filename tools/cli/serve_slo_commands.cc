@@ -79,7 +79,10 @@ Json DisaggJson(const estimate::DisaggregatedResult& r,
           {"kv_transfer_s", PercentilesJson(r.kv_transfer_s)},
           {"kv_exposed_s", PercentilesJson(r.kv_exposed_s)},
           {"prefill_pool", report::ToJson(r.prefill_pool)},
-          {"decode_pool", report::ToJson(r.decode_pool)}};
+          {"decode_pool", report::ToJson(r.decode_pool)},
+          {"closed_loop_rate_per_s", r.closed_loop_rate_per_s > 0
+                                         ? Json(r.closed_loop_rate_per_s)
+                                         : Json(nullptr)}};
 }
 
 std::string PoolText(const char* name, const std::string& plan,

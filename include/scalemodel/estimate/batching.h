@@ -19,6 +19,7 @@
 #define SCALEMODEL_ESTIMATE_BATCHING_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -158,6 +159,29 @@ Result<SimulationResult> SimulateServing(const StepCostModel& cost,
                                          int replicas, const Workload& workload,
                                          const SchedulerOptions& scheduler,
                                          const Slo& slo);
+
+// Closed-loop clients (kConcurrency) for a simulator that takes only
+// open-loop arrivals (disaggregated serving): the requests, with the
+// lengths SimulateServing would give the closed workload, as a trace whose
+// first C requests arrive at 0 and the rest one by one at an even rate,
+// the rate at which the mean number of requests in the system is C
+// (Little's law: a closed loop holds exactly C), found by bisection on
+// log(rate) to 1%. `mean_in_system` simulates a trace and returns its
+// mean_requests_in_system. An approximation: a closed loop's arrivals
+// follow its finishes, these a clock (docs/model.md 7.7 measures the
+// difference on the aggregated simulator, which runs clients; iterating
+// the closed loop's own rule, arrival = the client's last finish, from
+// this start did not settle in 30 runs). Errors: a concurrency or request
+// count below 1, the simulator's, and a bisection that finds no rate.
+struct ClosedLoopFit {
+  Workload open;              // kTrace: the fitted arrivals
+  double rate_per_s = 0;      // 0: at most C requests, all at once
+  double mean_in_system = 0;  // at that rate
+  int runs = 0;               // simulations it took
+};
+Result<ClosedLoopFit> FitClosedLoop(
+    const Workload& closed,
+    const std::function<Result<double>(const Workload&)>& mean_in_system);
 
 }  // namespace scalemodel::estimate
 

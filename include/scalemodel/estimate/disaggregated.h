@@ -93,13 +93,19 @@ struct DisaggregatedResult {
   Percentiles kv_transfer_s;      // whole transfer, per request
   Percentiles kv_exposed_s;       // the part added to TTFT
   int prefill_chips = 0, decode_chips = 0;
+  // Closed-loop clients (--concurrency): the even arrival rate that stood
+  // in for them (FitClosedLoop; 0 when all requests start at once) and the
+  // simulations it took (0 without --concurrency).
+  double closed_loop_rate_per_s = 0;
+  int closed_loop_runs = 0;
 };
 
 // Runs the prefill pool on the workload's requests (open loop: Poisson or a
 // trace), hands each off after its exposed transfer, and runs the decode
 // pool on the handed-off requests, whose prompt KV arrives cached.
-// Requests with one output token end at the prefill pool. Errors:
-// closed-loop arrivals (--concurrency), and SimulateServing's.
+// Requests with one output token end at the prefill pool. Closed-loop
+// clients (kConcurrency) run as FitClosedLoop's open-loop stand-in, which
+// a note names. Errors: SimulateServing's and FitClosedLoop's.
 Result<DisaggregatedResult> SimulateDisaggregated(
     const DisaggregatedPools& pools, const Workload& workload, const Slo& slo);
 
