@@ -929,7 +929,7 @@ TEST(TrainingTest, AttentionFollowsTheSequenceRamp) {
     prev = AttentionSeqFactor(s);
   }
   // Ring context parallelism: the kernel sees seq / cp tokens per call, so
-  // 32K over cp=8 runs at the 4K efficiency. TPUs keep their constant.
+  // 32K over cp=8 runs at the 4K efficiency.
   auto m = Model("llama3-8b");
   TrainingConfig c = Config("dp=1", 32768.0, 32768);
   ModelConsts mc = PrepareModel(m, c);
@@ -939,8 +939,27 @@ TEST(TrainingTest, AttentionFollowsTheSequenceRamp) {
   LayerCompute chunk = ComputeLayer(m, mc, h100, eff, 1, 1, 8, 4096, c);
   ExpectRel(chunk.attn_fwd * 8, whole.attn_fwd * (1.0 / 0.96) / (0.92 / 0.96),
             1e-9, "cp chunk at 4K efficiency");
-  EXPECT_FALSE(
-      RealisticEfficiency(System("tpu-v5p:2x2x1").chip).attention_ramp);
+}
+
+TEST(TrainingTest, TpuAttentionRunsAtTheMeasuredSplashRate) {
+  // AXLearn's splash-attention benchmark on TPU v5p (causal, head dim 128,
+  // 2,048 tokens, forward + backward): 0.327 of the bf16 peak. The catalog
+  // states it at 8K through the ramp, so a 2K call runs at 0.327 again.
+  const hw::Chip& v5p = System("tpu-v5p:2x2x1").chip;
+  ChipEfficiency eff = RealisticEfficiency(v5p);
+  ASSERT_TRUE(eff.attention_ramp);
+  EXPECT_NEAR(eff.attention * AttentionSeqFactor(2048), 0.327, 0.0005);
+  // Per token, causal attention FLOPs grow with the sequence (8x from 2K to
+  // 16K) and its time by less: 8 x 0.854 / 1.042 = 6.56x.
+  auto m = Model("llama3-8b");
+  auto per_token = [&](double seq) {
+    TrainingConfig c = Config("dp=1", seq, seq);
+    ModelConsts mc = PrepareModel(m, c);
+    return ComputeLayer(m, mc, v5p, eff, 1, 1, 1, seq, c).attn_fwd / seq;
+  };
+  const double rise = per_token(16384) / per_token(2048);
+  ExpectRel(rise, 8 * (0.82 / 0.96) / (1.0 / 0.96), 1e-3, "2K to 16K");
+  EXPECT_LT(rise, 8.0);
 }
 
 TEST(TrainingTest, UnfusedCrossEntropyCostsItsPasses) {
