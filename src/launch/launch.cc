@@ -1603,10 +1603,14 @@ std::string DisaggHeader(std::string_view engine, const model::ModelSpec& m,
   }
   const int hosts = sys.num_chips() / GpusPerHost(sys);
   h.Comment(fmt::format(
-      "set HOST_0..HOST_{} to the addresses of the {} hosts ({} GPUs each); "
-      "the instances fill them in order, prefill first: run each block on "
-      "its host (servers start in the background), then the router",
-      hosts - 1, hosts, GpusPerHost(sys)));
+      "set {} to the address{} of the {} ({} GPUs{}); the instances fill "
+      "them in order, prefill first: run each block on its host (servers "
+      "start in the background), then the router",
+      hosts == 1 ? std::string("HOST_0")
+                 : fmt::format("HOST_0..HOST_{}", hosts - 1),
+      hosts == 1 ? "" : "es",
+      hosts == 1 ? std::string("host") : fmt::format("{} hosts", hosts),
+      GpusPerHost(sys), hosts == 1 ? "" : " each"));
   // Without a command, Str() ends with an empty line.
   const std::string s = h.Str();
   return s.substr(0, s.size() - 1);

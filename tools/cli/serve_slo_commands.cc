@@ -105,6 +105,36 @@ std::string PoolText(const char* name, const std::string& plan,
       units::FormatCount(r.max_step_tokens));
 }
 
+// --trace-file (the simulated requests) and --emit (both pools and the
+// router) of a disaggregated simulation.
+Result<bool> PutDisaggExtras(const std::string& trace, const std::string& emit,
+                             const ingest::ImportedModel& m,
+                             const hw::System& sys,
+                             const estimate::ServeConfig& cfg,
+                             const estimate::SchedulerOptions& sched,
+                             const PoolDegrees& prefill,
+                             const PoolDegrees& decode,
+                             estimate::KvOverlap overlap,
+                             const estimate::SimulationResult& s, Output& out) {
+  if (!trace.empty()) {
+    auto put = PutTrace(timeline::SimulationTimeline(s), trace,
+                        "simulated duration", out);
+    if (!put) return tl::unexpected(put.error());
+  }
+  if (emit.empty()) return true;
+  launch::DisaggregatedPlan plan;
+  plan.prefill = PoolConfig(cfg, prefill, sched.max_num_seqs);
+  plan.decode = PoolConfig(cfg, decode, sched.max_num_seqs);
+  plan.max_batched_tokens = sched.max_batched_tokens;
+  plan.chunked_prefill = sched.chunked_prefill;
+  plan.overlap = overlap;
+  plan.ttft_p99_s = s.ttft_s.p99;
+  plan.tpot_p99_s = s.tpot_s.p99;
+  auto c = launch::EmitDisaggregatedChecked(emit, m, sys, plan);
+  if (!c) return tl::unexpected(EmitError(c.error()));
+  return PutCheckedLaunch(*c, out);
+}
+
 }  // namespace
 
 bool DisaggCli::given(const CLI::App& app) const {
@@ -197,25 +227,9 @@ Result<Output> RunServeDisagg(
           FormatSeconds(units::Seconds(r->kv_exposed_s.p99))) +
       SimText(s, slo) + PoolText("prefill", d.prefill_plan, r->prefill_pool) +
       PoolText("decode", d.decode_plan, r->decode_pool);
-  if (!trace.empty()) {
-    auto put = PutTrace(timeline::SimulationTimeline(s), trace,
-                        "simulated duration", out);
-    if (!put) return tl::unexpected(put.error());
-  }
-  if (!emit.empty()) {
-    launch::DisaggregatedPlan plan;
-    plan.prefill = PoolConfig(cfg, *pp, sched.max_num_seqs);
-    plan.decode = PoolConfig(cfg, *dp, sched.max_num_seqs);
-    plan.max_batched_tokens = sched.max_batched_tokens;
-    plan.chunked_prefill = sched.chunked_prefill;
-    plan.overlap = *overlap;
-    plan.ttft_p99_s = s.ttft_s.p99;
-    plan.tpot_p99_s = s.tpot_s.p99;
-    auto c = launch::EmitDisaggregatedChecked(emit, m, sys, plan);
-    if (!c) return tl::unexpected(EmitError(c.error()));
-    auto put = PutCheckedLaunch(*c, out);
-    if (!put) return tl::unexpected(put.error());
-  }
+  auto put = PutDisaggExtras(trace, emit, m, sys, cfg, sched, *pp, *dp,
+                             *overlap, s, out);
+  if (!put) return tl::unexpected(put.error());
   return out;
 }
 
@@ -419,8 +433,15 @@ estimate::ServeConfig PoolServeConfig(const estimate::ServeConfig& base,
 Result<bool> AddSloLaunch(const catalog::Catalog& cat,
                           const ingest::ImportedModel& m, const hw::Chip& chip,
                           const search::SloPlanRequest& r,
-                          const search::SloPlan& p, const std::string& emit,
-                          Output& out) {
+                          const search::SloPlanResult& res,
+                          const std::string& emit, Output& out) {
+  if (!res.met) {
+    return InvalidArgument(
+        "no plan meets the SLOs, so there is nothing to emit; relax "
+        "--slo-ttft/--slo-tpot or allow more chips",
+        "--emit");
+  }
+  const search::SloPlan& p = res.plans[0];
   auto sys = cat.FindSystem(SystemOf(chip, p.chips));
   if (!sys) return tl::unexpected(EmitError(sys.error()));
   if (p.disaggregated) {
@@ -586,16 +607,6 @@ Result<Output> RunServeSloSearch(const catalog::Catalog& cat,
       TrustOnChip(cat, chip, false, base.mode == estimate::Mode::kRealistic);
   out.json["accuracy"] = trust_json;
   out.csv = SloCsv(res->plans);
-  if (!o.emit.empty()) {
-    if (!res->met) {
-      return InvalidArgument(
-          "no plan meets the SLOs, so there is nothing to emit; relax "
-          "--slo-ttft/--slo-tpot or allow more chips",
-          "--emit");
-    }
-    auto put = AddSloLaunch(cat, m, chip, *req, res->plans[0], o.emit, out);
-    if (!put) return tl::unexpected(put.error());
-  }
   out.text =
       fmt::format(
           "{} on {} at {} requests/s, prompt {} + output {} tokens; "
@@ -613,6 +624,10 @@ Result<Output> RunServeSloSearch(const catalog::Catalog& cat,
                  Continued(plans[0]["serve_command"].get<std::string>()) +
                  "\n") +
       trust;
+  if (!o.emit.empty()) {
+    auto put = AddSloLaunch(cat, m, chip, *req, *res, o.emit, out);
+    if (!put) return tl::unexpected(put.error());
+  }
   return out;
 }
 
