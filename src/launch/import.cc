@@ -49,6 +49,8 @@ Result<ImportedServing> ImportServing(ServeEngine engine,
       return internal::ImportVllm(*in, catalog, system, model_override);
     case ServeEngine::kSglang:
       return internal::ImportSglang(*in, catalog, system, model_override);
+    case ServeEngine::kTrtllm:
+      return internal::ImportTrtllm(*in, catalog, system, model_override);
   }
   return InvalidArgument("unknown serving engine", "from");
 }
@@ -84,8 +86,15 @@ std::vector<std::string> UnderstoodArguments(TrainEngine engine) {
 }
 
 std::vector<std::string> UnderstoodArguments(ServeEngine engine) {
-  return engine == ServeEngine::kVllm ? internal::VllmArguments()
-                                      : internal::SglangArguments();
+  switch (engine) {
+    case ServeEngine::kVllm:
+      return internal::VllmArguments();
+    case ServeEngine::kSglang:
+      return internal::SglangArguments();
+    case ServeEngine::kTrtllm:
+      return internal::TrtllmArguments();
+  }
+  return {};
 }
 
 }  // namespace scalemodel::launch

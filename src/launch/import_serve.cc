@@ -14,6 +14,13 @@
 // --speculative-draft-model-path; redundant experts: vLLM --eplb-config
 // (vllm/config/parallel.py EPLBConfig num_redundant_experts) or the older
 // --num-redundant-experts, SGLang --ep-num-redundant-experts.
+// TensorRT-LLM: trtllm-serve's flags (NVIDIA/TensorRT-LLM
+// tensorrt_llm/commands/serve.py: --tp_size, --pp_size, --ep_size,
+// --max_batch_size, --max_num_tokens, --max_seq_len,
+// --extra_llm_api_options) and the YAML keys of that file
+// (tensorrt_llm/llmapi/llm_args.py) when the line writes it in a heredoc;
+// a YAML file on disk is not read (a note says so).
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <memory>
@@ -94,7 +101,9 @@ Result<void> Dtypes(Args& a, const model::ModelSpec& m, ImportedServing* out) {
 // with plain data parallelism (no expert parallelism) runs several.
 Result<void> Replicas(Args& a, const hw::System& sys, ImportedServing* out) {
   estimate::ServeConfig& c = out->config;
-  auto pp = a.Int({"--pipeline-parallel-size", "--pp-size", "--pp"}, 1);
+  auto pp = a.Int({"--pipeline-parallel-size", "--pp-size", "--pp", "--pp_size",
+                   "--pipeline_parallel_size"},
+                  1);
   if (!pp) return tl::unexpected(pp.error());
   if (*pp < 1 || *pp > 4096) {
     return InvalidArgument(
@@ -342,6 +351,85 @@ LaunchInput LongFlags(const LaunchInput& in) {
   return out;
 }
 
+// TensorRT-LLM's speculative_config (llm_args.py: decoding_type MTP, Eagle,
+// Eagle3, Draft_Target, NGram; max_draft_len, or MTP's older
+// num_nextn_predict_layers; speculative_model or speculative_model_dir).
+Result<void> TrtllmSpec(Args& a, const catalog::Catalog& cat,
+                        ImportedServing* out) {
+  const std::string type = a.Str("speculative_config.decoding_type");
+  if (type.empty()) return {};
+  static const std::map<std::string, estimate::SpecDecode::Kind> kKinds = {
+      {"MTP", estimate::SpecDecode::kMtp},
+      {"Eagle", estimate::SpecDecode::kEagle},
+      {"Eagle3", estimate::SpecDecode::kEagle},
+      {"Draft_Target", estimate::SpecDecode::kDraft},
+      {"DraftTarget", estimate::SpecDecode::kDraft},
+      {"NGram", estimate::SpecDecode::kNgram}};
+  auto it = kKinds.find(type);
+  if (it == kKinds.end()) {
+    return InvalidArgument(
+        "speculative_config.decoding_type " + Excerpt(type) +
+            " has no scalemodel counterpart; scalemodel models MTP, Eagle, "
+            "Eagle3, Draft_Target and NGram",
+        "from");
+  }
+  auto k = a.Int({"speculative_config.max_draft_len",
+                  "speculative_config.num_nextn_predict_layers"},
+                 0);
+  if (!k) return tl::unexpected(k.error());
+  return SetSpec(it->second, *k,
+                 a.Str({"speculative_config.speculative_model",
+                        "speculative_config.speculative_model_dir"}),
+                 cat, "speculative_config", out);
+}
+
+// tp_size, ep_size and enable_attention_dp as a scalemodel replica: ep =
+// ep_size, tp = tp_size / ep_size (mapping.py: tp_size = moe_tp x moe_ep).
+Result<void> TrtllmDegrees(Args& a, ImportedServing* out) {
+  auto tp = a.Int({"--tp_size", "--tensor_parallel_size"}, 1);
+  auto ep = a.Int({"--ep_size", "--moe_expert_parallel_size"}, 1);
+  if (!tp) return tl::unexpected(tp.error());
+  if (!ep) return tl::unexpected(ep.error());
+  if (*tp < 1 || *ep < 1 || *tp % *ep != 0 || *tp > 4096) {
+    return InvalidArgument(
+        fmt::format("--ep_size {} does not divide --tp_size {} "
+                    "(trtllm.moe-ep)",
+                    *ep, *tp),
+        "from");
+  }
+  estimate::ServeConfig& c = out->config;
+  c.tp = static_cast<int>(*tp / *ep);
+  c.ep = static_cast<int>(*ep);
+  c.dp_attention = Truthy(a.Str("enable_attention_dp"));
+  if (c.dp_attention && c.ep < 2) {
+    c.dp_attention = false;
+    out->notes.emplace_back(
+        "enable_attention_dp without expert parallelism: read as plain tp");
+  } else if (c.dp_attention && c.tp > 1) {
+    out->notes.push_back(fmt::format(
+        "enable_attention_dp runs attention with tp 1 on all {} ranks; "
+        "scalemodel reads it as {} attention groups of tp={}",
+        *tp, c.ep, c.tp));
+  }
+  return {};
+}
+
+// The YAML of --extra_llm_api_options: read when the line writes it in a
+// heredoc (as scalemodel's lines do); a file on disk is not opened.
+void TrtllmYamlNote(Args& a, ImportedServing* out) {
+  const std::string file = a.Str({"--extra_llm_api_options", "--config"});
+  const auto& written = a.parsed().heredoc_files;
+  if (file.empty() ||
+      std::find(written.begin(), written.end(), file) != written.end()) {
+    return;
+  }
+  out->notes.push_back(
+      "--extra_llm_api_options " + Excerpt(file) +
+      " is a file the line does not write: its settings (attention DP, KV "
+      "dtype, speculation, load balancer) are not read; paste it into the "
+      "line as a heredoc (cat > " +
+      Excerpt(file) + " <<'EOF' ... EOF) or give them as serve flags");
+}
 }  // namespace
 
 Result<ImportedServing> ImportVllm(const LaunchInput& raw,
@@ -448,6 +536,78 @@ Result<ImportedServing> ImportSglang(const LaunchInput& in,
                 {"--chunked-prefill-size"});
 }
 
+Result<ImportedServing> ImportTrtllm(const LaunchInput& in,
+                                     const catalog::Catalog& cat,
+                                     const hw::System& sys,
+                                     const std::string& override_name) {
+  Args a(in.parsed);
+  ImportedServing out;
+  const std::vector<std::string>& w = in.parsed.words;
+  std::string line_model;
+  for (size_t i = 0; i + 1 < w.size(); ++i) {
+    if (w[i] == "trtllm-serve") line_model = w[i + 1];
+  }
+  if (line_model == "disaggregated") {
+    return InvalidArgument(
+        "trtllm-serve disaggregated routes requests to context and "
+        "generation servers: import one of those servers' lines instead",
+        "from");
+  }
+  auto m = ServedModel(line_model, in, cat, override_name);
+  if (!m) return tl::unexpected(m.error());
+  out.model = m->model;
+  out.model_name = m->name;
+  if (auto ok = TrtllmDegrees(a, &out); !ok) return tl::unexpected(ok.error());
+  if (auto ok = Replicas(a, sys, &out); !ok) return tl::unexpected(ok.error());
+  if (auto ok = TrtllmSpec(a, cat, &out); !ok) {
+    return tl::unexpected(ok.error());
+  }
+  TrtllmYamlNote(a, &out);
+  estimate::ServeConfig& c = out.config;
+  auto batch = a.Int("--max_batch_size", 2048);
+  if (!batch) return tl::unexpected(batch.error());
+  out.batch_given = a.Has("--max_batch_size");
+  if (!out.batch_given) {
+    out.notes.emplace_back(
+        "no --max_batch_size: TensorRT-LLM's default, 2048 (llm_args.py)");
+  }
+  // With attention DP every rank schedules its own max_batch_size.
+  c.batch = static_cast<double>(*batch * (c.dp_attention ? c.ep : 1));
+  auto slots = a.Int("moe_config.load_balancer.num_slots", 0);
+  if (!slots) return tl::unexpected(slots.error());
+  const std::string kv = a.Str("kv_cache_config.dtype");
+  // Understood, not modelled: the engine's runtime settings.
+  for (const char* k :
+       {"--backend", "--kv_cache_free_gpu_memory_fraction",
+        "--free_gpu_memory_fraction", "cuda_graph_config.enable_padding",
+        "cuda_graph_config.max_batch_size", "moe_config.backend",
+        "moe_config.load_balancer.layer_updates_per_iter",
+        "enable_chunked_prefill", "disable_overlap_scheduler",
+        "cache_transceiver_config.backend",
+        "cache_transceiver_config.max_tokens_in_buffer"}) {
+    a.Use(k);
+  }
+  auto done =
+      Finish(a, std::move(out), {"--max_seq_len"}, {"--max_num_tokens"});
+  if (!done) return done;
+  // Finish reads vLLM/SGLang spellings; TensorRT-LLM's are YAML keys.
+  if (*slots > 0) {
+    done->config.redundant_experts =
+        static_cast<int>(*slots) - done->model.spec.moe.num_experts;
+  }
+  if (done->config.redundant_experts < 0) {
+    return InvalidArgument(
+        fmt::format("moe_config.load_balancer.num_slots {} is below the {} "
+                    "experts of {}",
+                    *slots, done->model.spec.moe.num_experts,
+                    done->model.spec.id),
+        "from");
+  }
+  done->config.kv =
+      kv.rfind("fp8", 0) == 0 ? hw::Dtype::kFp8 : hw::Dtype::kBf16;
+  return done;
+}
+
 std::vector<std::string> VllmArguments() {
   return {"serve MODEL / --model",
           "--tensor-parallel-size / -tp",
@@ -483,6 +643,20 @@ std::vector<std::string> SglangArguments() {
           "--speculative-draft-model-path",
           "--enable-eplb",
           "--ep-num-redundant-experts"};
+}
+
+std::vector<std::string> TrtllmArguments() {
+  return {"trtllm-serve MODEL",
+          "--tp_size / --tensor_parallel_size",
+          "--pp_size / --pipeline_parallel_size",
+          "--ep_size / --moe_expert_parallel_size",
+          "--max_batch_size",
+          "--max_num_tokens",
+          "--max_seq_len",
+          "enable_attention_dp (heredoc YAML)",
+          "kv_cache_config.dtype (heredoc YAML)",
+          "speculative_config (heredoc YAML)",
+          "moe_config.load_balancer.num_slots (heredoc YAML)"};
 }
 
 }  // namespace scalemodel::launch::internal

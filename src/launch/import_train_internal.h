@@ -35,6 +35,11 @@ std::vector<std::string> MegatronArguments();
 std::vector<std::string> MaxTextArguments();
 std::vector<std::string> TorchtitanArguments();
 std::vector<std::string> VllmArguments();
+Result<ImportedServing> ImportTrtllm(const LaunchInput& in,
+                                     const catalog::Catalog& cat,
+                                     const hw::System& sys,
+                                     const std::string& override_name);
+std::vector<std::string> TrtllmArguments();
 std::vector<std::string> SglangArguments();
 
 }  // namespace scalemodel::launch::internal

@@ -25,6 +25,9 @@ class LaunchText {
   // A shell line before the command ("export X=1", "unset X").
   void Env(const std::string& line) { env_.push_back(line); }
   void Arg(const std::string& arg) { args_.push_back(arg); }
+  // Run the command in the background (" &"), as one of several servers a
+  // host starts.
+  void Background() { background_ = true; }
   template <typename T>
   void Flag(const std::string& name, const T& value) {
     args_.push_back(fmt::format("{} {}", name, value));
@@ -39,7 +42,7 @@ class LaunchText {
     for (const std::string& e : env_) out += e + "\n";
     out += command_;
     for (const std::string& a : args_) out += " \\\n    " + a;
-    return out + "\n";
+    return out + (background_ ? " &\n" : "\n");
   }
 
  private:
@@ -47,6 +50,7 @@ class LaunchText {
   std::vector<std::string> env_;
   std::string command_;
   std::vector<std::string> args_;
+  bool background_ = false;
 };
 
 // Degrees of one parallelism inside and across the fast domain; 1 x 1 when
@@ -989,17 +993,42 @@ void VllmMultiNode(LaunchText& out, const hw::System& sys,
   out.Flag("--data-parallel-rpc-port", 13345);
 }
 
-Result<std::string> EmitVllm(const model::ModelSpec& m,
-                             const ingest::EngineNames& names,
-                             const hw::System& sys,
-                             const estimate::ServeConfig& cfg,
-                             const estimate::ServeEstimate& est) {
-  LaunchText out;
-  ServingHeader(out, "vLLM", m, sys, cfg, est);
+// Where a disaggregated server runs and what it adds to the aggregated
+// line; null for an aggregated server.
+struct ServerRole {
+  const char* mode = "prefill";  // "prefill" or "decode"
+  int index = 0, count = 1;      // instance index and pool size
+  int port = 8100;
+  int bootstrap_port = 0;  // SGLang prefill: --disaggregation-bootstrap-port
+  int host = 0;            // first host (HOST_<n>) of the instance
+  int first_gpu = 0;       // on that host
+  int chips = 1;
+  bool spans_hosts = false;
+  int max_batched_tokens = 8192;
+  bool chunked = false;
+  double prompt = 0;  // for the KV transfer buffer
+  bool prefill() const { return std::string_view(mode) == "prefill"; }
+};
+
+// "export CUDA_VISIBLE_DEVICES=a,b" for an instance that shares its host.
+void PinGpus(LaunchText& out, const ServerRole* role, int per_host) {
+  if (role == nullptr || role->spans_hosts || role->chips >= per_host) return;
+  std::string ids;
+  for (int g = role->first_gpu; g < role->first_gpu + role->chips; ++g) {
+    ids += fmt::format("{}{}", ids.empty() ? "" : ",", g);
+  }
+  out.Env("export CUDA_VISIBLE_DEVICES=" + ids);
+}
+
+void VllmServer(LaunchText& out, const model::ModelSpec& m,
+                const ingest::EngineNames& names, const hw::System& sys,
+                const estimate::ServeConfig& cfg, const ServerRole* role) {
   if (sys.chip.is_tpu()) {
     out.Comment("TPU: install vLLM's TPU backend; the flags are the same");
   }
+  PinGpus(out, role, GpusPerHost(sys));
   out.Command("vllm serve " + ModelPath(m, names, out));
+  if (role != nullptr) out.Flag("--port", role->port);
   out.Flag("--tensor-parallel-size", cfg.tp);
   if (cfg.pp > 1) {
     out.Flag("--pipeline-parallel-size", cfg.pp);
@@ -1031,21 +1060,57 @@ Result<std::string> EmitVllm(const model::ModelSpec& m,
   VllmEplb(out, cfg);
   VllmSpec(out, cfg.spec);
   out.Flag("--max-num-seqs", seqs);
+  if (role != nullptr) {
+    out.Flag("--max-num-batched-tokens", role->max_batched_tokens);
+  }
   out.Flag("--max-model-len", std::lround(cfg.prompt + cfg.output));
   WeightFlags(out, m, cfg, "fp8");
+  if (role != nullptr) {
+    // vllm/config/kv_transfer.py KVTransferConfig (kv_connector, kv_role
+    // kv_producer | kv_consumer | kv_both); NixlConnector instances take
+    // kv_both and the proxy tells each request its side.
+    out.Flag("--kv-transfer-config",
+             R"('{"kv_connector":"NixlConnector","kv_role":"kv_both"}')");
+  }
+}
+
+Result<std::string> EmitVllm(const model::ModelSpec& m,
+                             const ingest::EngineNames& names,
+                             const hw::System& sys,
+                             const estimate::ServeConfig& cfg,
+                             const estimate::ServeEstimate& est) {
+  LaunchText out;
+  ServingHeader(out, "vLLM", m, sys, cfg, est);
+  VllmServer(out, m, names, sys, cfg, nullptr);
   return out.Str();
 }
 
-Result<std::string> EmitSglang(const model::ModelSpec& m,
-                               const ingest::EngineNames& names,
-                               const hw::System& sys,
-                               const estimate::ServeConfig& cfg,
-                               const estimate::ServeEstimate& est) {
-  if (auto ok = NeedGpu(sys, "SGLang"); !ok) return tl::unexpected(ok.error());
-  LaunchText out;
-  ServingHeader(out, "SGLang", m, sys, cfg, est);
+// SGLang's prefill/decode flags (sgl-project/sglang
+// docs/advanced_features/pd_disaggregation.md at cccb6546:
+// --disaggregation-mode prefill|decode, --disaggregation-transfer-backend
+// mooncake|nixl, --disaggregation-bootstrap-port, --base-gpu-id).
+void SglangRole(LaunchText& out, const ServerRole* role) {
+  if (role == nullptr) return;
+  out.Flag("--host", "0.0.0.0");
+  out.Flag("--port", role->port);
+  out.Flag("--disaggregation-mode", role->mode);
+  out.Flag("--disaggregation-transfer-backend", "mooncake");
+  if (role->prefill()) {
+    out.Flag("--disaggregation-bootstrap-port", role->bootstrap_port);
+  }
+  if (!role->spans_hosts && role->first_gpu > 0) {
+    out.Flag("--base-gpu-id", role->first_gpu);
+  }
+  if (role->chunked)
+    out.Flag("--chunked-prefill-size", role->max_batched_tokens);
+}
+
+void SglangServer(LaunchText& out, const model::ModelSpec& m,
+                  const ingest::EngineNames& names, const hw::System& sys,
+                  const estimate::ServeConfig& cfg, const ServerRole* role) {
   out.Command("python3 -m sglang.launch_server --model-path " +
               ModelPath(m, names, out));
+  SglangRole(out, role);
   const int replica = ReplicaChips(cfg);
   out.Flag("--tp-size", cfg.tp * cfg.ep);
   if (cfg.pp > 1) out.Flag("--pp-size", cfg.pp);
@@ -1077,6 +1142,188 @@ Result<std::string> EmitSglang(const model::ModelSpec& m,
   out.Flag("--max-running-requests", std::lround(std::ceil(cfg.batch)));
   out.Flag("--context-length", std::lround(cfg.prompt + cfg.output));
   WeightFlags(out, m, cfg, "fp8_e4m3");
+}
+
+Result<std::string> EmitSglang(const model::ModelSpec& m,
+                               const ingest::EngineNames& names,
+                               const hw::System& sys,
+                               const estimate::ServeConfig& cfg,
+                               const estimate::ServeEstimate& est) {
+  if (auto ok = NeedGpu(sys, "SGLang"); !ok) return tl::unexpected(ok.error());
+  LaunchText out;
+  ServingHeader(out, "SGLang", m, sys, cfg, est);
+  SglangServer(out, m, names, sys, cfg, nullptr);
+  return out.Str();
+}
+
+// TensorRT-LLM's degrees: attention tensor-parallel over tp_size ranks, or
+// data-parallel over them with enable_attention_dp (attention tp 1); the
+// experts over ep_size groups of tp_size / ep_size ranks each (mapping.py:
+// tp_size = moe_tp x moe_ep). The plan's tp=T, ep=E replica is tp_size =
+// T x E, ep_size = E (moe_tp = T).
+Result<bool> TrtllmExpressible(const estimate::ServeConfig& cfg) {
+  if (cfg.dp_attention && cfg.tp > 1) {
+    return InvalidArgument(
+        fmt::format("TensorRT-LLM's enable_attention_dp runs attention with "
+                    "tp 1 on every rank, so --dp-attention with tp={} inside "
+                    "ep={} cannot be written; plan tp=1 with ep={}, drop "
+                    "--dp-attention, or emit sglang",
+                    cfg.tp, cfg.ep, cfg.tp * cfg.ep),
+        "engine");
+  }
+  if (cfg.kv == hw::Dtype::kInt8) {
+    return InvalidArgument(
+        "TensorRT-LLM's kv_cache_config.dtype has no int8 (auto, fp8, "
+        "fp8_ds_mla, nvfp4); use --kv fp8 or bf16",
+        "engine");
+  }
+  return true;
+}
+
+// The speculative_config block (llm_args.py: MTPDecodingConfig, Eagle,
+// Draft_Target, NGram; max_draft_len, speculative_model).
+void TrtllmSpecYaml(std::vector<std::string>& y, const estimate::SpecDecode& sp,
+                    LaunchText& out) {
+  if (!sp.on()) return;
+  static const char* kType[] = {"", "MTP", "Eagle", "Draft_Target", "NGram"};
+  y.emplace_back("speculative_config:");
+  y.push_back(fmt::format("  decoding_type: {}", kType[sp.kind]));
+  y.push_back(fmt::format("  max_draft_len: {}", sp.k));
+  if (sp.kind == estimate::SpecDecode::kEagle ||
+      sp.kind == estimate::SpecDecode::kDraft) {
+    y.push_back("  speculative_model: " + DraftPath(sp, out));
+  }
+}
+
+// The --extra_llm_api_options YAML (llm_args.py at 00043967: TorchLlmArgs
+// enable_attention_dp, kv_cache_config.dtype, moe_config (backend,
+// load_balancer num_slots / layer_updates_per_iter), speculative_config,
+// cuda_graph_config (enable_padding, max_batch_size),
+// enable_chunked_prefill, disable_overlap_scheduler,
+// cache_transceiver_config (backend, max_tokens_in_buffer)).
+std::vector<std::string> TrtllmYaml(const model::ModelSpec& m,
+                                    const estimate::ServeConfig& cfg,
+                                    long batch, const ServerRole* role,
+                                    LaunchText& out) {
+  std::vector<std::string> y;
+  if (cfg.dp_attention) y.emplace_back("enable_attention_dp: true");
+  if (cfg.kv == hw::Dtype::kFp8) {
+    y.emplace_back("kv_cache_config:");
+    y.emplace_back("  dtype: fp8");
+  }
+  if (cfg.redundant_experts > 0) {
+    // Online expert load balancing (examples/wide_ep/ep_load_balancer):
+    // the WIDEEP MoE backend with num_slots = experts + redundant copies.
+    y.emplace_back("moe_config:");
+    y.emplace_back("  backend: WIDEEP");
+    y.emplace_back("  load_balancer:");
+    y.push_back(fmt::format("    num_slots: {}",
+                            m.moe.num_experts + cfg.redundant_experts));
+    y.emplace_back("    layer_updates_per_iter: 1");
+  }
+  TrtllmSpecYaml(y, cfg.spec, out);
+  y.emplace_back("cuda_graph_config:");
+  y.emplace_back("  enable_padding: true");
+  y.push_back(fmt::format("  max_batch_size: {}", batch));
+  if (role != nullptr) {
+    if (role->chunked) y.emplace_back("enable_chunked_prefill: true");
+    // The README's context servers run without the overlap scheduler.
+    if (role->prefill()) y.emplace_back("disable_overlap_scheduler: true");
+    y.emplace_back("cache_transceiver_config:");
+    y.emplace_back("  backend: NIXL");
+    y.push_back(fmt::format("  max_tokens_in_buffer: {}",
+                            std::lround(std::ceil(role->prompt))));
+  }
+  return y;
+}
+
+// `trtllm-serve MODEL` with its flags (serve.py at 00209af1: --backend,
+// --host, --port, --tp_size, --pp_size, --ep_size, --max_batch_size,
+// --max_num_tokens, --max_seq_len, --kv_cache_free_gpu_memory_fraction,
+// --extra_llm_api_options), the YAML written first by a heredoc.
+void TrtllmServer(LaunchText& out, const model::ModelSpec& m,
+                  const ingest::EngineNames& names, const hw::System& sys,
+                  const estimate::ServeConfig& cfg, const ServerRole* role) {
+  const int tp_size = cfg.tp * cfg.ep;
+  const long batch =
+      std::lround(std::ceil(cfg.dp_attention ? cfg.batch / cfg.ep : cfg.batch));
+  const long seq = std::lround(cfg.prompt + cfg.output);
+  const long q = cfg.spec.on() ? cfg.spec.k + 1 : 1;
+  long tokens =
+      std::max({8192L, std::lround(std::ceil(cfg.prompt)), batch * q});
+  if (role != nullptr) {
+    tokens = role->chunked ? role->max_batched_tokens
+                           : std::max<long>(role->max_batched_tokens,
+                                            std::lround(std::ceil(cfg.prompt)));
+  }
+  if (cfg.dp_attention) {
+    out.Comment(fmt::format(
+        "enable_attention_dp: each of the {} ranks runs attention for its "
+        "own requests; --max_batch_size is per rank ({} x {} = the planned "
+        "batch {})",
+        tp_size, batch, cfg.ep, FormatNumber(cfg.batch)));
+  }
+  if (cfg.weights != m.weight_dtype && cfg.weights != hw::Dtype::kBf16) {
+    out.Comment(fmt::format(
+        "{} weights: TensorRT-LLM's PyTorch backend takes the weight format "
+        "from the checkpoint's quantization config; serve a {}-quantized "
+        "(ModelOpt) checkpoint in place of the one below",
+        hw::DtypeName(cfg.weights), hw::DtypeName(cfg.weights)));
+  }
+  const std::string file =
+      role == nullptr
+          ? std::string("extra_llm_api_options.yaml")
+          : fmt::format("{}_{}.yaml", role->prefill() ? "ctx" : "gen",
+                        role->index);
+  const std::vector<std::string> yaml = TrtllmYaml(m, cfg, batch, role, out);
+  const int per_host = GpusPerHost(sys);
+  const bool multi =
+      role != nullptr ? role->spans_hosts : ReplicaChips(cfg) > per_host;
+  if (multi) {
+    out.Comment(fmt::format(
+        "the instance spans {} hosts: start it through Slurm or MPI, e.g. "
+        "srun -N {} --ntasks-per-node={} --mpi=pmix (TensorRT-LLM "
+        "examples/disaggregated/README.md, multi-node execution)",
+        ReplicaChips(cfg) / per_host, ReplicaChips(cfg) / per_host, per_host));
+  }
+  PinGpus(out, role, per_host);
+  out.Env("cat > " + file + " <<'EOF'");
+  for (const std::string& l : yaml) out.Env(l);
+  out.Env("EOF");
+  out.Command(std::string(multi ? "trtllm-llmapi-launch " : "") +
+              "trtllm-serve " + ModelPath(m, names, out));
+  out.Flag("--backend", "pytorch");
+  if (role != nullptr) {
+    out.Flag("--host", "0.0.0.0");
+    out.Flag("--port", role->port);
+  }
+  out.Flag("--tp_size", tp_size);
+  out.Flag("--pp_size", cfg.pp);
+  if (m.is_moe()) out.Flag("--ep_size", cfg.ep);
+  out.Flag("--max_batch_size", batch);
+  out.Flag("--max_num_tokens", tokens);
+  out.Flag("--max_seq_len", seq);
+  out.Flag("--kv_cache_free_gpu_memory_fraction", "0.9");
+  out.Flag("--extra_llm_api_options", file);
+}
+
+Result<std::string> EmitTrtllm(const model::ModelSpec& m,
+                               const ingest::EngineNames& names,
+                               const hw::System& sys,
+                               const estimate::ServeConfig& cfg,
+                               const estimate::ServeEstimate& est) {
+  if (sys.chip.is_tpu()) {
+    return InvalidArgument("TensorRT-LLM runs on NVIDIA GPUs, and " + sys.id +
+                               " is a TPU system; --emit vllm writes a TPU "
+                               "serving line",
+                           "engine");
+  }
+  if (auto ok = TrtllmExpressible(cfg); !ok) {
+    return tl::unexpected(ok.error());
+  }
+  LaunchText out;
+  ServingHeader(out, "TensorRT-LLM", m, sys, cfg, est);
+  TrtllmServer(out, m, names, sys, cfg, nullptr);
   return out.Str();
 }
 
@@ -1110,15 +1357,16 @@ Result<TrainEngine> ParseTrainEngine(std::string_view text) {
 }
 
 Result<ServeEngine> ParseServeEngine(std::string_view text) {
-  static const std::vector<std::string> kNames = {"vllm", "sglang"};
+  static const std::vector<std::string> kNames = {"vllm", "sglang", "trtllm"};
   auto name = EngineName(text);
   if (!name) return tl::unexpected(name.error());
   const std::string t = *name;
   if (t == "vllm") return ServeEngine::kVllm;
   if (t == "sglang") return ServeEngine::kSglang;
+  if (t == "trtllm" || t == "tensorrt-llm") return ServeEngine::kTrtllm;
   return InvalidArgument("unknown serving engine '" + t + "'" +
                              DidYouMean(t, kNames) +
-                             "; expected vllm or sglang",
+                             "; expected vllm, sglang or trtllm",
                          "engine");
 }
 
@@ -1259,15 +1507,15 @@ Result<std::string> EmitServing(ServeEngine engine,
                                 const estimate::ServeEstimate& est) {
   if (cfg.spec.kind == estimate::SpecDecode::kMtp &&
       model.spec.mtp_layers == 0) {
-    // vLLM's "mtp" method and SGLang's NEXTN load the checkpoint's own
-    // multi-token-prediction layers (vllm/config/speculative.py
-    // MTPModelTypes; server_args.py NEXTN).
+    // vLLM's "mtp" method, SGLang's NEXTN and TensorRT-LLM's MTP load the
+    // checkpoint's own multi-token-prediction layers
+    // (vllm/config/speculative.py MTPModelTypes; server_args.py NEXTN;
+    // llm_args.py MTPDecodingConfig).
     return InvalidArgument(
         fmt::format("{} runs --spec mtp from the checkpoint's own "
                     "multi-token-prediction layers and {} has none; use "
                     "--spec eagle:K, draft:MODEL:K or ngram:K",
-                    engine == ServeEngine::kVllm ? "vLLM" : "SGLang",
-                    model.spec.id),
+                    ServeEngineName(engine), model.spec.id),
         "engine");
   }
   switch (engine) {
@@ -1275,8 +1523,321 @@ Result<std::string> EmitServing(ServeEngine engine,
       return EmitVllm(model.spec, model.engine_names, system, cfg, est);
     case ServeEngine::kSglang:
       return EmitSglang(model.spec, model.engine_names, system, cfg, est);
+    case ServeEngine::kTrtllm:
+      return EmitTrtllm(model.spec, model.engine_names, system, cfg, est);
   }
   return InvalidArgument("unknown serving engine", "engine");
+}
+
+std::string_view ServeEngineName(ServeEngine engine) {
+  switch (engine) {
+    case ServeEngine::kVllm:
+      return "vLLM";
+    case ServeEngine::kSglang:
+      return "SGLang";
+    case ServeEngine::kTrtllm:
+      return "TensorRT-LLM";
+  }
+  return "vLLM";
+}
+
+namespace {
+
+// The instances of both pools packed over the system's hosts in order
+// (prefill first), each with its port and place.
+std::vector<ServerRole> PlaceInstances(const hw::System& sys,
+                                       const DisaggregatedPlan& plan) {
+  const int per_host = GpusPerHost(sys);
+  std::vector<ServerRole> roles;
+  int gpu = 0;
+  for (const bool prefill : {true, false}) {
+    const estimate::ServeConfig& c = prefill ? plan.prefill : plan.decode;
+    for (int i = 0; i < c.dp; ++i) {
+      ServerRole r;
+      r.mode = prefill ? "prefill" : "decode";
+      r.index = i;
+      r.count = c.dp;
+      r.port = (prefill ? 8100 : 8200) + i;
+      r.bootstrap_port = 8998 + i;
+      r.chips = ReplicaChips(c);
+      r.host = gpu / per_host;
+      r.first_gpu = gpu % per_host;
+      r.spans_hosts = r.chips > per_host;
+      r.max_batched_tokens = plan.max_batched_tokens;
+      r.chunked = prefill && plan.chunked_prefill;
+      r.prompt = c.prompt;
+      gpu += r.chips;
+      roles.push_back(r);
+    }
+  }
+  return roles;
+}
+
+std::string PoolText(const estimate::ServeConfig& c) {
+  return fmt::format("{} x tp={}{}{} ({} chips)", c.dp, c.tp,
+                     c.ep > 1 ? fmt::format(" ep={}", c.ep) : std::string(),
+                     c.dp_attention ? " dp-attention" : "",
+                     c.dp * ReplicaChips(c));
+}
+
+std::string DisaggHeader(std::string_view engine, const model::ModelSpec& m,
+                         const hw::System& sys, const DisaggregatedPlan& plan,
+                         std::string_view transfer) {
+  LaunchText h;
+  h.Comment(fmt::format(
+      "{} -> {}, disaggregated: {} on {} ({} chips): prefill {} + decode {}, "
+      "KV over {}",
+      kVersion, engine, m.name, sys.id, sys.num_chips(), PoolText(plan.prefill),
+      PoolText(plan.decode), transfer));
+  if (plan.ttft_p99_s > 0 || plan.tpot_p99_s > 0) {
+    h.Comment(
+        fmt::format("simulated: TTFT p99 {}, TPOT p99 {}",
+                    units::FormatSeconds(units::Seconds(plan.ttft_p99_s)),
+                    units::FormatSeconds(units::Seconds(plan.tpot_p99_s))));
+  }
+  if (plan.overlap == estimate::KvOverlap::kLayerwise) {
+    h.Comment(
+        "the estimate moved the KV cache layer by layer (--kv-transfer "
+        "layerwise); the engine sends it when a request's prefill finishes, "
+        "so expect the 'after' transfer time on TTFT");
+  }
+  const int hosts = sys.num_chips() / GpusPerHost(sys);
+  h.Comment(fmt::format(
+      "set {} to the address{} of the {} ({} GPUs{}); the instances fill "
+      "them in order, prefill first: run each block on its host (servers "
+      "start in the background), then the router",
+      hosts == 1 ? std::string("HOST_0")
+                 : fmt::format("HOST_0..HOST_{}", hosts - 1),
+      hosts == 1 ? "" : "es",
+      hosts == 1 ? std::string("host") : fmt::format("{} hosts", hosts),
+      GpusPerHost(sys), hosts == 1 ? "" : " each"));
+  // Without a command, Str() ends with an empty line.
+  const std::string s = h.Str();
+  return s.substr(0, s.size() - 1);
+}
+
+std::string InstanceComment(const ServerRole& r, int per_host) {
+  if (r.spans_hosts) {
+    return fmt::format(
+        "{} instance {} of {}: HOST_{}..HOST_{} ({} GPUs), MASTER_ADDR = "
+        "${{HOST_{}}}",
+        r.mode, r.index, r.count, r.host, r.host + r.chips / per_host - 1,
+        r.chips, r.host);
+  }
+  return fmt::format("{} instance {} of {}: HOST_{}, GPUs {}-{}, port {}",
+                     r.mode, r.index, r.count, r.host, r.first_gpu,
+                     r.first_gpu + r.chips - 1, r.port);
+}
+
+// The router in front of the pools: SGLang's (docs/advanced_features/
+// router.md, "Prefill/Decode Disaggregation": --prefill URL BOOTSTRAP_PORT,
+// --decode URL); vLLM's NIXL toy proxy (tests/v1/kv_connector/
+// nixl_integration/toy_proxy_server.py: --prefiller-hosts/-ports,
+// --decoder-hosts/-ports); TensorRT-LLM's `trtllm-serve disaggregated -c`
+// with context_servers / generation_servers (llmapi/disagg_utils.py
+// extract_disagg_cfg: num_instances, urls).
+std::string RouterText(ServeEngine engine, const std::vector<ServerRole>& rs) {
+  LaunchText out;
+  auto host = [](const ServerRole& r) {
+    return fmt::format("${{HOST_{}}}", r.host);
+  };
+  if (engine == ServeEngine::kSglang) {
+    out.Comment("router (on any host): the OpenAI API on port 8000");
+    out.Command("python3 -m sglang_router.launch_router --pd-disaggregation");
+    for (const ServerRole& r : rs) {
+      if (r.prefill()) {
+        out.Flag("--prefill", fmt::format("http://{}:{} {}", host(r), r.port,
+                                          r.bootstrap_port));
+      }
+    }
+    for (const ServerRole& r : rs) {
+      if (!r.prefill()) {
+        out.Flag("--decode", fmt::format("http://{}:{}", host(r), r.port));
+      }
+    }
+    out.Flag("--host", "0.0.0.0");
+    out.Flag("--port", 8000);
+    return out.Str();
+  }
+  if (engine == ServeEngine::kVllm) {
+    out.Comment(
+        "proxy (on any host): vLLM's NIXL example proxy, "
+        "tests/v1/kv_connector/nixl_integration/toy_proxy_server.py in the "
+        "vLLM repository; the OpenAI API on port 8000");
+    out.Command(
+        "python3 tests/v1/kv_connector/nixl_integration/toy_proxy_server.py");
+    out.Flag("--port", 8000);
+    std::string ph, pp, dh, dp;
+    for (const ServerRole& r : rs) {
+      (r.prefill() ? ph : dh) += " " + host(r);
+      (r.prefill() ? pp : dp) += fmt::format(" {}", r.port);
+    }
+    out.Arg("--prefiller-hosts" + ph);
+    out.Arg("--prefiller-ports" + pp);
+    out.Arg("--decoder-hosts" + dh);
+    out.Arg("--decoder-ports" + dp);
+    return out.Str();
+  }
+  out.Comment(
+      "disaggregated server (on any host): routes each request to a context "
+      "then a generation server; the OpenAI API on port 8000");
+  out.Env("cat > disagg_config.yaml <<EOF");
+  out.Env("hostname: 0.0.0.0");
+  out.Env("port: 8000");
+  out.Env("backend: pytorch");
+  for (const bool prefill : {true, false}) {
+    int n = 0;
+    for (const ServerRole& r : rs) n += r.prefill() == prefill ? 1 : 0;
+    out.Env(prefill ? "context_servers:" : "generation_servers:");
+    out.Env(fmt::format("  num_instances: {}", n));
+    out.Env("  urls:");
+    for (const ServerRole& r : rs) {
+      if (r.prefill() == prefill) {
+        out.Env(fmt::format("    - \"{}:{}\"", host(r), r.port));
+      }
+    }
+  }
+  out.Env("EOF");
+  out.Command("trtllm-serve disaggregated -c disagg_config.yaml");
+  return out.Str();
+}
+
+// One instance's server line (no header).
+std::string InstanceText(ServeEngine engine, const ingest::ImportedModel& model,
+                         const hw::System& sys, const estimate::ServeConfig& c,
+                         const ServerRole& r) {
+  LaunchText out;
+  out.Comment(InstanceComment(r, GpusPerHost(sys)));
+  estimate::ServeConfig one = c;
+  one.dp = 1;
+  switch (engine) {
+    case ServeEngine::kVllm:
+      VllmServer(out, model.spec, model.engine_names, sys, one, &r);
+      break;
+    case ServeEngine::kSglang:
+      SglangServer(out, model.spec, model.engine_names, sys, one, &r);
+      break;
+    case ServeEngine::kTrtllm:
+      TrtllmServer(out, model.spec, model.engine_names, sys, one, &r);
+      break;
+  }
+  out.Background();
+  return out.Str();
+}
+
+const char* TransferName(ServeEngine engine) {
+  switch (engine) {
+    case ServeEngine::kVllm:
+      return "NIXL (vLLM's NixlConnector)";
+    case ServeEngine::kSglang:
+      return "Mooncake (--disaggregation-transfer-backend; nixl also works)";
+    case ServeEngine::kTrtllm:
+      return "NIXL (cache_transceiver_config; UCX and MOONCAKE also work)";
+  }
+  return "";
+}
+
+Result<bool> CheckDisaggPlan(ServeEngine engine,
+                             const ingest::ImportedModel& model,
+                             const hw::System& system,
+                             const DisaggregatedPlan& plan) {
+  if (system.chip.is_tpu()) {
+    return InvalidArgument(
+        fmt::format("disaggregated launch lines are written for GPU systems "
+                    "(NIXL or Mooncake KV transfer), and {} is a TPU system",
+                    system.id),
+        "engine");
+  }
+  const int chips = plan.prefill.dp * ReplicaChips(plan.prefill) +
+                    plan.decode.dp * ReplicaChips(plan.decode);
+  if (chips != system.num_chips() || plan.prefill.dp < 1 ||
+      plan.decode.dp < 1) {
+    return InvalidArgument(
+        fmt::format("the prefill and decode pools use {} chips and {} has {}",
+                    chips, system.id, system.num_chips()),
+        "engine");
+  }
+  for (const estimate::ServeConfig* c : {&plan.prefill, &plan.decode}) {
+    if (c->spec.kind == estimate::SpecDecode::kMtp &&
+        model.spec.mtp_layers == 0) {
+      return InvalidArgument(
+          fmt::format("{} runs --spec mtp from the checkpoint's own "
+                      "multi-token-prediction layers and {} has none",
+                      ServeEngineName(engine), model.spec.id),
+          "engine");
+    }
+    if (engine == ServeEngine::kTrtllm) {
+      if (auto ok = TrtllmExpressible(*c); !ok) {
+        return tl::unexpected(ok.error());
+      }
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+Result<std::string> EmitDisaggregated(ServeEngine engine,
+                                      const ingest::ImportedModel& model,
+                                      const hw::System& system,
+                                      const DisaggregatedPlan& plan) {
+  auto c = EmitDisaggregatedParts(engine, model, system, plan);
+  if (!c) return tl::unexpected(c.error());
+  std::string text;
+  for (size_t i = 0; i < c->size(); ++i) {
+    text += (*c)[i] + (i + 1 < c->size() ? "\n" : "");
+  }
+  return text;
+}
+
+Result<std::vector<std::string>> EmitDisaggregatedParts(
+    ServeEngine engine, const ingest::ImportedModel& model,
+    const hw::System& system, const DisaggregatedPlan& plan) {
+  if (auto ok = CheckDisaggPlan(engine, model, system, plan); !ok) {
+    return tl::unexpected(ok.error());
+  }
+  const std::vector<ServerRole> roles = PlaceInstances(system, plan);
+  std::vector<std::string> parts = {DisaggHeader(
+      ServeEngineName(engine), model.spec, system, plan, TransferName(engine))};
+  for (const ServerRole& r : roles) {
+    parts.push_back(InstanceText(engine, model, system,
+                                 r.prefill() ? plan.prefill : plan.decode, r));
+  }
+  parts.push_back(RouterText(engine, roles));
+  return parts;
+}
+
+Result<CheckedLaunch> EmitDisaggregatedChecked(
+    std::string_view engine, const ingest::ImportedModel& model,
+    const hw::System& system, const DisaggregatedPlan& plan) {
+  auto se = ParseServeEngine(engine);
+  if (!se) return tl::unexpected(se.error());
+  auto v = ParseEngineVersion(engine);
+  if (!v) return tl::unexpected(v.error());
+  auto parts = EmitDisaggregatedParts(*se, model, system, plan);
+  if (!parts) return tl::unexpected(parts.error());
+  CheckedLaunch c;
+  c.version = *v;
+  // Each server line against the engine's rules on its own GPUs.
+  const std::vector<ServerRole> roles = PlaceInstances(system, plan);
+  for (size_t i = 0; i < roles.size(); ++i) {
+    LaunchContext ctx = ContextFor(model.spec, system);
+    ctx.chips = roles[i].chips;
+    for (RuleFailure& f : ValidateLaunch(*v, (*parts)[i + 1], ctx)) {
+      c.failures.push_back(std::move(f));
+    }
+  }
+  if (c.launchable()) {
+    c.text = fmt::format(
+        "# checked against {}@{} ({} {}): each server passes scalemodel's {} "
+        "launch rules (docs/launch.md)\n",
+        EngineId(v->engine), v->name, v->commit, v->date, RulesOf(*v).size());
+    for (size_t i = 0; i < parts->size(); ++i) {
+      c.text += (*parts)[i];
+      if (i + 1 < parts->size()) c.text += "\n";
+    }
+  }
+  return c;
 }
 
 namespace internal {

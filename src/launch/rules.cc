@@ -26,6 +26,15 @@ constexpr const char* kVllmArgs =
     "vllm-project/vllm 99d7eb5d vllm/engine/arg_utils.py";
 constexpr const char* kSglArgs =
     "sgl-project/sglang python/sglang/srt/server_args.py";
+// TensorRT-LLM: trtllm-serve's click options (serve.py at 00209af1) and the
+// LLM API arguments its --extra_llm_api_options YAML sets (llm_args.py at
+// 00043967), the parallel mapping (mapping.py).
+constexpr const char* kTrtServe =
+    "NVIDIA/TensorRT-LLM 00209af1 tensorrt_llm/commands/serve.py";
+constexpr const char* kTrtArgs =
+    "NVIDIA/TensorRT-LLM 00043967 tensorrt_llm/llmapi/llm_args.py";
+constexpr const char* kTrtMapping =
+    "NVIDIA/TensorRT-LLM tensorrt_llm/mapping.py (Mapping.__init__)";
 
 EngineRule R(const char* id, const char* text, std::string source) {
   return {id, text, std::move(source)};
@@ -223,6 +232,48 @@ std::vector<EngineRule> SglangRules() {
         "--kv-cache-dtype is auto, fp8_e5m2, fp8_e4m3, bf16, bfloat16 or "
         "fp4_e2m1",
         a + " (add_cli_args choices)"),
+  };
+}
+
+std::vector<EngineRule> TrtllmRules() {
+  const std::string a = kTrtArgs;
+  return {
+      R("trtllm.world",
+        "tp_size x pp_size divides the GPUs the servers run on (world size = "
+        "tp x pp x cp per instance)",
+        std::string(kTrtMapping) + "; " + kTrtServe +
+            " (--tp_size, --pp_size)"),
+      R("trtllm.moe-ep",
+        "--ep_size divides --tp_size (tp_size = moe_tp x moe_ep x "
+        "moe_cluster)",
+        kTrtMapping),
+      R("trtllm.backend", "--backend is pytorch, tensorrt (trt) or _autodeploy",
+        std::string(kTrtServe) + " (--backend ChoiceWithAlias)"),
+      R("trtllm.extra-options",
+        "the YAML that --extra_llm_api_options names is written before the "
+        "command (trtllm-serve opens the file)",
+        std::string(kTrtServe) + " (serve: yaml.safe_load of the file)"),
+      R("trtllm.kv-dtype",
+        "kv_cache_config.dtype is auto, fp8, fp8_ds_mla or nvfp4",
+        a + " (KvCacheConfig.dtype)"),
+      R("trtllm.spec",
+        "speculative_config.decoding_type is MTP, Eagle, Eagle3, "
+        "Draft_Target or NGram with max_draft_len > 0, and Eagle and "
+        "Draft_Target name a speculative_model",
+        a + " (MTPDecodingConfig, EagleDecodingConfig, "
+            "DraftTargetDecodingConfig, NGramDecodingConfig validators)"),
+      R("trtllm.moe-backend",
+        "moe_config.backend is AUTO, CUTLASS, CUTEDSL, WIDEEP, TRTLLM, "
+        "DEEPGEMM, DENSEGEMM, VANILLA, TRITON, MARLIN or MEGAMOE_DEEPGEMM",
+        a + " (MoeConfig.backend)"),
+      R("trtllm.lb-slots",
+        "moe_config.load_balancer.num_slots divides by the expert-parallel "
+        "size (each rank holds num_slots / ep_size slots)",
+        a + " (MoeLoadBalancerConfig.num_local_slots)"),
+      R("trtllm.cache-transceiver",
+        "cache_transceiver_config.backend is DEFAULT, UCX, NIXL, MOONCAKE or "
+        "MPI",
+        a + " (CacheTransceiverConfig.backend)"),
   };
 }
 
@@ -670,6 +721,88 @@ std::vector<RuleFailure> ValidateSglang(const ParsedLaunch& p,
   return c.out;
 }
 
+// One of `allowed`, or absent.
+bool OneOf(const ParsedLaunch& p, const std::string& key,
+           std::initializer_list<const char*> allowed) {
+  auto it = p.keys.find(key);
+  if (it == p.keys.end()) return true;
+  for (const char* a : allowed)
+    if (it->second == a) return true;
+  return false;
+}
+
+std::string KeyOr(const ParsedLaunch& p, const std::string& key) {
+  auto it = p.keys.find(key);
+  return it == p.keys.end() ? std::string() : it->second;
+}
+
+void CheckTrtllmYaml(Checker& c, const ParsedLaunch& p, long ep) {
+  c.Require(
+      OneOf(p, "kv_cache_config.dtype", {"auto", "fp8", "fp8_ds_mla", "nvfp4"}),
+      "trtllm.kv-dtype",
+      "kv_cache_config.dtype " + KeyOr(p, "kv_cache_config.dtype"));
+  if (p.keys.count("speculative_config.decoding_type") > 0) {
+    const std::string t = KeyOr(p, "speculative_config.decoding_type");
+    const bool known = t == "MTP" || t == "Eagle" || t == "Eagle3" ||
+                       t == "Draft_Target" || t == "NGram";
+    const bool model = t != "Eagle" && t != "Eagle3" && t != "Draft_Target"
+                           ? true
+                           : p.keys.count(
+                                 "speculative_config."
+                                 "speculative_model") > 0;
+    c.Require(
+        known && p.Int("speculative_config.max_draft_len", 0) > 0 && model,
+        "trtllm.spec",
+        fmt::format("decoding_type {}, max_draft_len {}{}", t,
+                    KeyOr(p, "speculative_config.max_draft_len"),
+                    model ? "" : ", no speculative_model"));
+  }
+  c.Require(
+      OneOf(p, "moe_config.backend",
+            {"AUTO", "CUTLASS", "CUTEDSL", "WIDEEP", "TRTLLM", "DEEPGEMM",
+             "DENSEGEMM", "VANILLA", "TRITON", "MARLIN", "MEGAMOE_DEEPGEMM"}),
+      "trtllm.moe-backend",
+      "moe_config.backend " + KeyOr(p, "moe_config.backend"));
+  if (const long slots = p.Int("moe_config.load_balancer.num_slots", 0);
+      slots > 0) {
+    c.Require(slots % std::max(1L, ep) == 0, "trtllm.lb-slots",
+              fmt::format("{} slots over ep {}", slots, ep));
+  }
+  c.Require(OneOf(p, "cache_transceiver_config.backend",
+                  {"DEFAULT", "UCX", "NIXL", "MOONCAKE", "MPI"}),
+            "trtllm.cache-transceiver",
+            "cache_transceiver_config.backend " +
+                KeyOr(p, "cache_transceiver_config.backend"));
+}
+
+std::vector<RuleFailure> ValidateTrtllm(const ParsedLaunch& p,
+                                        const LaunchContext& ctx) {
+  Checker c{TrtllmRules(), {}};
+  const long tp = p.Int("--tp_size", p.Int("--tensor_parallel_size", 1));
+  const long pp = p.Int("--pp_size", p.Int("--pipeline_parallel_size", 1));
+  const long ep = p.Int("--ep_size", p.Int("--moe_expert_parallel_size", 1));
+  c.Require(tp > 0 && pp > 0 && ctx.chips % (tp * pp) == 0, "trtllm.world",
+            fmt::format("tp {} x pp {} on {} GPUs", tp, pp, ctx.chips));
+  c.Require(ep > 0 && tp % ep == 0, "trtllm.moe-ep",
+            fmt::format("ep {} with tp {}", ep, tp));
+  if (auto b = p.flags.find("--backend"); b != p.flags.end()) {
+    const std::string& v = b->second;
+    c.Require(
+        v == "pytorch" || v == "tensorrt" || v == "trt" || v == "_autodeploy",
+        "trtllm.backend", "--backend " + v);
+  }
+  for (const char* f : {"--extra_llm_api_options", "--config"}) {
+    if (!p.Has(f)) continue;
+    const std::string& file = p.flags.at(f);
+    c.Require(std::find(p.heredoc_files.begin(), p.heredoc_files.end(), file) !=
+                  p.heredoc_files.end(),
+              "trtllm.extra-options",
+              std::string(f) + " " + file + " with no heredoc writing it");
+  }
+  CheckTrtllmYaml(c, p, ep);
+  return c.out;
+}
+
 }  // namespace
 
 std::string_view EngineId(Engine engine) {
@@ -684,6 +817,8 @@ std::string_view EngineId(Engine engine) {
       return "vllm";
     case Engine::kSglang:
       return "sglang";
+    case Engine::kTrtllm:
+      return "trtllm";
   }
   return "megatron";
 }
@@ -703,6 +838,10 @@ const std::vector<EngineVersion>& KnownVersions(Engine engine) {
       {Engine::kVllm, "main-2026-08", "99d7eb5d", "2026-08", ""}};
   static const std::vector<EngineVersion> kSglang = {
       {Engine::kSglang, "main-2026-08", "0a6356ae", "2026-08", ""}};
+  // The stored llm_args.py read for the rules (its commit; serve.py was
+  // read at 00209af1); the commit dates were not available.
+  static const std::vector<EngineVersion> kTrtllm = {
+      {Engine::kTrtllm, "main", "00043967", "undated", ""}};
   switch (engine) {
     case Engine::kMegatron:
       return kMegatron;
@@ -714,6 +853,8 @@ const std::vector<EngineVersion>& KnownVersions(Engine engine) {
       return kVllm;
     case Engine::kSglang:
       return kSglang;
+    case Engine::kTrtllm:
+      return kTrtllm;
   }
   return kMegatron;
 }
@@ -725,14 +866,16 @@ Result<EngineVersion> ParseEngineVersion(std::string_view text) {
   static const std::vector<std::pair<std::string, Engine>> kNames = {
       {"megatron", Engine::kMegatron}, {"megatron-lm", Engine::kMegatron},
       {"maxtext", Engine::kMaxText},   {"torchtitan", Engine::kTorchtitan},
-      {"vllm", Engine::kVllm},         {"sglang", Engine::kSglang}};
+      {"vllm", Engine::kVllm},         {"sglang", Engine::kSglang},
+      {"trtllm", Engine::kTrtllm},     {"tensorrt-llm", Engine::kTrtllm}};
   const Engine* engine = nullptr;
   for (const auto& [n, e] : kNames)
     if (n == name) engine = &e;
   if (!engine) {
     return InvalidArgument(
         "unknown engine '" + name +
-            "'; expected maxtext, megatron, torchtitan, vllm or sglang",
+            "'; expected maxtext, megatron, torchtitan, vllm, sglang or "
+            "trtllm",
         "--emit");
   }
   const auto& versions = KnownVersions(*engine);
@@ -762,6 +905,8 @@ std::vector<EngineRule> RulesOf(const EngineVersion& version) {
       return VllmRules();
     case Engine::kSglang:
       return SglangRules();
+    case Engine::kTrtllm:
+      return TrtllmRules();
   }
   return {};
 }
@@ -813,6 +958,58 @@ std::vector<std::string> ShellWords(const std::string& text) {
   return out;
 }
 
+// The file a `cat > FILE <<'EOF'` line writes ("" when none).
+std::string HeredocFile(const std::string& line) {
+  const size_t gt = line.find('>');
+  if (gt == std::string::npos) return "";
+  std::vector<std::string> w = ShellWords(line.substr(gt + 1));
+  return w.empty() || w[0].rfind("<<", 0) == 0 ? "" : w[0];
+}
+
+// The heredoc's lines (up to its terminator) as flattened YAML keys: the
+// indentation gives the parent keys, "- item" appends to the last key.
+void ReadHeredoc(const std::string& first, size_t at, std::stringstream& lines,
+                 ParsedLaunch& p) {
+  std::string tag(Trim(first.substr(at + 2)));
+  tag.erase(std::remove(tag.begin(), tag.end(), '\''), tag.end());
+  tag.erase(std::remove(tag.begin(), tag.end(), '"'), tag.end());
+  if (const std::string f = HeredocFile(first.substr(0, at)); !f.empty()) {
+    p.heredoc_files.push_back(f);
+  }
+  std::vector<std::pair<size_t, std::string>> parents;  // indent, key
+  std::string last, line;
+  while (std::getline(lines, line)) {
+    if (Trim(line) == tag) return;
+    const std::string t(Trim(line));
+    if (t.empty() || t[0] == '#') continue;
+    const size_t indent = line.find_first_not_of(' ');
+    if (t.rfind("- ", 0) == 0) {
+      std::string& v = p.keys[last];
+      std::string item(Trim(t.substr(2)));
+      item.erase(std::remove(item.begin(), item.end(), '"'), item.end());
+      v += v.empty() ? item : " " + item;
+      continue;
+    }
+    const size_t colon = t.find(':');
+    if (colon == std::string::npos) continue;
+    while (!parents.empty() && parents.back().first >= indent) {
+      parents.pop_back();
+    }
+    std::string key;
+    for (const auto& pk : parents) key += pk.second + ".";
+    key += std::string(Trim(t.substr(0, colon)));
+    std::string value(Trim(t.substr(colon + 1)));
+    value.erase(std::remove(value.begin(), value.end(), '"'), value.end());
+    // A parent ("moe_config:") is a prefix, not a key of its own.
+    if (value.empty()) {
+      parents.emplace_back(indent, t.substr(0, colon));
+    } else {
+      p.keys[key] = value;
+    }
+    last = key;
+  }
+}
+
 }  // namespace
 
 ParsedLaunch ParseLaunchText(std::string_view text) {
@@ -823,6 +1020,10 @@ ParsedLaunch ParseLaunchText(std::string_view text) {
   while (std::getline(lines, line)) {
     const std::string t(Trim(line));
     if (t.empty() || t[0] == '#') continue;
+    if (const size_t here = t.find("<<"); here != std::string::npos) {
+      ReadHeredoc(t, here, lines, p);
+      continue;
+    }
     if (t.rfind("export ", 0) == 0) {
       const std::string kv(Trim(t.substr(7)));
       const size_t eq = kv.find('=');
@@ -916,6 +1117,8 @@ std::vector<RuleFailure> ValidateLaunch(const EngineVersion& version,
       return ValidateVllm(p, ctx);
     case Engine::kSglang:
       return ValidateSglang(p, ctx);
+    case Engine::kTrtllm:
+      return ValidateTrtllm(p, ctx);
   }
   return {};
 }

@@ -243,6 +243,16 @@ TEST(ImportTest, ServingRoundTrips) {
        Dtype::kBf16},
       {"sglang", "qwen3-235b-a22b", "h100:8x2", 2, 8, 1, 128, 2048, 512,
        Dtype::kFp8, Dtype::kFp8},
+      // TensorRT-LLM takes the weight format from the checkpoint: the
+      // checkpoints' own dtypes.
+      {"trtllm", "llama3-70b", "h100:8x1", 8, 1, 1, 64, 1024, 256, Dtype::kBf16,
+       Dtype::kBf16},
+      {"trtllm", "llama3-8b", "h100:8x1", 1, 1, 8, 16, 1024, 256, Dtype::kBf16,
+       Dtype::kFp8},
+      {"trtllm", "deepseek-v3", "h200:8x2", 1, 16, 1, 256, 2048, 512,
+       Dtype::kFp8, Dtype::kFp8},
+      {"trtllm", "qwen3-235b-a22b", "h100:8x2", 2, 8, 1, 128, 2048, 512,
+       Dtype::kBf16, Dtype::kFp8},
   };
   for (const ServeCase& t : cases) RoundTrip(t);
 }
@@ -273,7 +283,8 @@ void RoundTripExtensions(const ServeExtCase& t) {
   cfg.dp_attention = t.dp_attention;
   cfg.redundant_experts = t.redundant;
   cfg.batch = 64;
-  cfg.weights = hw::Dtype::kFp8;
+  // TensorRT-LLM reads the weight format from the checkpoint.
+  cfg.weights = t.engine == "trtllm" ? m->spec.weight_dtype : hw::Dtype::kFp8;
   cfg.spec.kind = t.spec;
   cfg.spec.k = t.k;
   cfg.spec.accept = {0.7};
@@ -333,6 +344,16 @@ TEST(ImportTest, ServingExtensionsRoundTrip) {
       {"vllm", "qwen3-235b-a22b", "h100:8x2", 2, 4, 2, 1, false, 0, K::kNone, 0,
        ""},
       {"sglang", "qwen3-235b-a22b", "h100:8x2", 2, 4, 2, 1, false, 0, K::kNone,
+       0, ""},
+      {"trtllm", "deepseek-v3", "h200:8x2", 1, 16, 1, 1, true, 32, K::kMtp, 2,
+       ""},
+      {"trtllm", "llama3-70b", "h100:8x2", 4, 1, 2, 2, false, 0, K::kEagle, 3,
+       ""},
+      {"trtllm", "llama3-70b", "h100:8x1", 8, 1, 1, 1, false, 0, K::kDraft, 4,
+       "llama3-8b"},
+      {"trtllm", "llama3-8b", "h100:8x1", 1, 1, 1, 8, false, 0, K::kNgram, 5,
+       ""},
+      {"trtllm", "qwen3-235b-a22b", "h100:8x2", 2, 4, 2, 1, false, 0, K::kNone,
        0, ""},
   };
   for (const ServeExtCase& t : cases) RoundTripExtensions(t);
@@ -551,6 +572,33 @@ TEST(ImportTest, UnderstoodArgumentCounts) {
   EXPECT_GE(UnderstoodArguments(TrainEngine::kTorchtitan).size(), 25u);
   EXPECT_GE(UnderstoodArguments(ServeEngine::kVllm).size(), 10u);
   EXPECT_GE(UnderstoodArguments(ServeEngine::kSglang).size(), 11u);
+  EXPECT_GE(UnderstoodArguments(ServeEngine::kTrtllm).size(), 10u);
+}
+
+// A hand-written trtllm-serve line whose YAML is a file on disk: the flags
+// are read, the file is not, and a note says so.
+TEST(ImportTest, TrtllmFlagsWithoutItsYaml) {
+  auto r = ImportServing(
+      ServeEngine::kTrtllm,
+      {"trtllm-serve deepseek-ai/DeepSeek-V3 --backend pytorch --tp_size 8 "
+       "--ep_size 8 --max_batch_size 64 --max_seq_len 4096 "
+       "--extra_llm_api_options /no/such/extra.yaml"},
+      BuiltinCatalog(), System("h200:8x1"), "");
+  ASSERT_TRUE(r) << r.error().ToString();
+  EXPECT_EQ(r->model.spec.id, "deepseek-v3");
+  EXPECT_EQ(r->config.tp, 1);
+  EXPECT_EQ(r->config.ep, 8);
+  EXPECT_FALSE(r->config.dp_attention);
+  EXPECT_EQ(r->config.batch, 64);
+  EXPECT_EQ(r->max_model_len, 4096);
+  ASSERT_FALSE(r->notes.empty());
+  EXPECT_NE(r->notes.back().find("are not read"), std::string::npos);
+  auto bad = ImportServing(ServeEngine::kTrtllm,
+                           {"trtllm-serve disaggregated -c disagg.yaml"},
+                           BuiltinCatalog(), System("h200:8x1"), "");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("import one of those servers"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 
 #include "../testing/catalog.h"
 #include "scalemodel/ingest/hf_config.h"
+#include "scalemodel/launch/rules.h"
 
 namespace scalemodel::launch {
 namespace {
@@ -195,7 +196,12 @@ TEST(LaunchTest, EngineNamesSuggest) {
   EXPECT_NE(e.error().message.find("did you mean 'megatron'"),
             std::string::npos);
   EXPECT_TRUE(ParseServeEngine("SGLang").has_value());
-  EXPECT_FALSE(ParseServeEngine("trtllm").has_value());
+  EXPECT_EQ(ParseServeEngine("trtllm").value(), ServeEngine::kTrtllm);
+  EXPECT_EQ(ParseServeEngine("TensorRT-LLM").value(), ServeEngine::kTrtllm);
+  auto t = ParseServeEngine("tensorrt");
+  ASSERT_FALSE(t.has_value());
+  EXPECT_NE(t.error().message.find("expected vllm, sglang or trtllm"),
+            std::string::npos);
 }
 
 TEST(LaunchTest, VllmServingFlags) {
@@ -243,6 +249,177 @@ TEST(LaunchTest, LocalConfigLoadsItsDirectory) {
   auto text = EmitServing(ServeEngine::kVllm, *m, sys, cfg, *est);
   ASSERT_TRUE(text.has_value());
   EXPECT_NE(text->find("vllm serve /ckpt/my-llama "), std::string::npos);
+}
+
+estimate::ServeConfig DeepSeekWideEp() {
+  estimate::ServeConfig cfg;
+  cfg.tp = 1;
+  cfg.ep = 16;
+  cfg.dp_attention = true;
+  cfg.redundant_experts = 32;
+  cfg.batch = 256;
+  cfg.prompt = 2048;
+  cfg.output = 512;
+  cfg.weights = hw::Dtype::kFp8;
+  cfg.kv = hw::Dtype::kFp8;
+  cfg.spec.kind = estimate::SpecDecode::kMtp;
+  cfg.spec.k = 2;
+  cfg.spec.accept = {0.8};
+  return cfg;
+}
+
+// trtllm-serve's flags and the YAML its heredoc writes: attention DP, the
+// per-rank batch, the load balancer's slots, MTP, the fp8 KV cache.
+TEST(LaunchTest, TrtllmServingFlagsAndYaml) {
+  ingest::ImportedModel m = Model("deepseek-v3");
+  hw::System sys = System("h200:8x2");
+  const estimate::ServeConfig cfg = DeepSeekWideEp();
+  auto est = estimate::EstimateServing(m.spec, sys, cfg);
+  ASSERT_TRUE(est.has_value()) << est.error().ToString();
+  auto c = EmitServingChecked("trtllm", m, sys, cfg, *est);
+  ASSERT_TRUE(c.has_value()) << c.error().ToString();
+  ASSERT_TRUE(c->launchable()) << c->Reason();
+  const ParsedLaunch p = ParseLaunchText(c->text);
+  EXPECT_EQ(p.flags.at("--backend"), "pytorch");
+  EXPECT_EQ(p.flags.at("--tp_size"), "16");
+  EXPECT_EQ(p.flags.at("--ep_size"), "16");
+  EXPECT_EQ(p.flags.at("--pp_size"), "1");
+  EXPECT_EQ(p.flags.at("--max_batch_size"), "16");  // 256 over 16 ranks
+  EXPECT_EQ(p.flags.at("--max_seq_len"), "2560");
+  EXPECT_EQ(p.flags.at("--kv_cache_free_gpu_memory_fraction"), "0.9");
+  EXPECT_EQ(p.keys.at("enable_attention_dp"), "true");
+  EXPECT_EQ(p.keys.at("kv_cache_config.dtype"), "fp8");
+  EXPECT_EQ(p.keys.at("moe_config.backend"), "WIDEEP");
+  EXPECT_EQ(p.keys.at("moe_config.load_balancer.num_slots"), "288");
+  EXPECT_EQ(p.keys.at("speculative_config.decoding_type"), "MTP");
+  EXPECT_EQ(p.keys.at("speculative_config.max_draft_len"), "2");
+  EXPECT_EQ(p.keys.at("cuda_graph_config.max_batch_size"), "16");
+  EXPECT_EQ(p.heredoc_files,
+            std::vector<std::string>{"extra_llm_api_options.yaml"});
+  // Two hosts: started through trtllm-llmapi-launch under srun/mpirun.
+  EXPECT_NE(c->text.find("trtllm-llmapi-launch trtllm-serve"),
+            std::string::npos);
+}
+
+// What TensorRT-LLM cannot express is refused with one sentence naming the
+// engine and the option.
+TEST(LaunchTest, TrtllmRefusals) {
+  ingest::ImportedModel m = Model("deepseek-v3");
+  hw::System sys = System("h200:8x2");
+  estimate::ServeConfig cfg = DeepSeekWideEp();
+  cfg.tp = 2;
+  cfg.ep = 8;
+  auto est = estimate::EstimateServing(m.spec, sys, cfg);
+  ASSERT_TRUE(est.has_value()) << est.error().ToString();
+  auto e = EmitServing(ServeEngine::kTrtllm, m, sys, cfg, *est);
+  ASSERT_FALSE(e.has_value());
+  EXPECT_NE(e.error().message.find("TensorRT-LLM's enable_attention_dp"),
+            std::string::npos);
+  cfg = DeepSeekWideEp();
+  cfg.kv = hw::Dtype::kInt8;
+  auto est8 = estimate::EstimateServing(m.spec, sys, cfg);
+  ASSERT_TRUE(est8.has_value());
+  e = EmitServing(ServeEngine::kTrtllm, m, sys, cfg, *est8);
+  ASSERT_FALSE(e.has_value());
+  EXPECT_NE(e.error().message.find("kv_cache_config.dtype has no int8"),
+            std::string::npos);
+  ingest::ImportedModel l = Model("llama3-8b");
+  hw::System tpu = System("tpu-v6e:2x4");
+  estimate::ServeConfig t;
+  t.tp = 8;
+  auto et = estimate::EstimateServing(l.spec, tpu, t);
+  ASSERT_TRUE(et.has_value());
+  e = EmitServing(ServeEngine::kTrtllm, l, tpu, t, *et);
+  ASSERT_FALSE(e.has_value());
+  EXPECT_NE(e.error().message.find("TensorRT-LLM runs on NVIDIA GPUs"),
+            std::string::npos);
+}
+
+DisaggregatedPlan Llama70bPools() {
+  DisaggregatedPlan plan;
+  plan.prefill.tp = 4;
+  plan.prefill.dp = 2;
+  plan.decode.tp = 8;
+  plan.decode.dp = 1;
+  for (estimate::ServeConfig* c : {&plan.prefill, &plan.decode}) {
+    c->batch = 128;
+    c->prompt = 2048;
+    c->output = 256;
+  }
+  return plan;
+}
+
+int Count(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (size_t at = text.find(what); at != std::string::npos;
+       at = text.find(what, at + 1)) {
+    ++n;
+  }
+  return n;
+}
+
+// Both pools and the router, for every engine: one server per instance
+// with its role, port and GPUs, each passing the engine's rules.
+TEST(LaunchTest, DisaggregatedBothPoolsAndRouter) {
+  ingest::ImportedModel m = Model("llama3-70b");
+  hw::System sys = System("h100:8x2");
+  const DisaggregatedPlan plan = Llama70bPools();
+  for (const char* engine : {"sglang", "vllm", "trtllm"}) {
+    SCOPED_TRACE(engine);
+    auto parts =
+        EmitDisaggregatedParts(*ParseServeEngine(engine), m, sys, plan);
+    ASSERT_TRUE(parts.has_value()) << parts.error().ToString();
+    ASSERT_EQ(parts->size(), 5u);  // header, 2 prefill, 1 decode, router
+    auto c = EmitDisaggregatedChecked(engine, m, sys, plan);
+    ASSERT_TRUE(c.has_value());
+    ASSERT_TRUE(c->launchable()) << c->Reason();
+    EXPECT_NE((*parts)[1].find("8100"), std::string::npos);
+    EXPECT_NE((*parts)[2].find("8101"), std::string::npos);
+    EXPECT_NE((*parts)[3].find("8200"), std::string::npos);
+    for (int i = 1; i <= 3; ++i) {
+      EXPECT_NE((*parts)[i].find(" &\n"), std::string::npos);
+    }
+  }
+  const std::string s = *EmitDisaggregated(ServeEngine::kSglang, m, sys, plan);
+  EXPECT_EQ(Count(s, "--disaggregation-mode prefill"), 2);
+  EXPECT_EQ(Count(s, "--disaggregation-mode decode"), 1);
+  EXPECT_EQ(Count(s, "--disaggregation-transfer-backend mooncake"), 3);
+  EXPECT_NE(s.find("--base-gpu-id 4"), std::string::npos);
+  EXPECT_NE(s.find("--prefill http://${HOST_0}:8101 8999"), std::string::npos);
+  EXPECT_NE(s.find("--decode http://${HOST_1}:8200"), std::string::npos);
+  EXPECT_NE(s.find("sglang_router.launch_router --pd-disaggregation"),
+            std::string::npos);
+  const std::string v = *EmitDisaggregated(ServeEngine::kVllm, m, sys, plan);
+  EXPECT_EQ(Count(v, R"("kv_connector":"NixlConnector","kv_role":"kv_both")"),
+            3);
+  EXPECT_NE(v.find("export CUDA_VISIBLE_DEVICES=4,5,6,7"), std::string::npos);
+  EXPECT_NE(v.find("--prefiller-ports 8100 8101"), std::string::npos);
+  EXPECT_NE(v.find("--decoder-hosts ${HOST_1}"), std::string::npos);
+  const std::string t = *EmitDisaggregated(ServeEngine::kTrtllm, m, sys, plan);
+  const ParsedLaunch router = ParseLaunchText(t.substr(t.rfind("# disagg")));
+  EXPECT_EQ(router.keys.at("context_servers.num_instances"), "2");
+  EXPECT_EQ(router.keys.at("generation_servers.num_instances"), "1");
+  EXPECT_EQ(router.keys.at("context_servers.urls"),
+            "${HOST_0}:8100 ${HOST_0}:8101");
+  EXPECT_NE(t.find("trtllm-serve disaggregated -c disagg_config.yaml"),
+            std::string::npos);
+  EXPECT_EQ(Count(t, "disable_overlap_scheduler: true"), 2);  // ctx only
+  EXPECT_EQ(Count(t, "  backend: NIXL"), 3);
+}
+
+TEST(LaunchTest, DisaggregatedRefusals) {
+  ingest::ImportedModel m = Model("llama3-70b");
+  DisaggregatedPlan plan = Llama70bPools();
+  auto e = EmitDisaggregated(ServeEngine::kVllm, m, System("h100:8x4"), plan);
+  ASSERT_FALSE(e.has_value());
+  EXPECT_NE(e.error().message.find("use 16 chips and h100:8x4 has 32"),
+            std::string::npos);
+  plan.decode.spec.kind = estimate::SpecDecode::kMtp;
+  plan.decode.spec.k = 1;
+  e = EmitDisaggregated(ServeEngine::kSglang, m, System("h100:8x2"), plan);
+  ASSERT_FALSE(e.has_value());
+  EXPECT_NE(e.error().message.find("SGLang runs --spec mtp"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -347,7 +347,7 @@ TEST(RulesTest, VersionsAreParsedAndListed) {
             "main (default 0.2)");
   EXPECT_FALSE(ParseEngineVersion("deepspeed").has_value());
   for (Engine e : {Engine::kMegatron, Engine::kMaxText, Engine::kTorchtitan,
-                   Engine::kVllm, Engine::kSglang}) {
+                   Engine::kVllm, Engine::kSglang, Engine::kTrtllm}) {
     for (const EngineVersion& v : KnownVersions(e)) {
       for (const EngineRule& r : RulesOf(v)) {
         EXPECT_FALSE(r.source.empty()) << r.id;
@@ -498,6 +498,71 @@ TEST(RulesTest, PlanSearchKeepsToLaunchablePlans) {
   for (const search::RankedPlan& p : r->plans) {
     EXPECT_EQ(p.config.par.pp, 1) << p.candidate.Key();
   }
+}
+
+// A heredoc's YAML is read into dotted keys; the file it writes is listed.
+TEST(RulesTest, HeredocYamlKeys) {
+  const ParsedLaunch p = ParseLaunchText(
+      "cat > x.yaml <<'EOF'\n"
+      "enable_attention_dp: true\n"
+      "moe_config:\n"
+      "  backend: WIDEEP\n"
+      "  load_balancer:\n"
+      "    num_slots: 288\n"
+      "kv_cache_config:\n"
+      "  dtype: fp8\n"
+      "context_servers:\n"
+      "  urls:\n"
+      "    - \"h0:8100\"\n"
+      "    - \"h0:8101\"\n"
+      "EOF\n"
+      "trtllm-serve m --tp_size 8 --extra_llm_api_options x.yaml\n");
+  EXPECT_EQ(p.keys.at("enable_attention_dp"), "true");
+  EXPECT_EQ(p.keys.at("moe_config.backend"), "WIDEEP");
+  EXPECT_EQ(p.keys.at("moe_config.load_balancer.num_slots"), "288");
+  EXPECT_EQ(p.keys.at("kv_cache_config.dtype"), "fp8");
+  EXPECT_EQ(p.keys.at("context_servers.urls"), "h0:8100 h0:8101");
+  EXPECT_EQ(p.flags.at("--tp_size"), "8");
+  EXPECT_EQ(p.heredoc_files, std::vector<std::string>{"x.yaml"});
+  EXPECT_EQ(p.words, (std::vector<std::string>{"trtllm-serve", "m"}));
+}
+
+// Each TensorRT-LLM rule rejects the line that breaks it.
+TEST(RulesTest, TrtllmRulesFail) {
+  auto ctx = Ctx("deepseek-v3", "h200:8x2");
+  auto line = [](const std::string& yaml, const std::string& flags) {
+    return "cat > o.yaml <<'EOF'\n" + yaml +
+           "EOF\ntrtllm-serve deepseek-ai/DeepSeek-V3 " + flags +
+           " --extra_llm_api_options o.yaml\n";
+  };
+  auto broken = [&](const std::string& text) {
+    std::string ids;
+    for (const RuleFailure& f : ValidateLaunch(V("trtllm"), text, ctx)) {
+      ids += (ids.empty() ? "" : ",") + f.rule.id;
+    }
+    return ids;
+  };
+  EXPECT_EQ(broken(line("", "--tp_size 16 --ep_size 16")), "");
+  EXPECT_EQ(broken(line("", "--tp_size 12 --ep_size 4")), "trtllm.world");
+  EXPECT_EQ(broken(line("", "--tp_size 16 --ep_size 3")), "trtllm.moe-ep");
+  EXPECT_EQ(broken(line("", "--tp_size 16 --backend onnx")), "trtllm.backend");
+  EXPECT_EQ(broken(line("kv_cache_config:\n  dtype: int8\n", "--tp_size 16")),
+            "trtllm.kv-dtype");
+  EXPECT_EQ(broken(line("speculative_config:\n  decoding_type: Eagle\n"
+                        "  max_draft_len: 3\n",
+                        "--tp_size 16")),
+            "trtllm.spec");
+  EXPECT_EQ(broken(line("moe_config:\n  backend: FAST\n", "--tp_size 16")),
+            "trtllm.moe-backend");
+  EXPECT_EQ(broken(line("moe_config:\n  load_balancer:\n    num_slots: 260\n",
+                        "--tp_size 16 --ep_size 16")),
+            "trtllm.lb-slots");
+  EXPECT_EQ(broken(line("cache_transceiver_config:\n  backend: TCP\n",
+                        "--tp_size 16")),
+            "trtllm.cache-transceiver");
+  EXPECT_EQ(broken("trtllm-serve m --tp_size 16 --extra_llm_api_options "
+                   "elsewhere.yaml\n"),
+            "trtllm.extra-options");
 }
 
 }  // namespace

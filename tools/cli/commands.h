@@ -194,7 +194,8 @@ Result<Output> RunServeDisagg(
     const ingest::ImportedModel& m, const hw::System& sys,
     const estimate::ServeConfig& cfg, const estimate::Workload& w,
     const estimate::SchedulerOptions& sched, const estimate::Slo& slo,
-    const std::string& arrivals, const DisaggCli& d, const std::string& trace);
+    const std::string& arrivals, const DisaggCli& d, const std::string& trace,
+    const std::string& emit);
 void AddServeSearchOptions(CLI::App* app, ServeSearchCli& o);
 Result<Output> RunServeSearch(const catalog::Catalog& cat,
                               const ServeSearchCli& o);

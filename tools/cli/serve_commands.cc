@@ -60,14 +60,14 @@ struct ServeCli {
   int redundant_experts = 0;
   ServeSimCli sim;
   DisaggCli disagg;  // --prefill-plan, --decode-plan, --kv-transfer
-  // serve --from vllm|sglang ARG...: the server line to import.
+  // serve --from vllm|sglang|trtllm ARG...: the server line to import.
   std::vector<std::string> from;
 };
 
 static constexpr const char* kEmitHelp =
     "Print the launch line for {} instead of the report, checked by the "
-    "engine's rules: vllm or sglang, optionally @VERSION (docs/launch.md; "
-    "--json adds it as \"launch\")";
+    "engine's rules: vllm, sglang or trtllm, optionally @VERSION "
+    "(docs/launch.md; --json adds it as \"launch\")";
 
 // --emit: the launch text replaces the report; JSON carries both.
 static Result<bool> AddServeLaunch(const std::string& engine_name,
@@ -613,7 +613,7 @@ static Result<Output> RunServeSim(const ingest::ImportedModel& m,
           : std::to_string(so.concurrency) + " concurrent clients";
   if (disaggregated) {
     return RunServeDisagg(m, sys, cfg, *w, sched, slo, arrivals, o.disagg,
-                          o.trace);
+                          o.trace, o.emit);
   }
   auto sc = estimate::StepCostModel::Create(m.spec, sys, cfg);
   if (!sc) return tl::unexpected(sc.error());
@@ -919,16 +919,9 @@ static Result<bool> SimulationWanted(const CLI::App& app, const ServeCli& cli) {
                                std::to_string(o.concurrency),
                            "--concurrency");
   }
-  if (cli.disagg.given(app) && !cli.emit.empty()) {
-    // vLLM's --kv-transfer-config and SGLang's --disaggregation-mode pools
-    // need a KV-transfer backend and a router scalemodel does not model.
-    return InvalidArgument(
-        "launch lines for disaggregated serving (a prefill and a decode pool "
-        "with the engine's KV-transfer flags) are not written; emit each "
-        "pool's plan with --plan instead",
-        "--emit");
-  }
-  if (sources == 1 && !cli.emit.empty()) {
+  // A disaggregated simulation emits both pools and the router
+  // (launch::EmitDisaggregated); an aggregated one has no launch line.
+  if (sources == 1 && !cli.emit.empty() && !cli.disagg.given(app)) {
     return InvalidArgument(
         "a launch line comes from the static-batch answer; drop --rate, "
         "--concurrency and --trace-file to emit one",
@@ -1108,8 +1101,9 @@ Command AddServeCommand(CLI::App& app) {
   c.app
       ->add_option("--from", o->from,
                    "Estimate the server a launch line describes: vllm "
-                   "\"serve MODEL --tensor-parallel-size ...\" or sglang "
-                   "\"--model-path MODEL --tp-size ...\" (or a script); the "
+                   "\"serve MODEL --tensor-parallel-size ...\", sglang "
+                   "\"--model-path MODEL --tp-size ...\" or trtllm "
+                   "\"trtllm-serve MODEL --tp_size ...\" (or a script); the "
                    "system and --prompt/--output come from the options")
       ->expected(1, -1)
       ->each([app = c.app](const std::string&) {

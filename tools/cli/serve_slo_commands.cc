@@ -6,6 +6,7 @@
 #include "fmt/format.h"
 #include "scalemodel/base/strings.h"
 #include "scalemodel/estimate/disaggregated.h"
+#include "scalemodel/launch/launch.h"
 #include "scalemodel/search/serving.h"
 #include "scalemodel/search/serving_slo.h"
 #include "scalemodel/units/parse.h"
@@ -62,6 +63,17 @@ Result<estimate::StepCostModel> PoolCost(const ingest::ImportedModel& m,
   return sc;
 }
 
+// One pool's server settings for its launch line: the degrees, its
+// instances as dp, the scheduler's cap on running requests as the batch.
+estimate::ServeConfig PoolConfig(estimate::ServeConfig cfg,
+                                 const PoolDegrees& p, int max_num_seqs) {
+  cfg.tp = p.tp;
+  cfg.ep = p.ep;
+  cfg.dp = p.dp;
+  cfg.batch = max_num_seqs;
+  return cfg;
+}
+
 Json LinkJson(const estimate::KvTransferLink& l) {
   return {{"name", l.name},
           {"bytes_per_s_per_chip", l.bytes_per_s_per_chip},
@@ -96,6 +108,36 @@ std::string PoolText(const char* name, const std::string& plan,
       units::FormatCount(r.max_step_tokens));
 }
 
+// --trace-file (the simulated requests) and --emit (both pools and the
+// router) of a disaggregated simulation.
+Result<bool> PutDisaggExtras(const std::string& trace, const std::string& emit,
+                             const ingest::ImportedModel& m,
+                             const hw::System& sys,
+                             const estimate::ServeConfig& cfg,
+                             const estimate::SchedulerOptions& sched,
+                             const PoolDegrees& prefill,
+                             const PoolDegrees& decode,
+                             estimate::KvOverlap overlap,
+                             const estimate::SimulationResult& s, Output& out) {
+  if (!trace.empty()) {
+    auto put = PutTrace(timeline::SimulationTimeline(s), trace,
+                        "simulated duration", out);
+    if (!put) return tl::unexpected(put.error());
+  }
+  if (emit.empty()) return true;
+  launch::DisaggregatedPlan plan;
+  plan.prefill = PoolConfig(cfg, prefill, sched.max_num_seqs);
+  plan.decode = PoolConfig(cfg, decode, sched.max_num_seqs);
+  plan.max_batched_tokens = sched.max_batched_tokens;
+  plan.chunked_prefill = sched.chunked_prefill;
+  plan.overlap = overlap;
+  plan.ttft_p99_s = s.ttft_s.p99;
+  plan.tpot_p99_s = s.tpot_s.p99;
+  auto c = launch::EmitDisaggregatedChecked(emit, m, sys, plan);
+  if (!c) return tl::unexpected(EmitError(c.error()));
+  return PutCheckedLaunch(*c, out);
+}
+
 }  // namespace
 
 bool DisaggCli::given(const CLI::App& app) const {
@@ -119,7 +161,8 @@ Result<Output> RunServeDisagg(
     const ingest::ImportedModel& m, const hw::System& sys,
     const estimate::ServeConfig& cfg, const estimate::Workload& w,
     const estimate::SchedulerOptions& sched, const estimate::Slo& slo,
-    const std::string& arrivals, const DisaggCli& d, const std::string& trace) {
+    const std::string& arrivals, const DisaggCli& d, const std::string& trace,
+    const std::string& emit) {
   if (d.prefill_plan.empty() || d.decode_plan.empty()) {
     return InvalidArgument(
         "disaggregated serving needs both --prefill-plan and --decode-plan",
@@ -187,11 +230,9 @@ Result<Output> RunServeDisagg(
           FormatSeconds(units::Seconds(r->kv_exposed_s.p99))) +
       SimText(s, slo) + PoolText("prefill", d.prefill_plan, r->prefill_pool) +
       PoolText("decode", d.decode_plan, r->decode_pool);
-  if (!trace.empty()) {
-    auto put = PutTrace(timeline::SimulationTimeline(s), trace,
-                        "simulated duration", out);
-    if (!put) return tl::unexpected(put.error());
-  }
+  auto put = PutDisaggExtras(trace, emit, m, sys, cfg, sched, *pp, *dp,
+                             *overlap, s, out);
+  if (!put) return tl::unexpected(put.error());
   return out;
 }
 
@@ -377,6 +418,56 @@ std::string Continued(std::string cmd) {
   return cmd;
 }
 
+estimate::ServeConfig PoolServeConfig(const estimate::ServeConfig& base,
+                                      const search::PoolPlan& p) {
+  estimate::ServeConfig c = base;
+  c.tp = p.tp;
+  c.ep = p.ep;
+  c.pp = p.pp;
+  c.dp = p.replicas;
+  c.dp_attention = p.dp_attention;
+  c.batch = p.max_num_seqs;
+  return c;
+}
+
+// --emit with --rate: the best plan's launch, aggregated (its pool's
+// server, estimated at its max-num-seqs cap) or disaggregated (both pools
+// and the router).
+Result<bool> AddSloLaunch(const catalog::Catalog& cat,
+                          const ingest::ImportedModel& m, const hw::Chip& chip,
+                          const search::SloPlanRequest& r,
+                          const search::SloPlanResult& res,
+                          const std::string& emit, Output& out) {
+  if (!res.met) {
+    return InvalidArgument(
+        "no plan meets the SLOs, so there is nothing to emit; relax "
+        "--slo-ttft/--slo-tpot or allow more chips",
+        "--emit");
+  }
+  const search::SloPlan& p = res.plans[0];
+  auto sys = cat.FindSystem(SystemOf(chip, p.chips));
+  if (!sys) return tl::unexpected(EmitError(sys.error()));
+  if (p.disaggregated) {
+    launch::DisaggregatedPlan plan;
+    plan.prefill = PoolServeConfig(r.base, p.pool);
+    plan.decode = PoolServeConfig(r.base, p.decode);
+    plan.max_batched_tokens = p.pool.max_batched_tokens;
+    plan.chunked_prefill = p.pool.chunked_prefill;
+    plan.overlap = r.overlap;
+    plan.ttft_p99_s = p.ttft_p99_s;
+    plan.tpot_p99_s = p.tpot_p99_s;
+    auto c = launch::EmitDisaggregatedChecked(emit, m, *sys, plan);
+    if (!c) return tl::unexpected(EmitError(c.error()));
+    return PutCheckedLaunch(*c, out);
+  }
+  const estimate::ServeConfig cfg = PoolServeConfig(r.base, p.pool);
+  auto est = estimate::EstimateServing(m.spec, *sys, cfg);
+  if (!est) return tl::unexpected(EmitError(est.error()));
+  auto c = launch::EmitServingChecked(emit, m, *sys, cfg, *est);
+  if (!c) return tl::unexpected(EmitError(c.error()));
+  return PutCheckedLaunch(*c, out);
+}
+
 // --csv: one row per simulated plan, best (or closest) first.
 std::string SloCsv(const std::vector<search::SloPlan>& plans) {
   std::vector<std::vector<std::string>> rows = {
@@ -470,10 +561,10 @@ Result<Output> RunServeSloSearch(const catalog::Catalog& cat,
                                  const hw::Chip& chip,
                                  const estimate::ServeConfig& base,
                                  int max_chips, const ServeSearchCli& o) {
-  if (!o.tpot_max.empty() || !o.ttft_max.empty() || !o.emit.empty()) {
+  if (!o.tpot_max.empty() || !o.ttft_max.empty()) {
     return InvalidArgument(
-        "--tpot-max, --ttft-max and --emit belong to the static search; with "
-        "--rate give --slo-ttft and --slo-tpot",
+        "--tpot-max and --ttft-max belong to the static search; with --rate "
+        "give --slo-ttft and --slo-tpot",
         "--rate");
   }
   auto req = SloRequest(base, max_chips, o);
@@ -536,6 +627,10 @@ Result<Output> RunServeSloSearch(const catalog::Catalog& cat,
                  Continued(plans[0]["serve_command"].get<std::string>()) +
                  "\n") +
       trust;
+  if (!o.emit.empty()) {
+    auto put = AddSloLaunch(cat, m, chip, *req, *res, o.emit, out);
+    if (!put) return tl::unexpected(put.error());
+  }
   return out;
 }
 

@@ -28,7 +28,7 @@
 
 namespace scalemodel::launch {
 
-enum class Engine { kMegatron, kMaxText, kTorchtitan, kVllm, kSglang };
+enum class Engine { kMegatron, kMaxText, kTorchtitan, kVllm, kSglang, kTrtllm };
 
 // One engine version the rules were read at. `name` is what the user types
 // after '@'; `commit` the engine commit read; `era` a short note on the
@@ -41,7 +41,7 @@ struct EngineVersion {
   std::string era;
 };
 
-// "megatron", "maxtext", "torchtitan", "vllm", "sglang".
+// "megatron", "maxtext", "torchtitan", "vllm", "sglang", "trtllm".
 std::string_view EngineId(Engine engine);
 // The versions known for an engine, the default (current release line)
 // first.
@@ -72,12 +72,17 @@ struct RuleFailure {
 // A launch text split into its parts: `export`/`unset` lines (env; unset
 // variables map to "<unset>"), flags (`--name value...`; a switch maps to
 // ""; the last of repeated flags wins), key=value overrides and the other
-// words (command, script, positional model).
+// words (command, script, positional model). A shell heredoc (`cat > F
+// <<'EOF'` ... `EOF`, as the TensorRT-LLM lines write their YAML) is read
+// as indented `key: value` lines into `keys` under dotted names
+// (kv_cache_config.dtype); list items (`- x`) append to their key,
+// space-separated; `heredoc_files` lists the files the heredocs write.
 struct ParsedLaunch {
   std::map<std::string, std::string> env;
   std::map<std::string, std::string> flags;
   std::map<std::string, std::string> keys;
   std::vector<std::string> words;
+  std::vector<std::string> heredoc_files;
   bool Has(const std::string& flag) const { return flags.count(flag) > 0; }
   // The flag's (or key's) value as an integer; `fallback` when absent or not
   // a number.
