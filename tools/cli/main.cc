@@ -339,6 +339,63 @@ class HooksScope {
   const scalemodel::cli::RunHooks* saved_;
 };
 
+// The built-in commands in the order of `scalemodel --help`.
+struct BuiltinCommand {
+  const char* name;
+  scalemodel::cli::Command (*add)(CLI::App&);
+};
+constexpr BuiltinCommand kBuiltinCommands[] = {
+    {"chips", scalemodel::cli::AddChipsCommand},
+    {"chip", scalemodel::cli::AddChipCommand},
+    {"systems", scalemodel::cli::AddSystemsCommand},
+    {"system", scalemodel::cli::AddSystemCommand},
+    {"roofline", scalemodel::cli::AddRooflineCommand},
+    {"collective", scalemodel::cli::AddCollectiveCommand},
+    {"models", scalemodel::cli::AddModelsCommand},
+    {"model", scalemodel::cli::AddModelCommand},
+    {"shard", scalemodel::cli::AddShardCommand},
+    {"matmul", scalemodel::cli::AddMatmulCommand},
+    {"train", scalemodel::cli::AddTrainCommand},
+    {"validate", scalemodel::cli::AddValidateCommand},
+    {"plan", scalemodel::cli::AddPlanCommand},
+    {"serve", scalemodel::cli::AddServeCommand},
+    {"profile", scalemodel::cli::AddProfileCommand},
+};
+
+// The command word of `args` when the arguments before it are only the root
+// flags --json, --csv; else "" (a root --catalog, --help, --version, an
+// unknown option: every command is built, as for `scalemodel --help`).
+std::string CommandWord(const std::vector<std::string>& args) {
+  for (const std::string& a : args) {
+    if (a == "--json" || a == "--csv") continue;
+    if (a.empty() || a[0] == '-') return "";
+    return a;
+  }
+  return "";
+}
+
+// Adds the built-in commands to `app`. Building a command's options is most
+// of the time of a short command (CLI11 checks each new option against the
+// others), so when `word` names one, only that command gets its options;
+// the others are added as empty commands of the same names, so that CLI11
+// reads those words as it does with every command built (a second command
+// word is an extra argument either way). With `word` empty or unknown,
+// every command is built.
+std::vector<scalemodel::cli::Command> AddCommands(CLI::App& app,
+                                                  const std::string& word) {
+  bool known = false;
+  for (const BuiltinCommand& b : kBuiltinCommands) known |= word == b.name;
+  std::vector<scalemodel::cli::Command> commands;
+  for (const BuiltinCommand& b : kBuiltinCommands) {
+    if (!known || word == b.name) {
+      commands.push_back(b.add(app));
+    } else {
+      app.add_subcommand(b.name);
+    }
+  }
+  return commands;
+}
+
 // The commands added by AddExtraCommand.
 std::vector<scalemodel::cli::CommandFactory>& ExtraCommands() {
   static std::vector<scalemodel::cli::CommandFactory> extra;
@@ -376,16 +433,7 @@ int scalemodel::cli::RunCli(const std::vector<std::string>& args,
                  "Directory with chips/, systems/ and models/ data files that "
                  "add to or override the built-in catalog");
 
-  std::vector<cli::Command> commands = {
-      cli::AddChipsCommand(app),    cli::AddChipCommand(app),
-      cli::AddSystemsCommand(app),  cli::AddSystemCommand(app),
-      cli::AddRooflineCommand(app), cli::AddCollectiveCommand(app),
-      cli::AddModelsCommand(app),   cli::AddModelCommand(app),
-      cli::AddShardCommand(app),    cli::AddMatmulCommand(app),
-      cli::AddTrainCommand(app),    cli::AddValidateCommand(app),
-      cli::AddPlanCommand(app),     cli::AddServeCommand(app),
-      cli::AddProfileCommand(app),
-  };
+  std::vector<cli::Command> commands = AddCommands(app, CommandWord(args));
   for (cli::CommandFactory extra : ExtraCommands()) {
     commands.push_back(extra(app, globals));
   }
