@@ -284,7 +284,13 @@ Json WholeAsIntegers(const Json& j) {
 
 }  // namespace
 
-std::string Dump(const Json& j) { return WholeAsIntegers(j).dump(2) + "\n"; }
+// Invalid UTF-8 (a command-line argument echoed under "inputs") becomes
+// U+FFFD instead of an exception (cli_fuzz, sixth run).
+std::string Dump(const Json& j) {
+  return WholeAsIntegers(j).dump(2, ' ', false,
+                                 Json::error_handler_t::replace) +
+         "\n";
+}
 
 Json ToJson(const model::ModelSpec& m, double seq, hw::Dtype kv,
             model::AttentionFlops conv) {

@@ -307,14 +307,13 @@ constexpr const char* kAbout =
 
 // False, after writing the error with a suggestion to `err`, when `first`
 // (the first argument) is neither an option nor a command's name.
-bool KnownCommand(const std::string& first,
-                  const std::vector<scalemodel::cli::Command>& commands,
+bool KnownCommand(const std::string& first, const CLI::App& app,
                   std::ostream& err) {
   if (!first.empty() && first[0] == '-') return true;
   std::vector<std::string> names;
-  for (const scalemodel::cli::Command& c : commands) {
-    names.push_back(c.app->get_name());
-    if (c.app->get_name() == first) return true;
+  for (const CLI::App* c : app.get_subcommands({})) {
+    names.push_back(c->get_name());
+    if (c->get_name() == first) return true;
   }
   err << "error: unknown command '" << first << "'"
       << scalemodel::DidYouMean(first, names) << "; see `scalemodel --help`\n";
@@ -338,6 +337,68 @@ class HooksScope {
  private:
   const scalemodel::cli::RunHooks* saved_;
 };
+
+// The built-in commands in the order of `scalemodel --help`.
+struct BuiltinCommand {
+  const char* name;
+  scalemodel::cli::Command (*add)(CLI::App&);
+};
+constexpr BuiltinCommand kBuiltinCommands[] = {
+    {"chips", scalemodel::cli::AddChipsCommand},
+    {"chip", scalemodel::cli::AddChipCommand},
+    {"systems", scalemodel::cli::AddSystemsCommand},
+    {"system", scalemodel::cli::AddSystemCommand},
+    {"roofline", scalemodel::cli::AddRooflineCommand},
+    {"collective", scalemodel::cli::AddCollectiveCommand},
+    {"models", scalemodel::cli::AddModelsCommand},
+    {"model", scalemodel::cli::AddModelCommand},
+    {"shard", scalemodel::cli::AddShardCommand},
+    {"matmul", scalemodel::cli::AddMatmulCommand},
+    {"train", scalemodel::cli::AddTrainCommand},
+    {"validate", scalemodel::cli::AddValidateCommand},
+    {"plan", scalemodel::cli::AddPlanCommand},
+    {"serve", scalemodel::cli::AddServeCommand},
+    {"profile", scalemodel::cli::AddProfileCommand},
+};
+
+// The command word of `args`: a built-in command's name after nothing but
+// the root flags --json and --csv, or any first argument that is not an
+// option (an unknown command, which KnownCommand refuses, or an extra
+// command); else "" (a root --catalog, --help, --version, an unknown option,
+// an unknown word after --json: every command is built, as for
+// `scalemodel --help`).
+std::string CommandWord(const std::vector<std::string>& args) {
+  for (const std::string& a : args) {
+    if (a == "--json" || a == "--csv") continue;
+    if (a.empty() || a[0] == '-') return "";
+    for (const BuiltinCommand& b : kBuiltinCommands) {
+      if (a == b.name) return a;
+    }
+    return &a == &args.front() ? a : "";
+  }
+  return "";
+}
+
+// Adds the built-in commands to `app`. Building a command's options is most
+// of the time of a short command (CLI11 checks each new option against the
+// others), so when `word` is a word, only the command of that name (if
+// any) gets its options; the others are added as empty commands of the same
+// names, so that CLI11 reads those words as it does with every command built
+// (a second command word is an extra argument either way) and an unknown
+// word gets the same suggestion (KnownCommand). With `word` empty, every
+// command is built.
+std::vector<scalemodel::cli::Command> AddCommands(CLI::App& app,
+                                                  const std::string& word) {
+  std::vector<scalemodel::cli::Command> commands;
+  for (const BuiltinCommand& b : kBuiltinCommands) {
+    if (word.empty() || word == b.name) {
+      commands.push_back(b.add(app));
+    } else {
+      app.add_subcommand(b.name);
+    }
+  }
+  return commands;
+}
 
 // The commands added by AddExtraCommand.
 std::vector<scalemodel::cli::CommandFactory>& ExtraCommands() {
@@ -376,22 +437,13 @@ int scalemodel::cli::RunCli(const std::vector<std::string>& args,
                  "Directory with chips/, systems/ and models/ data files that "
                  "add to or override the built-in catalog");
 
-  std::vector<cli::Command> commands = {
-      cli::AddChipsCommand(app),    cli::AddChipCommand(app),
-      cli::AddSystemsCommand(app),  cli::AddSystemCommand(app),
-      cli::AddRooflineCommand(app), cli::AddCollectiveCommand(app),
-      cli::AddModelsCommand(app),   cli::AddModelCommand(app),
-      cli::AddShardCommand(app),    cli::AddMatmulCommand(app),
-      cli::AddTrainCommand(app),    cli::AddValidateCommand(app),
-      cli::AddPlanCommand(app),     cli::AddServeCommand(app),
-      cli::AddProfileCommand(app),
-  };
+  std::vector<cli::Command> commands = AddCommands(app, CommandWord(args));
   for (cli::CommandFactory extra : ExtraCommands()) {
     commands.push_back(extra(app, globals));
   }
 
   // An unknown command gets a suggestion rather than CLI11's generic text.
-  if (!args.empty() && !KnownCommand(args[0], commands, err)) return 2;
+  if (!args.empty() && !KnownCommand(args[0], app, err)) return 2;
   // CLI11 takes the arguments last first. A quoted launch line after
   // `--from ENGINE` that starts with a flag ("--tensor-model-parallel-size
   // 8 ...") is the option's value, not an option of ours: a leading space
@@ -429,12 +481,15 @@ int scalemodel::cli::RunCli(const std::vector<std::string>& args,
     err << "error: --csv: give --json or --csv, not both\n";
     return 2;
   }
-  auto catalog = catalog::Catalog::Builtin();
-  if (!catalog) {
-    err << "internal error: built-in catalog: " << catalog.error().ToString()
+  // The built-in catalog, copied once per process; a call with --catalog
+  // adds to its own copy.
+  static const Result<catalog::Catalog> builtin = catalog::Catalog::Builtin();
+  if (!builtin) {
+    err << "internal error: built-in catalog: " << builtin.error().ToString()
         << "\n";
     return 1;
   }
+  std::optional<catalog::Catalog> custom;
   if (const CLI::Option* c = app.get_option_no_throw("--catalog");
       c && c->count() > 0 && globals.catalog_dir.empty()) {
     err << "error: --catalog: expected a directory with chips/, systems/ or "
@@ -442,18 +497,20 @@ int scalemodel::cli::RunCli(const std::vector<std::string>& args,
     return 2;
   }
   if (!globals.catalog_dir.empty()) {
-    auto added = catalog->AddDirectory(globals.catalog_dir);
+    custom = *builtin;
+    auto added = custom->AddDirectory(globals.catalog_dir);
     if (!added) {
       err << "error: " << ErrorText(app, nullptr, added.error()) << "\n";
       return 2;
     }
   }
+  const catalog::Catalog& cat = custom ? *custom : *builtin;
   for (const cli::Command& c : commands) {
     if (!c.app->parsed()) continue;
     Result<cli::Output> result =
         tl::unexpected(Error{ErrorCode::kInternal, "no result", ""});
     try {
-      result = c.action(*catalog);
+      result = c.action(cat);
     } catch (const std::exception& e) {
       err << "internal error: " << e.what() << "\n";
       return 1;
