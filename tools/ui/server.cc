@@ -2,7 +2,7 @@
 // a time limit, the page's files from the binary.
 #include "server.h"
 
-#include <sys/socket.h>  // listen (POSIX)
+#include <sys/socket.h>  // listen, shutdown (POSIX)
 
 #include <atomic>
 #include <chrono>
@@ -62,7 +62,10 @@ std::string ErrorBody(std::string sentence) {
       sentence = sentence.substr(std::string(prefix).size());
     }
   }
-  return nlohmann::json{{"error", sentence}}.dump();
+  // A sentence may quote a request's bytes (a Host header) that are not
+  // UTF-8: written as U+FFFD rather than thrown (see report::Dump).
+  return nlohmann::json{{"error", sentence}}.dump(
+      -1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 void SetError(httplib::Response& res, int status, const std::string& sentence) {
@@ -340,6 +343,7 @@ bool Server::Bind(std::string& error) {
     impl_->port = o.port;
   }
   if (impl_->port <= 0) {
+    impl_->listen_sock = INVALID_SOCKET;  // closed by httplib
     error = "--port: cannot listen on " + o.host + ":" +
             std::to_string(o.port) +
             " (in use, or not an address of this machine); pick another "
@@ -362,6 +366,16 @@ int Server::port() const { return impl_->port; }
 
 void Server::Listen() { impl_->http.listen_after_bind(); }
 
-void Server::Stop() { impl_->http.stop(); }
+// httplib's stop() does nothing until listen has begun, so a Stop() that
+// comes before the Listen() thread is scheduled left that thread blocked in
+// accept() for good (seen as a hung ServerTest under load). Shutting the
+// listening socket down first makes accept() fail at once, before or after.
+void Server::Stop() {
+  if (impl_->listen_sock != INVALID_SOCKET) {
+    ::shutdown(impl_->listen_sock, SHUT_RDWR);
+    impl_->listen_sock = INVALID_SOCKET;
+  }
+  impl_->http.stop();
+}
 
 }  // namespace scalemodel::ui
