@@ -118,3 +118,15 @@ def test_function_errors_match_the_binary():
 def test_internal_errors_are_exceptions_too():
     assert issubclass(sm.InternalError, sm.Error)
     assert issubclass(sm.Error, ValueError)
+
+
+def test_a_nul_byte_is_refused_not_cut():
+    """A shell cannot pass NUL, Python and the HTTP API can: the C-string
+    parsers would stop at it and accept the rest silently."""
+    code, out, err = sm.run_cli(["system", "h100:8x1\x00zz"])
+    assert (code, out) == (2, "")
+    assert err.strip() == ("error: argument 2 ('h100:8x1\\0...'): expected "
+                           "text, found a NUL byte at byte 9; remove it")
+    code, _, _ = sm.run_cli(["roofline", "--chip", "h100", "--matmul",
+                             "128x128x128\x00junk"])
+    assert code == 2

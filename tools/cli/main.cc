@@ -421,6 +421,17 @@ int scalemodel::cli::RunCli(const std::vector<std::string>& args,
                             std::ostream& out, std::ostream& err,
                             const RunHooks& hooks) {
   using namespace scalemodel;
+  // A shell cannot pass a NUL byte, but the Python module and the HTTP API
+  // can ("h100:8x1\u0000zz"), and the parsers that read a number or a name
+  // through C strings would stop there and accept the rest silently.
+  for (size_t i = 0; i < args.size(); ++i) {
+    const size_t nul = args[i].find('\0');
+    if (nul == std::string::npos) continue;
+    err << "error: argument " << i + 1 << " ('"
+        << Excerpt(args[i].substr(0, nul)) << "\\0...'): expected text, found "
+        << "a NUL byte at byte " << nul + 1 << "; remove it\n";
+    return 2;
+  }
   HooksScope scope(&hooks);
   CLI::App app{kAbout, "scalemodel"};
   app.set_version_flag("--version", "scalemodel 0.1.0");
