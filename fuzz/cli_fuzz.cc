@@ -31,6 +31,7 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "cli_warmup.h"
 #include "fuzz_common.h"
 #include "run.h"
 
@@ -162,11 +163,7 @@ bool Strict() {
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int* /*argc*/, char*** /*argv*/) {
-  // The catalog and the validation set (serve's accuracy line): once.
-  std::ostringstream out, err;
-  scalemodel::cli::RunCli({"serve", "--model", "llama3-8b", "--system",
-                           "h100:8", "--plan", "tp=8", "--json"},
-                          out, err);
+  scalemodel::fuzz::WarmUpCli();
   return 0;
 }
 

@@ -17,9 +17,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
+#include "cli_warmup.h"
 #include "fuzz_common.h"
 #include "run.h"
 #include "trace_file.h"
@@ -31,11 +33,21 @@ namespace {
 
 constexpr double kMaxSimulatedTokens = 1 << 14;
 
+// The scratch file each input is written to, one per process, removed when
+// the run ends normally (a crash leaves it beside the saved input).
 std::string TracePath() {
   char path[] = "/tmp/scalemodel_trace_fuzz_XXXXXX";
   int fd = mkstemp(path);
   if (fd < 0) std::abort();
   close(fd);
+  return path;
+}
+
+const std::string& ScratchPath() {
+  static const std::string path = TracePath();
+  static const bool registered =
+      std::atexit([] { std::remove(path.c_str()); }) == 0;
+  (void)registered;
   return path;
 }
 
@@ -51,16 +63,13 @@ double CheckRow(const scalemodel::estimate::TraceRequest& r) {
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int* /*argc*/, char*** /*argv*/) {
-  std::ostringstream out, err;
-  scalemodel::cli::RunCli({"serve", "--model", "llama3-8b", "--system",
-                           "h100:8", "--plan", "tp=8", "--json"},
-                          out, err);
+  scalemodel::fuzz::WarmUpCli();
   return 0;
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size > 4096) return 0;  // a few hundred requests at most
-  static const std::string path = TracePath();
+  const std::string& path = ScratchPath();
   {
     std::ofstream f(path, std::ios::binary | std::ios::trunc);
     f << AsText(data, size);
