@@ -683,7 +683,7 @@ OptimizerTimes OptimizerAndOffload(const PlanShape& s, const ParamShares& sh,
                                    const hw::Chip& chip,
                                    const ChipEfficiency& eff, double saved_mb) {
   OptimizerTimes o;
-  const double owned = sh.trained / OptimizerShards(par);
+  const double owned = OwnedOptimizerParams(sh, par);
   o.update = s.peak ? 0.0 : owned * 30 / (chip.hbm_bandwidth.si() * eff.hbm);
   const double pcie = chip.pcie_bandwidth.si() * (s.peak ? 1.0 : 0.85);
   // Saved activations: out during each microbatch's forward, back in
@@ -930,6 +930,15 @@ double OptimizerShards(const Parallelism& par) {
              : 1.0;
 }
 
+double DenseOptimizerShards(const Parallelism& par) {
+  return OptimizerShards(par) * (par.zero >= 1 ? par.ep : 1.0);
+}
+
+double OwnedOptimizerParams(const ParamShares& sh, const Parallelism& par) {
+  return sh.train_dense / DenseOptimizerShards(par) +
+         sh.train_expert / OptimizerShards(par);
+}
+
 StateMemory StatePerChip(const ParamShares& sh, const Parallelism& par,
                          const StateBytes& sb, bool peak,
                          bool offload_optimizer, bool offload_params,
@@ -939,12 +948,18 @@ StateMemory StatePerChip(const ParamShares& sh, const Parallelism& par,
   // (PyTorch FSDP holds about two blocks, DeepSpeed caps live parameters,
   // XLA gathers weight by weight).
   s.params = sh.stage * sb.weights / par.fsdp;
-  s.grads =
-      sh.trained * sb.grads /
-      (par.fsdp * (par.zero >= 2 ? static_cast<double>(par.dp) * par.cp : 1.0));
-  s.optimizer = offload_optimizer || offload_params
-                    ? 0
-                    : sh.trained * sb.optimizer / OptimizerShards(par);
+  // ZeRO-2 shards the gradients like the optimizer state (dense ones over
+  // the expert ranks too, DenseOptimizerShards).
+  const double grad_shards =
+      par.fsdp * (par.zero >= 2 ? static_cast<double>(par.dp) * par.cp : 1.0);
+  const double dense_grad_shards = grad_shards * (par.zero >= 2 ? par.ep : 1.0);
+  s.grads = sh.train_dense * sb.grads / dense_grad_shards +
+            sh.train_expert * sb.grads / grad_shards;
+  s.optimizer =
+      offload_optimizer || offload_params
+          ? 0
+          : sh.train_dense * sb.optimizer / DenseOptimizerShards(par) +
+                sh.train_expert * sb.optimizer / OptimizerShards(par);
   if (offload_params) {
     // On the device: the layer being used and the one being prefetched,
     // gathered over fsdp, and the layer's fp32 gradient before it leaves.

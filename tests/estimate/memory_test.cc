@@ -52,11 +52,36 @@ TEST(EngineMemory, BytesPerParameterByPreset) {
   }
 }
 
+// Expert parallelism: the expert ranks hold replicas of the dense weights,
+// so ZeRO shards the dense state over dp x ep, the routed experts' over dp
+// (their expert-data-parallel group); weights are not sharded by ZeRO.
+TEST(EngineMemory, ZeroShardsDenseStateOverExpertRanksToo) {
+  ParamShares sh;
+  sh.stage_dense = sh.train_dense = 1e9;
+  sh.stage_expert = sh.train_expert = 3e9;
+  sh.stage = sh.trained = 4e9;
+  StateBytes sb{.weights = 2, .grads = 4, .optimizer = 12};
+  Parallelism p;
+  p.dp = 2;
+  p.ep = 4;
+  StateMemory s = StatePerChip(sh, p, sb, false, false, false, 1);
+  EXPECT_DOUBLE_EQ(s.optimizer, 12 * 4e9);  // no ZeRO: nothing sharded
+  p.zero = 1;
+  s = StatePerChip(sh, p, sb, false, false, false, 1);
+  EXPECT_DOUBLE_EQ(s.params, 2 * 4e9);
+  EXPECT_DOUBLE_EQ(s.grads, 4 * 4e9);
+  EXPECT_DOUBLE_EQ(s.optimizer, 12 * (1e9 / 8 + 3e9 / 2));
+  EXPECT_DOUBLE_EQ(OwnedOptimizerParams(sh, p), 1e9 / 8 + 3e9 / 2);
+  p.zero = 2;
+  s = StatePerChip(sh, p, sb, false, false, false, 1);
+  EXPECT_DOUBLE_EQ(s.grads, 4 * (1e9 / 8 + 3e9 / 2));
+}
+
 // Each component by itself: weights over fsdp, gradients over fsdp (and
 // dp x cp with ZeRO-2), optimizer over fsdp (and dp x cp with ZeRO-1).
 TEST(EngineMemory, StatePerChipShardsEachComponent) {
   ParamShares sh;
-  sh.stage = sh.trained = 1e9;
+  sh.stage = sh.stage_dense = sh.trained = sh.train_dense = 1e9;
   StateBytes sb{.weights = 2, .grads = 4, .optimizer = 12};
   Parallelism p;
   p.dp = 8;

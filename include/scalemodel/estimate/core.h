@@ -251,8 +251,18 @@ struct ParamShares {
   double grad_reduce_bytes = 2;  // per gradient element in reductions
 };
 ParamShares SharesOf(const ModelConsts& mc, const Parallelism& par);
-// Ranks that share one optimizer state: fsdp, times dp x cp with ZeRO >= 1.
+// Ranks that share one optimizer state: fsdp, times dp x cp with ZeRO >= 1
+// (the routed experts' state: their data-parallel group).
 double OptimizerShards(const Parallelism& par);
+// The dense parameters' state: with ZeRO >= 1 over the expert-parallel ranks
+// too, which hold replicas of the dense weights (Megatron's data-parallel
+// group is every rank with the same TP, PP and CP coordinates, expert ranks
+// included; its distributed optimizer shards the dense state over it and
+// the experts' over the expert-data-parallel group: Megatron Core
+// parallel_state.py, DistributedOptimizer).
+double DenseOptimizerShards(const Parallelism& par);
+// Trained parameters whose optimizer state one chip holds and updates.
+double OwnedOptimizerParams(const ParamShares& shares, const Parallelism& par);
 
 // Weights, gradients and optimizer state per chip: bytes per parameter by
 // mode (TrainingStateBytes), sharded by FSDP and the ZeRO level; with the
