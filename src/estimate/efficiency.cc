@@ -30,8 +30,10 @@ ChipEfficiency RealisticEfficiency(const hw::Chip& chip) {
   // FlashAttention) run near the boost clock; hours of training or serving
   // at full power run near the base clock. Matrix-unit rates scale by
   // base / boost from the chip's datasheet (A100 1.10/1.41, H100/H200
-  // 1.59/1.98 GHz); chips without published clocks (B200, GB200) and TPUs
-  // (no boost) keep 1.
+  // 1.59/1.98 GHz) or, where no base clock is published, a measured
+  // sustained clock (B200 1.58/1.965 GHz at ~1,000 W, flashinfer-ai/
+  // flashinfer pull request 2899); chips with neither (GB200) and TPUs (no
+  // boost) keep 1.
   if (chip.base_clock_hz > 0 && chip.boost_clock_hz > chip.base_clock_hz) {
     double f = chip.base_clock_hz / chip.boost_clock_hz;
     e.gemm_max *= f;

@@ -131,8 +131,9 @@ TEST(GemmTime, RealisticModeRunsAtTheBaseClock) {
   EXPECT_DOUBLE_EQ(base.gemm_max_fp8, 0.709 * 1.59 / 1.98);
   EXPECT_DOUBLE_EQ(base.attention, 0.58 * 1.59 / 1.98);
   EXPECT_EQ(base.hbm, 0.87);  // not a matrix-unit rate
-  // Chips without a boost clock (B200) and TPUs keep the measured values.
-  EXPECT_EQ(RealisticEfficiency(Chip("b200")).gemm_max, 0.776);
+  // Chips without a sustained clock (GB200) and TPUs keep the measured
+  // values.
+  EXPECT_EQ(RealisticEfficiency(Chip("gb200")).gemm_max, 0.729);
   EXPECT_EQ(RealisticEfficiency(Chip("tpu-v5p")).gemm_max, 0.772);
   // Compute-bound 8192^3 GEMM time scales by boost / base.
   double t_boost =
@@ -140,6 +141,33 @@ TEST(GemmTime, RealisticModeRunsAtTheBaseClock) {
   double t_base =
       GemmTime(h100, base, 8192, 8192, 8192, hw::Dtype::kBf16).si() - 5e-6;
   EXPECT_NEAR(t_base / t_boost, 1.98 / 1.59, 1e-9);
+}
+
+// B200's sustained clock is a measurement, not a datasheet base clock:
+// kernels run back to back at ~1,000 W fall from 1965 to ~1580 MHz
+// (flashinfer-ai/flashinfer pull request 2899). Realistic mode scales the
+// matrix units by 1.58 / 1.965 = 0.804 (bf16, fp8 and fp4 GEMMs, attention;
+// not HBM), and the attention constant, measured in training (0.37 of peak,
+// stas00/ml-engineering), is stored at the boost clock so that it comes
+// back as 0.37.
+TEST(GemmTime, B200RunsAtItsMeasuredSustainedClock) {
+  const hw::Chip& b200 = Chip("b200");
+  EXPECT_EQ(b200.base_clock_hz, 1.58e9);
+  EXPECT_EQ(b200.boost_clock_hz, 1.965e9);
+  const double f = 1.58 / 1.965;
+  ChipEfficiency boost = RealisticEfficiencyAtBoost(b200);
+  ChipEfficiency base = RealisticEfficiency(b200);
+  EXPECT_DOUBLE_EQ(base.gemm_max, 0.776 * f);
+  EXPECT_DOUBLE_EQ(base.gemm_max_fp8, 0.763 * f);
+  EXPECT_DOUBLE_EQ(base.gemm_max_fp4, 0.495 * f);
+  EXPECT_DOUBLE_EQ(base.attention, 0.46 * f);
+  EXPECT_NEAR(base.attention, 0.37, 0.001);
+  EXPECT_EQ(base.hbm, boost.hbm);
+  // A compute-bound fp8 GEMM (8192^3) takes boost / sustained longer.
+  const GemmFormat fp8{hw::Dtype::kFp8, 1, 1, 2, true};
+  double t_boost = GemmTime(b200, boost, 8192, 8192, 8192, fp8).si() - 5e-6;
+  double t_base = GemmTime(b200, base, 8192, 8192, 8192, fp8).si() - 5e-6;
+  EXPECT_NEAR(t_base / t_boost, 1.965 / 1.58, 1e-9);
 }
 
 // Every constant as the catalog files give them (docs/model.md 5.6).
@@ -171,7 +199,7 @@ TEST(RealisticEfficiency, CatalogValuesByChip) {
       {"h100", 0.803, 0.709, 128, 256, 132, 5, 0.58, 0.335, true, 0.87, 10},
       {"h200", 0.803, 0.734, 128, 256, 132, 5, 0.58, 0.335, true, 0.90, 10},
       {"h800", 0.803, 0.709, 128, 256, 132, 5, 0.58, 0.335, true, 0.87, 10},
-      {"b200", 0.776, 0.763, 128, 256, 148, 5, 0.37, 0.37, true, 0.85, 10},
+      {"b200", 0.776, 0.763, 128, 256, 148, 5, 0.46, 0.46, true, 0.85, 10},
       {"gb200", 0.729, 0.723, 128, 256, 148, 5, 0.37, 0.37, true, 0.85, 10},
       {"tpu-v4", 0.772, 0.772, 128, 128, 0, 2, 0.383, 0.383, true, 0.85, 2},
       {"tpu-v5e", 0.772, 0.772, 128, 128, 0, 2, 0.383, 0.383, true, 0.85, 2},

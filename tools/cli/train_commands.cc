@@ -44,6 +44,7 @@ struct TrainOptionsCli {
   int micro_batch = 1;
   int microbatches = 0;
   int lora = 0;
+  std::string lora_targets;
   int last_stage_layers = 0;
   int mtp_layers = -1;
   bool no_dp_overlap = false;
@@ -416,6 +417,17 @@ static Result<TrainInputs> ResolveTrain(const catalog::Catalog& cat,
         "--lora");
   }
   c.lora_rank = o.lora;
+  if (!o.lora_targets.empty()) {
+    if (o.lora <= 0) {
+      return InvalidArgument(
+          "names the adapted projections of a LoRA run, but --lora is not "
+          "set; add --lora 16 (or drop --lora-targets)",
+          "--lora-targets");
+    }
+    auto targets = estimate::ParseLoraTargets(o.lora_targets);
+    if (!targets) return tl::unexpected(targets.error());
+    c.lora_targets = *targets;
+  }
   if (!o.emit.empty()) {
     auto engine = launch::ParseTrainEngine(o.emit);
     if (!engine) return tl::unexpected(EmitError(engine.error()));
@@ -477,6 +489,9 @@ static Result<TrainInputs> ResolveTrain(const catalog::Catalog& cat,
       {"grad_reduce", std::string(hw::DtypeName(c.precision.grad_reduce))},
       {"dp_overlap", c.habits.dp_overlap},
       {"lora_rank", c.lora_rank},
+      {"lora_targets", c.lora_rank > 0
+                           ? Json(estimate::LoraTargetsName(c.lora_targets))
+                           : Json(nullptr)},
       {"capacity_factor", c.habits.capacity_factor},
       {"ep_dedup", c.habits.ep_dedup},
       {"ep_overlap", c.habits.ep_overlap},
@@ -619,6 +634,11 @@ static void AddTrainOptions(CLI::App* app, TrainOptionsCli& o, bool plan) {
                   "base weights, no weight gradients or optimizer state for "
                   "them")
       ->capture_default_str();
+  app->add_option("--lora-targets", o.lora_targets,
+                  "With --lora, the projections that carry adapters: all "
+                  "(the default: q/k/v, attention output, MLP in and out, as "
+                  "PEFT's *_proj and NeMo AutoModel), attention, mlp, or a "
+                  "list of qkv,proj,fc1,fc2 (NeMo 1.x/2.0's default was qkv)");
   app->add_option("--attention-kernel", o.attention_kernel,
                   "fused (today's kernel for the chip: FA3/cuDNN on Hopper, "
                   "FA4/cuDNN on Blackwell), flash2 (FlashAttention-2) or "
