@@ -96,7 +96,7 @@ ModelConsts PrepareModel(const model::ModelSpec& m, const TrainingConfig& cfg) {
     mc.model_flops_per_token =
         2 * model::ForwardFlopsPerToken(m, cfg.seq, cfg.attention) +
         model::AttentionFlopsPerToken(m, cfg.seq, cfg.attention);
-    mc.adapter_params = LoraAdapterParams(m, cfg.lora_rank);
+    mc.adapter_params = LoraAdapterParams(m, cfg.lora_rank, cfg.lora_targets);
   }
   for (model::Remat r : model::kAllRemats) {
     model::ActivationCost a =
@@ -111,18 +111,31 @@ ModelConsts PrepareModel(const model::ModelSpec& m, const TrainingConfig& cfg) {
   return mc;
 }
 
-double LoraAdapterParams(const model::ModelSpec& m, int rank) {
-  // A (in x r) and B (r x out) on q/k/v, o, and the dense MLP's up (and
-  // gate) and down projections; MoE layers adapt attention only.
-  const double D = m.d_model, r = rank;
+std::array<LoraModule, 4> LoraModules(const model::ModelSpec& m,
+                                      const LoraTargets& targets) {
+  const double D = m.d_model;
   double q = m.num_heads * m.head_dim, kv = 2.0 * m.num_kv_heads * m.head_dim;
   if (m.mla) {
     model::ParamCounts pc = model::CountParams(m);
     q = kv = 0.5 * (pc.attention / m.num_layers) / D;
   }
-  double attn = r * (D + q + kv) + r * (q + D);
-  double up = m.gated_mlp ? 2 : 1;
-  double mlp = r * (D + up * m.ffn) + r * (m.ffn + D);
+  const double up = m.gated_mlp ? 2 : 1;
+  return {{{D, q + kv, false, false, targets.qkv},
+           {q, D, false, true, targets.proj},
+           {D, up * m.ffn, true, false, targets.fc1},
+           {m.ffn, D, true, true, targets.fc2}}};
+}
+
+double LoraAdapterParams(const model::ModelSpec& m, int rank,
+                         const LoraTargets& targets) {
+  // A (in x r) and B (r x out) on each adapted projection; MoE layers adapt
+  // attention only.
+  const double r = rank;
+  double attn = 0, mlp = 0;
+  for (const LoraModule& x : LoraModules(m, targets)) {
+    if (!x.on) continue;
+    (x.mlp ? mlp : attn) += r * (x.in + x.out);
+  }
   double total = 0;
   for (int l = 0; l < m.num_layers; ++l) {
     total += attn + (m.IsMoeLayer(l) ? 0 : mlp);
@@ -155,6 +168,29 @@ double AttentionProjections(const model::ModelSpec& m, const LayerGemms& g,
   }
   double qkv = (m.num_heads + 2.0 * m.num_kv_heads) * m.head_dim;
   return g.Time(t, qkv / tp, D) + g.Time(t, D, m.num_heads * m.head_dim / tp);
+}
+
+// LoRA adapters of one layer: on every adapted projection (in K, out N,
+// LoraModules) X[t, K] . A[K, r] and H[t, r] . B[r, N] forward; backward
+// dB = H^T dY, dH = dY B^T, dA = X^T dH and dX += dH A^T. Thin (r is 8 to
+// 64), so each is bound by reading or writing the t x K (t x N)
+// activations, plus its launch: costed by the GEMM model in the
+// activations' bf16. Tensor parallelism splits a projection's output
+// (column-parallel) or input (row-parallel) as it splits the base weight.
+// Dense layers only for the MLP's projections.
+void AdapterGemms(const model::ModelSpec& m, const ModelConsts& mc,
+                  const LayerGemms& g, const TrainingConfig& cfg, double tp,
+                  double t, LayerCompute* lc) {
+  const double r = cfg.lora_rank;
+  for (const LoraModule& x : LoraModules(m, cfg.lora_targets)) {
+    if (!x.on) continue;
+    const double share = x.mlp ? 1 - mc.moe_frac : 1.0;
+    const double in = x.row_parallel ? x.in / tp : x.in;
+    const double out = x.row_parallel ? x.out : x.out / tp;
+    lc->adapter_fwd += share * (g.Bf16(t, r, in) + g.Bf16(t, out, r));
+    lc->adapter_bwd += share * (g.Bf16(r, out, t) + g.Bf16(t, r, out) +
+                                g.Bf16(in, r, t) + g.Bf16(t, in, r));
+  }
 }
 
 // An MoE layer's MLP: the routed experts' GEMMs (each local expert sees
@@ -311,6 +347,7 @@ LayerCompute ComputeLayer(const model::ModelSpec& m, const ModelConsts& mc,
   lc.attn_proj_fwd = attn_proj;
   lc.mtp_proj_fwd = mc.mtp > 0 ? g.Time(t, D, 2 * D) : 0.0;
   lc.attn_fwd = AttentionCore(m, chip, eff, cfg, tp, cp, t);
+  if (mc.lora && !peak) AdapterGemms(m, mc, g, cfg, tp, t, &lc);
   const double elem = ElementwiseElems(m, mc, cfg, f_active);
   lc.elem_fwd = peak ? 0.0 : elem * 2 * t / tp / hbm;
   return lc;
@@ -385,7 +422,7 @@ double RecomputeFwd(const LayerCompute& lc, model::Remat remat) {
     case model::Remat::kSaveDotExceptMlpIn:
       return lc.attn_fwd + lc.elem_fwd + lc.mlp_in_fwd;
     case model::Remat::kFull:
-      return lc.gemm_fwd + lc.attn_fwd + lc.elem_fwd;
+      return lc.gemm_fwd + lc.adapter_fwd + lc.attn_fwd + lc.elem_fwd;
   }
   return 0;
 }
@@ -413,9 +450,10 @@ StageTimes ComputeStage(const ModelConsts& mc, const LayerCompute& lc,
     return st;
   }
   const double recompute = RecomputeFwd(lc, cfg.memory.remat);
-  double layer = s.gemm_passes * lc.gemm_fwd + 3.5 * lc.attn_fwd +
-                 3 * lc.elem_fwd + recompute;
-  r->layer_matmul = s.gemm_passes * lc.gemm_fwd;
+  const double matmul =
+      s.gemm_passes * lc.gemm_fwd + lc.adapter_fwd + lc.adapter_bwd;
+  double layer = matmul + 3.5 * lc.attn_fwd + 3 * lc.elem_fwd + recompute;
+  r->layer_matmul = matmul;
   r->layer_attention = 3.5 * lc.attn_fwd;
   r->layer_elem = 3 * lc.elem_fwd;
   r->layer_recompute = recompute;

@@ -127,6 +127,52 @@ Result<CpComm> ParseCpComm(std::string_view text) {
       "cp_comm");
 }
 
+Result<LoraTargets> ParseLoraTargets(std::string_view text) {
+  std::string all = ToLower(Trim(text));
+  if (all == "all") return LoraTargets{};
+  LoraTargets t{false, false, false, false};
+  if (all == "attention") return LoraTargets{true, true, false, false};
+  if (all == "mlp") return LoraTargets{false, false, true, true};
+  size_t start = 0;
+  while (start <= all.size()) {
+    size_t comma = all.find(',', start);
+    if (comma == std::string::npos) comma = all.size();
+    const std::string part = all.substr(start, comma - start);
+    const std::string name(Trim(part));
+    if (name == "qkv" || name == "attention_qkv") {
+      t.qkv = true;
+    } else if (name == "proj" || name == "o" || name == "attention_dense") {
+      t.proj = true;
+    } else if (name == "fc1" || name == "mlp_fc1") {
+      t.fc1 = true;
+    } else if (name == "fc2" || name == "mlp_fc2") {
+      t.fc2 = true;
+    } else {
+      return InvalidArgument(
+          "expected all, attention, mlp or a comma list of qkv, proj, fc1, "
+          "fc2, got '" +
+              name + "'" +
+              DidYouMean(name, {"all", "attention", "mlp", "qkv", "proj", "fc1",
+                                "fc2"}),
+          "lora_targets");
+    }
+    start = comma + 1;
+  }
+  return t;
+}
+
+std::string LoraTargetsName(const LoraTargets& t) {
+  if (t == LoraTargets{}) return "all";
+  std::string out;
+  for (auto [on, name] : {std::pair{t.qkv, "qkv"}, std::pair{t.proj, "proj"},
+                          std::pair{t.fc1, "fc1"}, std::pair{t.fc2, "fc2"}}) {
+    if (!on) continue;
+    if (!out.empty()) out += ",";
+    out += name;
+  }
+  return out;
+}
+
 std::string_view Fp8RecipeName(Fp8Recipe r) {
   switch (r) {
     case Fp8Recipe::kDelayed:

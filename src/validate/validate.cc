@@ -229,6 +229,12 @@ Result<TrainingRun> ReadTrainingRun(const catalog::Catalog& cat,
           ? hw::Dtype::kFp32
           : hw::Dtype::kBf16;
   cfg.lora_rank = row.value("lora_rank", 0);
+  if (row.contains("lora_targets")) {
+    // Shipped data: a name the parser refuses throws (a test runs them all).
+    cfg.lora_targets =
+        estimate::ParseLoraTargets(row["lora_targets"].get<std::string>())
+            .value();
+  }
   cfg.habits.dp_overlap = row.value("dp_overlap", true);
   cfg.habits.capacity_factor = row.value("capacity_factor", 0.0);
   cfg.habits.ep_dedup = row.value("ep_dedup", false);

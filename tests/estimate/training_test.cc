@@ -469,6 +469,54 @@ TEST(TrainingTest, LoraFreezesTheBase) {
   EXPECT_GT(l->step_time.si(), 0.6 * f->step_time.si());
 }
 
+// The adapters' own GEMMs by themselves: thin, so each costs about one
+// pass over its activations (bounded by HBM), not its FLOPs; fewer adapted
+// projections cost less, and the adapter parameters follow the targets.
+TEST(TrainingTest, LoraAdaptersCostTheirGemmsAndFollowTheTargets) {
+  auto m = Model("llama2-7b");
+  hw::System sys = System("h100:8x1");
+  TrainingConfig all = Config("dp=8", 32 * 4096.0, 4096);
+  all.lora_rank = 32;
+  TrainingConfig qkv = all;
+  qkv.lora_targets = {.qkv = true, .proj = false, .fc1 = false, .fc2 = false};
+  auto a = EstimateTraining(m, sys, all);
+  auto q = EstimateTraining(m, sys, qkv);
+  ASSERT_TRUE(a.has_value() && q.has_value());
+  EXPECT_LT(q->step_time, a->step_time);
+  // Q/K/V alone: A is 4096 x 32, B is 32 x 12288, on each of 32 layers.
+  EXPECT_NEAR(LoraAdapterParams(m, 32, qkv.lora_targets),
+              32 * 32.0 * (4096 + 12288), 1);
+  // Per layer and microbatch of 4096 tokens, the q/k/v adapter's six GEMMs
+  // move at least its activations once each way: X (t x 4096) read twice
+  // (forward, dA), the t x 12288 output written and dY read twice (dB, dH),
+  // dX written: at least (2 x 4096 + 3 x 12288 + 4096) x 2 B per token.
+  const ModelConsts mc = PrepareModel(m, qkv);
+  const ChipEfficiency eff = RealisticEfficiency(sys.chip);
+  LayerCompute with = ComputeLayer(m, mc, sys.chip, eff, 1, 1, 1, 4096, qkv);
+  TrainingConfig none = qkv;
+  none.lora_rank = 0;
+  LayerCompute without = ComputeLayer(m, PrepareModel(m, none), sys.chip, eff,
+                                      1, 1, 1, 4096, none);
+  EXPECT_EQ(without.adapter_fwd + without.adapter_bwd, 0);
+  const double bytes = 4096.0 * (2 * 4096 + 3 * 12288 + 4096) * 2;
+  const double hbm = sys.chip.hbm_bandwidth.si() * eff.hbm;
+  EXPECT_GT(with.adapter_fwd + with.adapter_bwd, bytes / hbm);
+  // ... and stays thin: well under a tenth of the base layer's GEMMs.
+  EXPECT_LT(with.adapter_fwd + with.adapter_bwd, 0.1 * 2 * with.gemm_fwd);
+}
+
+TEST(TrainingTest, LoraTargetsParse) {
+  EXPECT_EQ(*ParseLoraTargets("all"), LoraTargets{});
+  LoraTargets t = *ParseLoraTargets("attention_qkv, mlp_fc2");
+  EXPECT_TRUE(t.qkv && t.fc2 && !t.proj && !t.fc1);
+  EXPECT_EQ(LoraTargetsName(t), "qkv,fc2");
+  EXPECT_EQ(LoraTargetsName(*ParseLoraTargets("attention")), "qkv,proj");
+  EXPECT_EQ(LoraTargetsName(*ParseLoraTargets("MLP")), "fc1,fc2");
+  auto bad = ParseLoraTargets("qkv,gate");
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_NE(bad.error().message.find("got 'gate'"), std::string::npos);
+}
+
 TEST(TrainingTest, Fp32GradientReductionDoublesGradientBytesOnly) {
   auto m = Model("llama3-8b");
   hw::System sys = System("h100:8x4");

@@ -118,6 +118,9 @@ struct LayerCompute {
   double attn_proj_fwd = 0;  // the attention projections (Q, K, V, O) alone
   // A multi-token-prediction module's projection of [h; emb] (2D -> D).
   double mtp_proj_fwd = 0;
+  // LoRA: the adapters' own GEMMs (AdapterGemms), forward and backward.
+  double adapter_fwd = 0;
+  double adapter_bwd = 0;
 };
 
 // Training state per parameter and the share of HBM the runtime keeps back.
@@ -158,9 +161,20 @@ struct ModelConsts {
   double weight_tensors_per_layer = 4, small_tensors_per_layer = 2;
 };
 ModelConsts PrepareModel(const model::ModelSpec& m, const TrainingConfig& cfg);
-// LoRA adapter parameters of this rank over the model (attention and dense
-// MLP projections).
-double LoraAdapterParams(const model::ModelSpec& m, int rank);
+// One projection LoRA may adapt: its base weight's in and out dims (whole,
+// before tensor parallelism), whether it belongs to the MLP (dense layers
+// only), whether tensor parallelism splits its input (row-parallel: the
+// attention output and MLP down projections) and whether it is adapted.
+struct LoraModule {
+  double in = 0, out = 0;
+  bool mlp = false, row_parallel = false, on = true;
+};
+// Q/K/V (one fused module), attention output, MLP in (gate and up), MLP out.
+std::array<LoraModule, 4> LoraModules(const model::ModelSpec& m,
+                                      const LoraTargets& targets);
+// LoRA adapter parameters of this rank over the model.
+double LoraAdapterParams(const model::ModelSpec& m, int rank,
+                         const LoraTargets& targets = {});
 
 // `tokens` per microbatch per rank (micro_batch x seq / cp); `cp` splits
 // each sequence (the token-dropping dispatch works per sequence chunk).

@@ -266,6 +266,18 @@ struct EngineHabits {
 // chunk), so 1/tp of the collective stays exposed.
 double TpOverlapFraction(const EngineHabits& h, int tp);
 
+// Which projections of a layer carry LoRA adapters (an MoE layer's
+// experts never do).
+struct LoraTargets {
+  bool qkv = true, proj = true, fc1 = true, fc2 = true;
+  bool operator==(const LoraTargets&) const = default;
+};
+// "all", "attention" (qkv, proj), "mlp" (fc1, fc2), or a comma list of
+// qkv, proj, fc1, fc2 (NeMo's attention_qkv, attention_dense, mlp_fc1,
+// mlp_fc2 also read).
+Result<LoraTargets> ParseLoraTargets(std::string_view text);
+std::string LoraTargetsName(const LoraTargets& t);
+
 struct TrainingConfig {
   Parallelism par;
   LayoutOptions layout;
@@ -283,6 +295,11 @@ struct TrainingConfig {
   // no weight-gradient GEMMs, gradients, optimizer state or gradient
   // reductions for them.
   int lora_rank = 0;
+  // The projections LoRA adapts (NeMo's names): attention_qkv, attention
+  // output (attention_dense), mlp_fc1 (gate and up), mlp_fc2 (down); all by
+  // default (PEFT's *_proj, NeMo AutoModel, Megatron-Bridge); NeMo 1.x /
+  // 2.0's megatron_gpt_finetuning_config.yaml adapted attention_qkv alone.
+  LoraTargets lora_targets;
   // Multi-token-prediction modules trained with the model (Megatron's
   // --mtp-num-layers); -1: the model's own count (num_nextn_predict_layers,
   // 1 for DeepSeek-V3), 0: none.
