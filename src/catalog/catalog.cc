@@ -5,7 +5,10 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
+#include <optional>
 #include <sstream>
+#include <string>
 #include <type_traits>
 
 #include "scalemodel/base/strings.h"
@@ -66,6 +69,23 @@ void Cite(hw::Chip& chip, const std::string& path, const std::string& cite,
   chip.sources[path] = own.empty() ? cite : own;
 }
 
+// Reads an optional fraction in (0, 1] of `of` under `key`, with its source.
+void ReadOptionalFraction(TableReader& r, const char* key, const char* of,
+                          const std::string& cite, std::optional<double>* field,
+                          std::map<std::string, std::string>* sources) {
+  std::string own;
+  const toml::node* n = r.Sourced(key, false, &own);
+  if (!n) return;
+  const double v = n->value<double>().value_or(0);
+  if ((!n->is_integer() && !n->is_floating_point()) || !(v > 0 && v <= 1)) {
+    r.Fail(key, std::string("expected a fraction of ") + of +
+                    " greater than 0 and at most 1, such as 0.5");
+    return;
+  }
+  *field = v;
+  (*sources)[key] = own.empty() ? cite : own;
+}
+
 // Reads [efficiency]: fractions of peak as plain numbers in (0, 1], tile
 // sizes and wave units as integers, durations with their unit, the ramp as a
 // boolean; each may carry its own source.
@@ -122,20 +142,11 @@ void ReadEfficiency(TableReader& r, const std::string& cite,
     }
     e->sources[key] = own.empty() ? cite : own;
   });
-  // gemm_max_fp4: optional, read apart (never borrowed;
-  // docs/catalog-format.md).
-  std::string own;
-  if (const toml::node* n = r.Sourced("gemm_max_fp4", false, &own)) {
-    const double v = n->value<double>().value_or(0);
-    if ((!n->is_integer() && !n->is_floating_point()) || !(v > 0 && v <= 1)) {
-      r.Fail("gemm_max_fp4",
-             "expected a fraction of the fp4 peak greater than 0 and at most "
-             "1, such as 0.5");
-      return;
-    }
-    e->gemm_max_fp4 = v;
-    e->sources["gemm_max_fp4"] = own.empty() ? cite : own;
-  }
+  // Optional keys, read apart (never borrowed; docs/catalog-format.md).
+  ReadOptionalFraction(r, "gemm_max_fp4", "the fp4 peak", cite,
+                       &e->gemm_max_fp4, &e->sources);
+  ReadOptionalFraction(r, "gather", "the streaming (hbm) rate", cite,
+                       &e->gather, &e->sources);
 }
 
 // The chip whose [efficiency] table fills the keys a chip file of this

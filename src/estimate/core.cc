@@ -275,7 +275,6 @@ double ElementwiseElems(const model::ModelSpec& m, const ModelConsts& mc,
   const double D = mc.d;
   double elem =
       10 * D + 3 * f_active + 2.0 * (m.num_heads + m.num_kv_heads) * m.head_dim;
-  if (m.is_moe()) elem += mc.moe_frac * 4.0 * m.moe.top_k * D;
   if (cfg.precision.matmul == hw::Dtype::kFp8 ||
       cfg.precision.matmul == hw::Dtype::kFp4 ||
       cfg.precision.matmul == hw::Dtype::kInt8) {
@@ -296,6 +295,21 @@ double ElementwiseElems(const model::ModelSpec& m, const ModelConsts& mc,
     elem += cast / 2 * (D + mlp_in + m.num_heads * m.head_dim + f_active);
   }
   return elem;
+}
+
+// The MoE token permutation per token per layer, forward, in bf16 elements:
+// each token's top_k copies gathered into expert order and back (4·k·D,
+// docs 5.2). Dropless routing moves them with row gathers, at the chip's
+// `gather` fraction of the streaming rate (on TPUs XLA gathers, MaxText's
+// sparse_matmul around megablox); token dropping dispatches with one-hot
+// einsums instead (MoeMlp), and its copies stream.
+double PermuteStreamElems(const model::ModelSpec& m, const ModelConsts& mc,
+                          const TrainingConfig& cfg,
+                          const ChipEfficiency& eff) {
+  if (!m.is_moe()) return 0.0;
+  const double elems = mc.moe_frac * 4.0 * m.moe.top_k * mc.d;
+  const bool dropless = !(cfg.habits.capacity_factor > 0);
+  return dropless ? elems / eff.gather : elems;
 }
 
 }  // namespace
@@ -348,7 +362,8 @@ LayerCompute ComputeLayer(const model::ModelSpec& m, const ModelConsts& mc,
   lc.mtp_proj_fwd = mc.mtp > 0 ? g.Time(t, D, 2 * D) : 0.0;
   lc.attn_fwd = AttentionCore(m, chip, eff, cfg, tp, cp, t);
   if (mc.lora && !peak) AdapterGemms(m, mc, g, cfg, tp, t, &lc);
-  const double elem = ElementwiseElems(m, mc, cfg, f_active);
+  const double elem = ElementwiseElems(m, mc, cfg, f_active) +
+                      PermuteStreamElems(m, mc, cfg, eff);
   lc.elem_fwd = peak ? 0.0 : elem * 2 * t / tp / hbm;
   return lc;
 }

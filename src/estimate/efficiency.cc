@@ -122,6 +122,7 @@ ChipEfficiency RealisticEfficiencyAtBoost(const hw::Chip& chip) {
   e.attention_fa2 = d.attention_fa2.value_or(e.attention_fa2);
   e.attention_ramp = d.attention_ramp.value_or(e.attention_ramp);
   e.hbm = d.hbm.value_or(e.hbm);
+  e.gather = d.gather.value_or(e.gather);
   return e;
 }
 

@@ -21,6 +21,7 @@ struct ParamFields {
 const std::vector<ParamFields>& ModelFields() {
   static const std::vector<ParamFields> kFields = {
       {{"gemm_max", "gemm_max_fp8"}, true},
+      {{"gather"}, true},
   };
   return kFields;
 }
@@ -79,6 +80,10 @@ const std::vector<FitParameter>& ModelFitParameters() {
        "TPU matmul efficiency: gemm_max and gemm_max_fp8 of every TPU chip "
        "that no measurement gives",
        0.90, 0.40, 1.0},
+      {"tpu_gather",
+       "TPU row-gather rate (the dropless MoE token permutation), of the "
+       "streaming rate: gather of every TPU chip that no measurement gives",
+       1.0, 0.02, 1.0},
   };
   return kParams;
 }
@@ -103,6 +108,8 @@ void ApplyFit(const FitValues& values, hw::Chip& chip) {
   for (size_t p = 0; p < values.size() && p < ModelFields().size(); ++p) {
     if (!FitApplies(static_cast<int>(p), chip)) continue;
     for (const char* key : ModelFields()[p].keys) {
+      // gather lies outside ForEachEfficiencyField (never borrowed).
+      if (std::string_view(key) == "gather") d.gather = values[p];
       hw::ForEachEfficiencyField(d, [&](const char* k, auto& field) {
         using T = typename std::decay_t<decltype(field)>::value_type;
         if constexpr (std::is_same_v<T, double>) {

@@ -233,7 +233,8 @@ TEST(CatalogEfficiency, ReadsTheTableWithSources) {
   EXPECT_EQ(e.wave_units, 0);
   EXPECT_DOUBLE_EQ(e.op_overhead->si(), 3e-6);
   EXPECT_EQ(e.attention_ramp, false);
-  EXPECT_FALSE(e.hbm.has_value());  // left for the catalog to fill
+  EXPECT_FALSE(e.hbm.has_value());     // left for the catalog to fill
+  EXPECT_FALSE(e.gather.has_value());  // optional, never borrowed
   EXPECT_EQ(e.sources.at("gemm_max"), "test (2025)");
   EXPECT_EQ(e.sources.at("wave_units"), "no SMs (2024)");
   EXPECT_TRUE(e.borrowed.empty());
@@ -257,6 +258,9 @@ TEST(CatalogEfficiency, BadValuesNameFileLineKeyAndForm) {
   EXPECT_EQ(error("0.5", "\"80%\""),
             "chips/x1.toml:26: efficiency.gemm_max: expected a fraction of "
             "peak as a plain number such as 0.8");
+  EXPECT_EQ(error("gemm_max = 0.5", "gemm_max = 0.5\ngather = 1.5"),
+            "chips/x1.toml:27: efficiency.gather: expected a fraction of the "
+            "streaming (hbm) rate greater than 0 and at most 1, such as 0.5");
   EXPECT_EQ(error("tile_m = 64", "tile_m = 0"),
             "chips/x1.toml:27: efficiency.tile_m: expected a positive whole "
             "number such as 128");
@@ -276,7 +280,8 @@ TEST(CatalogEfficiency, BadValuesNameFileLineKeyAndForm) {
             "chips/x1.toml:26: efficiency.gemm_maks: unknown key (did you "
             "mean 'gemm_max'?); expected one of: attention, attention_fa2, "
             "attention_ramp, collective_launch, date, defaults_from, "
-            "gemm_max, gemm_max_fp4, gemm_max_fp8, hbm, op_overhead, source, "
+            "gather, gemm_max, gemm_max_fp4, gemm_max_fp8, hbm, op_overhead, "
+            "source, "
             "tile_m, "
             "tile_n, wave_units");
   EXPECT_EQ(

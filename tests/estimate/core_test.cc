@@ -392,5 +392,42 @@ TEST(CoreSlots, TableIsComplete) {
   }
 }
 
+// The MoE token permutation (docs/model.md 5.2, 5.5c): 4·k·D bf16 elements
+// per token per MoE layer forward at the streaming rate, divided by the
+// chip's `gather` fraction when routing is dropless; token dropping
+// dispatches with one-hot einsums, so its copies stream. Dense models and
+// chips whose file gives no `gather` (1) are unchanged.
+TEST(CoreElementwise, MoePermutationRunsAtTheGatherRate) {
+  const hw::System sys = System("tpu-v5p:1x2x2");
+  const model::ModelSpec m = SmallMoe();
+  TrainingConfig cfg = Config("fsdp=4", 4);
+  const ModelConsts mc = PrepareModel(m, cfg);
+  const double t = cfg.seq;
+  auto elem = [&](const ChipEfficiency& e, const TrainingConfig& c) {
+    return ComputeLayer(m, mc, sys.chip, e, 1, 1, 1, t, c).elem_fwd;
+  };
+  ChipEfficiency streaming = RealisticEfficiency(sys.chip);
+  streaming.gather = 1.0;
+  ChipEfficiency slow = streaming;
+  slow.gather = 0.25;
+  const double hbm = sys.chip.hbm_bandwidth.si() * streaming.hbm;
+  // 4 x top_k 2 x D 1024 elements of 2 B per token, 1024 tokens, every
+  // layer MoE; at a quarter of the rate they cost 4x, i.e. 3x more.
+  const double permute = 4.0 * 2 * 1024 * 2 * t / hbm;
+  EXPECT_NEAR(elem(slow, cfg) - elem(streaming, cfg), 3 * permute,
+              1e-9 * permute);
+  TrainingConfig dropping = cfg;
+  dropping.habits.capacity_factor = 1.25;
+  EXPECT_DOUBLE_EQ(elem(slow, dropping), elem(streaming, dropping));
+  const model::ModelSpec dense = Small();
+  const ModelConsts dc = PrepareModel(dense, cfg);
+  EXPECT_DOUBLE_EQ(
+      ComputeLayer(dense, dc, sys.chip, slow, 1, 1, 1, t, cfg).elem_fwd,
+      ComputeLayer(dense, dc, sys.chip, streaming, 1, 1, 1, t, cfg).elem_fwd);
+  // The built-in TPUs carry the fitted rate; GPUs leave it at 1.
+  EXPECT_LT(RealisticEfficiency(sys.chip).gather, 1.0);
+  EXPECT_EQ(RealisticEfficiency(System("h100:8x1").chip).gather, 1.0);
+}
+
 }  // namespace
 }  // namespace scalemodel::estimate

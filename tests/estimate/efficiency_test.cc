@@ -30,7 +30,7 @@ using scalemodel::testing::Chip;
 //   a100: e 0.869, tile 128x128, 108 SMs, t0 5 us, hbm 0.86; C 312, W 2.039.
 //   b200: e 0.776 (fp8 0.763), 128x256, 148 SMs, 5 us, hbm 0.85; C 2250
 //         (fp8 4500), W 8.
-//   tpu-v5p: e 0.772 (fitted, docs/accuracy.md), tile 128x128, no waves, t0 2
+//   tpu-v5p: e 0.792 (fitted, docs/accuracy.md), tile 128x128, no waves, t0 2
 //   us, hbm 0.85; C 459,
 //         W 2.765. tpu-v6e: the same with a 256x256 tile; C 918, W 1.638.
 struct GemmCase {
@@ -82,10 +82,10 @@ const GemmCase kGemmCases[] = {
     // fp8: 1.0995e12 / (0.763 x 0.988417 x 4.5e15) = 323.983 us.
     {"b200", 8192, 8192, 8192, hw::Dtype::kFp8, 3.2898326188e-4,
      "5 us + 323.983 us"},
-    // TPU: no waves, 8192 is a tile multiple, q = 1: 1.0995e12 / (0.772 x
-    // 459e12) = 3102.915 us.
-    {"tpu-v5p", 8192, 8192, 8192, hw::Dtype::kBf16, 3.10491472726e-03,
-     "2 us + 3102.915 us"},
+    // TPU: no waves, 8192 is a tile multiple, q = 1: 1.0995e12 / (0.792 x
+    // 459e12) = 3024.558 us.
+    {"tpu-v5p", 8192, 8192, 8192, hw::Dtype::kBf16, 3.02655829476e-03,
+     "2 us + 3024.558 us"},
     // Skinny on TPU: q = 16/128 = 0.125, math 44.03 us, but memory bound:
     // 1.347e8 B / (0.85 x 2.765e12) = 57.331 us.
     {"tpu-v5p", 16, 8192, 8192, hw::Dtype::kBf16, 5.93309290501e-5,
@@ -94,9 +94,9 @@ const GemmCase kGemmCases[] = {
     // 6e6 B / (0.85 x 1.638e12) = 4.309 us.
     {"tpu-v6e", 1000, 1000, 1000, hw::Dtype::kBf16, 6.30941607412e-6,
      "2 us + 4.309 us (memory)"},
-    // 1.0995e12 / (0.772 x 918e12) = 1551.457 us.
-    {"tpu-v6e", 8192, 8192, 8192, hw::Dtype::kBf16, 1.55345736363e-03,
-     "2 us + 1551.457 us"},
+    // 1.0995e12 / (0.792 x 918e12) = 1512.279 us.
+    {"tpu-v6e", 8192, 8192, 8192, hw::Dtype::kBf16, 1.51427914738e-03,
+     "2 us + 1512.279 us"},
 };
 
 TEST(GemmTime, PinnedByShapeChipAndDtype) {
@@ -134,7 +134,7 @@ TEST(GemmTime, RealisticModeRunsAtTheBaseClock) {
   // Chips without a sustained clock (GB200) and TPUs keep the measured
   // values.
   EXPECT_EQ(RealisticEfficiency(Chip("gb200")).gemm_max, 0.729);
-  EXPECT_EQ(RealisticEfficiency(Chip("tpu-v5p")).gemm_max, 0.772);
+  EXPECT_EQ(RealisticEfficiency(Chip("tpu-v5p")).gemm_max, 0.792);
   // Compute-bound 8192^3 GEMM time scales by boost / base.
   double t_boost =
       GemmTime(h100, boost, 8192, 8192, 8192, hw::Dtype::kBf16).si() - 5e-6;
@@ -201,11 +201,11 @@ TEST(RealisticEfficiency, CatalogValuesByChip) {
       {"h800", 0.803, 0.709, 128, 256, 132, 5, 0.58, 0.335, true, 0.87, 10},
       {"b200", 0.776, 0.763, 128, 256, 148, 5, 0.46, 0.46, true, 0.85, 10},
       {"gb200", 0.729, 0.723, 128, 256, 148, 5, 0.37, 0.37, true, 0.85, 10},
-      {"tpu-v4", 0.772, 0.772, 128, 128, 0, 2, 0.383, 0.383, true, 0.85, 2},
-      {"tpu-v5e", 0.772, 0.772, 128, 128, 0, 2, 0.383, 0.383, true, 0.85, 2},
-      {"tpu-v5p", 0.772, 0.772, 128, 128, 0, 2, 0.383, 0.383, true, 0.85, 2},
-      {"tpu-v6e", 0.772, 0.772, 256, 256, 0, 2, 0.383, 0.383, true, 0.85, 2},
-      {"tpu-7x", 0.772, 0.772, 128, 128, 0, 2, 0.383, 0.383, true, 0.85, 2},
+      {"tpu-v4", 0.792, 0.792, 128, 128, 0, 2, 0.383, 0.383, true, 0.85, 2},
+      {"tpu-v5e", 0.792, 0.792, 128, 128, 0, 2, 0.383, 0.383, true, 0.85, 2},
+      {"tpu-v5p", 0.792, 0.792, 128, 128, 0, 2, 0.383, 0.383, true, 0.85, 2},
+      {"tpu-v6e", 0.792, 0.792, 256, 256, 0, 2, 0.383, 0.383, true, 0.85, 2},
+      {"tpu-7x", 0.792, 0.792, 128, 128, 0, 2, 0.383, 0.383, true, 0.85, 2},
   };
   EXPECT_EQ(std::size(kRows), BuiltinCatalog().chips().size());
   for (const Row& r : kRows) {
@@ -233,7 +233,11 @@ TEST(RealisticEfficiency, CatalogValuesByChip) {
     const bool fp4 = std::string(r.chip) == "b200";
     EXPECT_EQ(chip.efficiency.gemm_max_fp4.has_value(), fp4);
     EXPECT_EQ(e.gemm_max_fp4, fp4 ? 0.495 : r.fp8);
-    EXPECT_EQ(chip.efficiency.sources.size(), fp4 ? 12u : 11u);
+    // gather: only the TPUs carry it (fitted, optional, not borrowed).
+    const bool tpu = chip.is_tpu();
+    EXPECT_EQ(chip.efficiency.gather.has_value(), tpu);
+    EXPECT_EQ(e.gather, tpu ? 0.141 : 1.0);
+    EXPECT_EQ(chip.efficiency.sources.size(), fp4 || tpu ? 12u : 11u);
   }
 }
 

@@ -162,6 +162,9 @@ TEST(CrossValidationTest, CatalogCarriesTheAllRowsFit) {
     EXPECT_NEAR(*e.gemm_max, f.fit.values[0], 0.005)
         << id << ": run `scalemodel validate --fit` and update tpu_gemm";
     EXPECT_NEAR(*e.gemm_max_fp8, f.fit.values[0], 0.005) << id;
+    ASSERT_TRUE(e.gather) << id;
+    EXPECT_NEAR(*e.gather, f.fit.values[1], 0.005)
+        << id << ": run `scalemodel validate --fit` and update tpu_gather";
   }
 }
 

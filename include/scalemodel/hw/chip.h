@@ -100,6 +100,11 @@ struct ChipEfficiencyData {
   // (GPU FlashAttention kernels).
   std::optional<bool> attention_ramp;
   std::optional<double> hbm;  // streaming kernels, of HBM bandwidth
+  // Row gathers and their transposes (the MoE token permutation around a
+  // grouped matmul), of the `hbm` streaming rate. Optional and never
+  // borrowed (outside ForEachEfficiencyField): a chip whose file leaves it
+  // out gathers at its streaming rate.
+  std::optional<double> gather;
   std::optional<units::Seconds> collective_launch;  // per collective call
 
   // The chip named by the file's `defaults_from`; empty = its family's
