@@ -1065,7 +1065,8 @@ double ActivationsOf(const ModelConsts& mc, const PlanShape& s,
   // The logits at their peak: Megatron's unfused loss holds an fp32 copy
   // and the fp32 softmax it saves (4 + 4 B per logit); a fused kernel keeps
   // the bf16 logits, which it overwrites with their gradient (2 B).
-  acts += s.t * mc.vocab / s.tp * (cfg.habits.unfused_cross_entropy ? 8 : 2);
+  acts += s.t * mc.vocab / s.tp * (cfg.habits.unfused_cross_entropy ? 8 : 2) /
+          std::max(1, cfg.habits.vocab_tiling);
   return acts;
 }
 

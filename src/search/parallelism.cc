@@ -107,7 +107,8 @@ double PlanMemoryLowerBound(const estimate::ModelConsts& mc,
       t * layers *
           mc.act_bytes_per_token_layer[static_cast<int>(model::Remat::kFull)] /
           p.tp +
-      t * mc.vocab / p.tp * 2;  // the fused loss's bf16 logits, the least
+      t * mc.vocab / p.tp * 2 /
+          std::max(1, base.habits.vocab_tiling);  // fused loss's bf16 logits
   return st.params + st.grads + st.optimizer + acts +
          sb.reserve_fraction * capacity;
 }

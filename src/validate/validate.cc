@@ -235,6 +235,7 @@ Result<TrainingRun> ReadTrainingRun(const catalog::Catalog& cat,
         estimate::ParseLoraTargets(row["lora_targets"].get<std::string>())
             .value();
   }
+  cfg.habits.vocab_tiling = row.value("vocab_tiling", 1);
   cfg.habits.dp_overlap = row.value("dp_overlap", true);
   cfg.habits.capacity_factor = row.value("capacity_factor", 0.0);
   cfg.habits.ep_dedup = row.value("ep_dedup", false);
@@ -250,6 +251,15 @@ Result<TrainingRun> ReadTrainingRun(const catalog::Catalog& cat,
   run.remat_stated = row.value("remat_stated", true);
   // The engine's bytes per parameter and reserve (validate/memory.cc).
   ApplyRowMemory(row.value("engine", ""), row.value("family", ""), &cfg);
+  if (row.value("weight_dtype", std::string()) == "bf16") {
+    // MaxText with weight_dtype bfloat16: bf16 weights and gradients, and
+    // optax's Adam moments in the weights' dtype (mu_dtype unset): 2 + 2 +
+    // 4 B per parameter (docs/model.md 5.7).
+    cfg.memory.weight_bytes = 2;
+    cfg.memory.grad_bytes = 2;
+    cfg.memory.master_bytes = 0;
+    cfg.memory.moment_bytes = 4;
+  }
   // MaxText scans its decoder layers unless the row says scan_layers false
   // (EngineHabits::fsdp_scan_exposed).
   const auto engine =

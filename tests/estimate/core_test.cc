@@ -367,6 +367,11 @@ TEST(CoreMemory, PerChipByComponent) {
   cfg.habits.unfused_cross_entropy = true;
   MemoryPerChip(mc, cfg.par, cfg, System("h100:8x1").chip, 1, &r);
   EXPECT_DOUBLE_EQ(r.activations, 1024 * 4 * saved + 1024.0 * 32768 * 8);
+  // MaxText's num_vocab_tiling: the logits in chunks, a sixteenth held.
+  cfg.habits.unfused_cross_entropy = false;
+  cfg.habits.vocab_tiling = 16;
+  MemoryPerChip(mc, cfg.par, cfg, System("h100:8x1").chip, 1, &r);
+  EXPECT_DOUBLE_EQ(r.activations, 1024 * 4 * saved + 1024.0 * 32768 * 2 / 16);
 }
 
 // Pipelines keep the microbatches in flight: min(m, pp) under 1F1B, all of

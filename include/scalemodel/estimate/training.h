@@ -200,6 +200,10 @@ struct EngineHabits {
   // elementwise passes, 52 bytes of HBM traffic per logit instead of the
   // fused kernels' 12 (docs/model.md 5.2).
   bool unfused_cross_entropy = false;
+  // The output layer and loss computed in this many chunks of the
+  // vocabulary (MaxText's num_vocab_tiling): the logits held at once are
+  // 1/vocab_tiling of them (time unchanged).
+  int vocab_tiling = 1;
   CpComm cp_comm = CpComm::kRing;
   // Tensor-parallel all-gathers and reduce-scatters overlapped with the
   // adjacent GEMMs (Megatron --tp-comm-overlap, torchtitan async TP): a
