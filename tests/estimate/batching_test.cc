@@ -148,11 +148,29 @@ TEST(StepCost, TpAllReduceFollowsTheMeasuredCurve) {
   ExpectRelTo(e8->decode_parts.communication.si(), 160 * at32k, 1e-9);
   EXPECT_GE(e4->decode_parts.communication.si(), 160 * at32k * 3 / 7);
   EXPECT_LT(e4->decode_parts.communication.si(), 160 * at32k);
-  hw::System mi = System("mi300x:8x1");
+  hw::System mi = System("mi355x:8x1");
   ASSERT_TRUE(mi.chip.allreduce_measured.empty());
   auto m = EstimateServing(Model("llama3-70b"), mi, Config(8, 1, 1));
   ASSERT_TRUE(m.has_value());
   EXPECT_LT(m->decode_parts.communication.si(), 160 * at32k);
+}
+
+// MI300X carries its own RCCL curve (Azure ND MI300X v5, 8 GPUs): a batch-1
+// decode all-reduce of Llama 3 70B ([1, 8192] bf16, 16 KiB) lands on its
+// 16 KiB point, 0.59 GB/s of bus bandwidth, 48.6 us, twice per layer; TP 4
+// takes at least 3 of the 7 ring steps of that time (the network model's
+// time where that is longer).
+TEST(StepCost, Mi300xTpAllReduceFollowsItsRcclCurve) {
+  hw::System mi8 = System("mi300x:8x1");
+  ASSERT_EQ(mi8.chip.allreduce_measured.size(), 24u);
+  const double at16k = 16 * 1024 * 2.0 * 7 / 8 / 0.59e9;
+  auto e8 = EstimateServing(Model("llama3-70b"), mi8, Config(8, 1, 1));
+  auto e4 = EstimateServing(Model("llama3-70b"), System("mi300x:4x1"),
+                            Config(4, 1, 1));
+  ASSERT_TRUE(e8.has_value() && e4.has_value());
+  ExpectRelTo(e8->decode_parts.communication.si(), 160 * at16k, 1e-9);
+  EXPECT_GE(e4->decode_parts.communication.si(), 160 * at16k * 3 / 7);
+  EXPECT_LT(e4->decode_parts.communication.si(), 160 * at16k);
 }
 
 // MoE decode touches E (1 - (1 - k/E)^B) experts: Qwen3-30B-A3B (128
