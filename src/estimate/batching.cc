@@ -275,7 +275,7 @@ double Replica::StepTime(const std::vector<Scheduled>& step, double* tokens,
   } else {
     token_time = cost_.TokenTime(*tokens);
   }
-  return token_time + cost_.ContextTime(w);
+  return std::max(token_time + cost_.ContextTime(w), cost_.HostFloor(w));
 }
 
 void Replica::Finish(int r, double now) {

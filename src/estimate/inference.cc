@@ -97,6 +97,7 @@ struct StepCostModel::Impl {
   double fixed = 0;                   // per-step overhead, s
   double host_step = 0;               // unoverlapped host time per step, s
   double host_fraction = 0;           // ... and per second of GPU time
+  double eager_prefill = 0;  // host launch time of an eager prefill step, s
   // The measured 8-GPU all-reduce curve of the chip's NVLink (realistic
   // GPUs; empty: the network model alone).
   std::span<const hw::AllReducePoint> ar_curve;
@@ -482,6 +483,10 @@ double StepCostModel::ContextTime(const StepWork& w) const {
          x.DraftTime(w);
 }
 
+double StepCostModel::HostFloor(const StepWork& w) const {
+  return w.prefill_tokens > 0 ? impl_->eager_prefill : 0.0;
+}
+
 double StepCostModel::DecodeQueries() const { return impl_->q; }
 double StepCostModel::MatmulTokens(const StepWork& w) const {
   return w.decode_seqs * impl_->q + w.prefill_tokens;
@@ -505,6 +510,12 @@ StepParts StepCostModel::Cost(const StepWork& w) const {
   const double gpu = (p.matmul + p.communication + p.attention).si() + x.fixed;
   p.overhead = units::Seconds(x.fixed + x.host_step + x.host_fraction * gpu);
   p.draft = units::Seconds(x.DraftTime(w));
+  // An eager prefill step lasts at least the host's launch time: the
+  // shortfall is host overhead.
+  const double floor = HostFloor(w);
+  if (floor > p.total().si()) {
+    p.overhead = p.overhead + units::Seconds(floor - p.total().si());
+  }
   return p;
 }
 
@@ -722,6 +733,9 @@ Result<std::shared_ptr<StepCostModel::Impl>> BuildImpl(
   if (!x->peak) {
     x->host_step = std::max(0.0, cfg.host_step_s);
     x->host_fraction = std::max(0.0, cfg.host_fraction);
+    if (!chip.is_tpu() && m.mla) {
+      x->eager_prefill = x->L * std::max(0.0, cfg.eager_prefill_mla_layer_s);
+    }
   }
   if (!x->peak) x->ar_curve = chip.allreduce_measured;
   if (cfg.spec.kind == SpecDecode::kDraft) {
@@ -876,21 +890,34 @@ struct HostTimeRow {
   std::string_view engine;
   int lo, hi;
   double step_s, fraction;
+  double eager_prefill_mla_layer_s;
   std::string_view source;
 };
 
 constexpr HostTimeRow kHostTime[] = {
-    {"sglang", 0, 4, 0, 0.10,
+    {"sglang", 0, 4, 0, 0.10, 0,
      "LMSYS blog 2024-12-04 'SGLang v0.4': the zero-overhead batch scheduler "
      "(host work overlapped with the GPU) raised throughput 1.1x over v0.3, "
      "so v0.3's unoverlapped host time was 10% of the GPU time"},
-    {"vllm", 0, 6, 0, 0.29 / 0.38,
+    {"vllm", 0, 6, 0, 0.29 / 0.38, 0,
      "vLLM blog 2024-09-05 'vLLM v0.6.0' (Llama 3 8B, 1 H100, v0.5.3): "
      "scheduling and input preparation 29% of the time, GPU execution 38%"},
-    {"vllm", 6, 7, 0.4e-3, 0,
+    {"vllm", 6, 7, 0.4e-3, 0, 0,
      "vllm-project/vllm issue #6854 (multi-step scheduling RFC): 4 ms of GPU "
      "idle per scheduler call (Llama 3 8B, H100), paid once per "
      "--num-scheduler-steps 10, the setting of vLLM's v0.6.0 benchmarks"},
+    // SGLang 0.5.x runs prefill ("extend") eagerly: its piecewise CUDA
+    // graph for prefill is opt-in (server_args.py,
+    // enable_piecewise_cuda_graph = False); decode replays CUDA graphs.
+    // Measured: sgl-project/sglang PR #12160 (2025-10, DeepSeek-V3, 61 MLA
+    // layers), the scheduler's 'forward cost' of a prefill of 1 new token:
+    // 82.64 ms eager, 23.10 ms replayed as a CUDA graph. The eager step is
+    // launch-bound (its GPU work fits in the 23.1 ms graph), so its time is
+    // the host's: 82.64 / 61 = 1.355 ms per MLA layer.
+    {"sglang", 5, 6, 0, 0, 82.64e-3 / 61,
+     "sgl-project/sglang PR #12160: DeepSeek-V3 prefill of 1 new token, "
+     "forward cost 82.64 ms eager vs 23.10 ms as a CUDA graph; prefill "
+     "CUDA graphs are opt-in in SGLang 0.5 (--enable-piecewise-cuda-graph)"},
 };
 
 }  // namespace
@@ -912,6 +939,7 @@ EngineHostOverhead EngineHostTime(std::string_view engine) {
     if (name == r.engine && at >= r.lo && at < r.hi) {
       out.step_s = r.step_s;
       out.fraction = r.fraction;
+      out.eager_prefill_mla_layer_s = r.eager_prefill_mla_layer_s;
       out.source = std::string(r.source);
     }
   }

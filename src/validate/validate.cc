@@ -629,6 +629,15 @@ std::vector<std::pair<std::string, double>> CaseMeasurements(const json& c) {
   return out;
 }
 
+// The host time per step of the engine version the row ran
+// (EngineHostTime: unoverlapped scheduler time, eager prefill launches).
+void SetEngineHostTime(const std::string& engine, estimate::ServeConfig* cfg) {
+  const estimate::EngineHostOverhead host = estimate::EngineHostTime(engine);
+  cfg->host_step_s = host.step_s;
+  cfg->host_fraction = host.fraction;
+  cfg->eager_prefill_mla_layer_s = host.eager_prefill_mla_layer_s;
+}
+
 // One published serving row: each measured quantity of each case is a case
 // of the report.
 Result<bool> ScoreServingJson(const catalog::Catalog& cat,
@@ -662,11 +671,7 @@ Result<bool> ScoreServingJson(const catalog::Catalog& cat,
   cfg.dp = std::max(1, sys->num_chips() / (cfg.tp * cfg.ep));
   cfg.weights = *hw::ParseDtype(row.value("weights", "bf16"));
   cfg.kv = *hw::ParseDtype(row.value("kv", "bf16"));
-  // The host time per step of the engine version the row ran.
-  const estimate::EngineHostOverhead host =
-      estimate::EngineHostTime(row.value("engine", ""));
-  cfg.host_step_s = host.step_s;
-  cfg.host_fraction = host.fraction;
+  SetEngineHostTime(row.value("engine", ""), &cfg);
   std::string assumptions;
   for (const json& a : row.value("assumptions", json::array())) {
     if (a.is_string()) assumptions += "; " + a.get<std::string>();

@@ -309,6 +309,44 @@ TEST(StepCost, UnoverlappedHostTimeOfOlderEngines) {
   EXPECT_FALSE(EngineHostTime("SGLang v0.3.0").source.empty());
 }
 
+// SGLang 0.5 runs prefill eagerly: a step with prefill tokens lasts at
+// least the host's launch time, MLA layers x the measured time per layer
+// (sgl-project/sglang PR #12160: 82.64 ms over DeepSeek-V3's 61 layers);
+// decode steps (CUDA graphs) and non-MLA models are unchanged.
+TEST(StepCost, EagerPrefillIsHostBound) {
+  const EngineHostOverhead sg = EngineHostTime("SGLang v0.5.6.post1");
+  EXPECT_NEAR(sg.eager_prefill_mla_layer_s, 82.64e-3 / 61, 1e-12);
+  EXPECT_EQ(EngineHostTime("SGLang v0.4.0").eager_prefill_mla_layer_s, 0);
+  EXPECT_EQ(EngineHostTime("vLLM v0.10.1").eager_prefill_mla_layer_s, 0);
+  ServeConfig base = Config(8, 1, 1, hw::Dtype::kFp8);
+  ServeConfig eager = base;
+  eager.eager_prefill_mla_layer_s = sg.eager_prefill_mla_layer_s;
+  auto plain =
+      StepCostModel::Create(Model("deepseek-v3"), System("h200:8x1"), base);
+  auto slow =
+      StepCostModel::Create(Model("deepseek-v3"), System("h200:8x1"), eager);
+  ASSERT_TRUE(plain.has_value() && slow.has_value());
+  // One short prompt: launch-bound, the step is the host's 82.64 ms.
+  const StepWork one{0, 0, 16, 16 * 8.0};
+  ASSERT_LT(plain->Cost(one).total().si(), 82.64e-3);
+  EXPECT_NEAR(slow->Cost(one).total().si(), 82.64e-3, 1e-9);
+  EXPECT_NEAR(slow->HostFloor(one), 82.64e-3, 1e-12);
+  EXPECT_EQ(slow->Cost(one).matmul.si(), plain->Cost(one).matmul.si());
+  // A long prefill's GPU time is over the floor: unchanged.
+  const StepWork big{0, 0, 16384, 16384 * 8192.0};
+  ASSERT_GT(plain->Cost(big).total().si(), 82.64e-3);
+  EXPECT_EQ(slow->Cost(big).total().si(), plain->Cost(big).total().si());
+  // Decode steps replay CUDA graphs: no floor.
+  const StepWork dec{8, 8 * 2048.0, 0, 0};
+  EXPECT_EQ(slow->HostFloor(dec), 0);
+  EXPECT_EQ(slow->Cost(dec).total().si(), plain->Cost(dec).total().si());
+  // No measurement for GQA layers: a Llama model keeps its GPU time.
+  auto llama =
+      StepCostModel::Create(Model("llama3-70b"), System("h100:8x1"), eager);
+  ASSERT_TRUE(llama.has_value());
+  EXPECT_EQ(llama->HostFloor(one), 0);
+}
+
 SimulationResult Simulate(const StepCostModel& sc, const Workload& w,
                           const SchedulerOptions& s, int replicas = 1) {
   auto r = SimulateServing(sc, replicas, w, s, Slo{});

@@ -85,6 +85,12 @@ struct ServeConfig {
   // TensorRT-LLM). EngineHostTime gives the measured values by version.
   double host_step_s = 0;
   double host_fraction = 0;
+  // Host (CPU) time per MLA decoder layer of a step with prefill tokens
+  // that the engine runs eagerly, without a CUDA graph (realistic mode,
+  // GPUs; docs/model.md 7.2): such a step lasts at least L x this, the
+  // time the host takes to launch its kernels. Zero (the default): no
+  // measurement (non-MLA layers, other engines). EngineHostTime gives it.
+  double eager_prefill_mla_layer_s = 0;
 };
 
 // Host time per step of an engine version whose scheduler waits for the
@@ -92,6 +98,8 @@ struct ServeConfig {
 struct EngineHostOverhead {
   double step_s = 0;    // fixed per step, s
   double fraction = 0;  // of the step's GPU time
+  // Host launch time per MLA layer of an eager prefill step, s.
+  double eager_prefill_mla_layer_s = 0;
   std::string source;
 };
 
@@ -212,6 +220,11 @@ class StepCostModel {
   double TokenTime(double tokens) const;
   // attention + overhead + drafting + pipeline transfers of the step.
   double ContextTime(const StepWork& work) const;
+  // The least time of the step whatever its GPU work: the host's launch
+  // time of an eagerly run prefill step (ServeConfig::
+  // eager_prefill_mla_layer_s x MLA layers), else 0. Cost(work).total() ==
+  // max(TokenTime + ContextTime, HostFloor).
+  double HostFloor(const StepWork& work) const;
   // Cost(work).total() == TokenTime(MatmulTokens(work)) + ContextTime(work)
   // up to
   // rounding in realistic mode and in peak mode with prefill tokens; peak
