@@ -123,7 +123,7 @@ std::array<LoraModule, 4> LoraModules(const model::ModelSpec& m,
   return {{{D, q + kv, false, false, targets.qkv},
            {q, D, false, true, targets.proj},
            {D, up * m.ffn, true, false, targets.fc1},
-           {m.ffn, D, true, true, targets.fc2}}};
+           {static_cast<double>(m.ffn), D, true, true, targets.fc2}}};
 }
 
 double LoraAdapterParams(const model::ModelSpec& m, int rank,
