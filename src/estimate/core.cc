@@ -987,9 +987,21 @@ double DenseOptimizerShards(const Parallelism& par) {
   return OptimizerShards(par) * (par.zero >= 1 ? par.ep : 1.0);
 }
 
+namespace {
+
+// `bytes` per trained parameter, the dense ones over `dense_shards` ranks and
+// the routed experts' over `expert_shards`.
+double SplitOverShards(const ParamShares& sh, double bytes, double dense_shards,
+                       double expert_shards) {
+  return sh.train_dense * bytes / dense_shards +
+         sh.train_expert * bytes / expert_shards;
+}
+
+}  // namespace
+
 double OwnedOptimizerParams(const ParamShares& sh, const Parallelism& par) {
-  return sh.train_dense / DenseOptimizerShards(par) +
-         sh.train_expert / OptimizerShards(par);
+  return SplitOverShards(sh, 1.0, DenseOptimizerShards(par),
+                         OptimizerShards(par));
 }
 
 StateMemory StatePerChip(const ParamShares& sh, const Parallelism& par,
@@ -1006,13 +1018,12 @@ StateMemory StatePerChip(const ParamShares& sh, const Parallelism& par,
   const double grad_shards =
       par.fsdp * (par.zero >= 2 ? static_cast<double>(par.dp) * par.cp : 1.0);
   const double dense_grad_shards = grad_shards * (par.zero >= 2 ? par.ep : 1.0);
-  s.grads = sh.train_dense * sb.grads / dense_grad_shards +
-            sh.train_expert * sb.grads / grad_shards;
+  s.grads = SplitOverShards(sh, sb.grads, dense_grad_shards, grad_shards);
   s.optimizer =
       offload_optimizer || offload_params
           ? 0
-          : sh.train_dense * sb.optimizer / DenseOptimizerShards(par) +
-                sh.train_expert * sb.optimizer / OptimizerShards(par);
+          : SplitOverShards(sh, sb.optimizer, DenseOptimizerShards(par),
+                            OptimizerShards(par));
   if (offload_params) {
     // On the device: the layer being used and the one being prefetched,
     // gathered over fsdp, and the layer's fp32 gradient before it leaves.

@@ -130,9 +130,9 @@ Result<CpComm> ParseCpComm(std::string_view text) {
 Result<LoraTargets> ParseLoraTargets(std::string_view text) {
   std::string all = ToLower(Trim(text));
   if (all == "all") return LoraTargets{};
-  LoraTargets t{false, false, false, false};
   if (all == "attention") return LoraTargets{true, true, false, false};
   if (all == "mlp") return LoraTargets{false, false, true, true};
+  LoraTargets t{false, false, false, false};
   size_t start = 0;
   while (start <= all.size()) {
     size_t comma = all.find(',', start);
