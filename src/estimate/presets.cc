@@ -97,6 +97,37 @@ void ApplyEngineMemory(Engine engine, MemoryPolicy& m) {
   }
 }
 
+Result<void> ApplyWeightDtype(hw::Dtype dtype, TrainingConfig& c) {
+  MemoryPolicy& m = c.memory;
+  // MaxText keeps the weights in weight_dtype and casts them to the matmul
+  // dtype inside the step (no master copy); the gradients have the weights'
+  // dtype, and optax's Adam moments follow the parameters' dtype when
+  // mu_dtype is unset (MaxText base.yml weight_dtype, mu_dtype;
+  // docs/model.md 5.4, memory per chip).
+  switch (dtype) {
+    case hw::Dtype::kBf16:
+      m.weight_bytes = 2;
+      m.grad_bytes = 2;
+      m.master_bytes = 0;
+      m.moment_bytes = 4;
+      c.precision.grad_reduce = hw::Dtype::kBf16;
+      return {};
+    case hw::Dtype::kFp32:
+      m.weight_bytes = 4;
+      m.grad_bytes = 4;
+      m.master_bytes = 0;
+      m.moment_bytes = 8;
+      c.precision.grad_reduce = hw::Dtype::kFp32;
+      return {};
+    default:
+      return InvalidArgument("expected bf16 or fp32 weights, got " +
+                                 std::string(hw::DtypeName(dtype)) +
+                                 " (quantized training keeps its weights in "
+                                 "bf16 or fp32: see --precision)",
+                             "weight dtype");
+  }
+}
+
 void ApplyEnginePreset(Engine engine, TrainingConfig& c) {
   ApplyEngineMemory(engine, c.memory);
   // Start from the estimator's defaults (bf16 reductions overlapped with the

@@ -14,6 +14,7 @@
 #include "import_internal.h"
 #include "import_train_internal.h"
 #include "scalemodel/base/strings.h"
+#include "scalemodel/estimate/presets.h"
 #include "scalemodel/estimate/training.h"
 
 namespace scalemodel::launch::internal {
@@ -26,6 +27,7 @@ const ingest::FlatConfig& BaseYmlDefaults() {
       {"model_name", "default"},
       {"quantization", ""},
       {"weight_dtype", "float32"},
+      {"num_vocab_tiling", "1"},
       {"base_emb_dim", "2048"},
       {"base_num_query_heads", "16"},
       {"base_num_kv_heads", "16"},
@@ -305,8 +307,13 @@ Result<void> MaxTextPrecisionAndMemory(const Config& c, ImportedTraining* out) {
         "quantization '" + q + "' has no scalemodel equivalent (fp8 or int8)",
         "from");
   }
+  // weight_dtype float32 is the preset's; bfloat16 keeps 2 + 2 + 4 B per
+  // parameter and reduces in bf16 (estimate::ApplyWeightDtype).
   if (ToLower(c.Str("weight_dtype")) == "bfloat16") {
-    cfg.precision.grad_reduce = hw::Dtype::kBf16;
+    (void)estimate::ApplyWeightDtype(hw::Dtype::kBf16, cfg);
+  } else if (ToLower(c.Str("weight_dtype")) != "float32") {
+    out->notes.push_back("weight_dtype " + c.Str("weight_dtype") +
+                         " read as float32");
   }
   // Scanned layers gather their FSDP weights inside each iteration
   // (EngineHabits::fsdp_scan_exposed).
@@ -316,8 +323,18 @@ Result<void> MaxTextPrecisionAndMemory(const Config& c, ImportedTraining* out) {
                                  Truthy(c.Str("optimizer_memory_host_offload"));
   auto mtp = c.Num("mtp_num_layers", 0);
   auto capacity = c.Num("capacity_factor", -1);
+  auto tiling = c.Num("num_vocab_tiling", 1);
   if (!mtp) return tl::unexpected(mtp.error());
   if (!capacity) return tl::unexpected(capacity.error());
+  if (!tiling) return tl::unexpected(tiling.error());
+  if (*tiling < 1 || *tiling > estimate::kMaxVocabTiling) {
+    return InvalidArgument(
+        fmt::format("num_vocab_tiling: expected a whole number of chunks from "
+                    "1 to {}, got {}",
+                    estimate::kMaxVocabTiling, *tiling),
+        "from");
+  }
+  cfg.habits.vocab_tiling = static_cast<int>(*tiling);
   cfg.mtp_layers = static_cast<int>(*mtp);
   if (*capacity > 0) cfg.habits.capacity_factor = *capacity;
   return {};

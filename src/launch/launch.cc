@@ -105,6 +105,20 @@ void TrainingHeader(LaunchText& out, std::string_view engine,
       est.tokens_per_s_per_chip, units::FormatBytes(est.memory.total),
       units::FormatBytes(est.memory.capacity),
       est.feasible ? "" : " (INFEASIBLE: " + est.reason + ")"));
+  if (engine == "MaxText") return;
+  // MaxText's weight_dtype and num_vocab_tiling have no flag here.
+  if (cfg.memory.weight_bytes == 2 && cfg.memory.master_bytes == 0) {
+    out.Comment(fmt::format(
+        "the estimate kept bf16 weights with no fp32 master copy "
+        "(--weight-dtype bf16); {} keeps its own, so expect more memory",
+        engine));
+  }
+  if (cfg.habits.vocab_tiling > 1) {
+    out.Comment(fmt::format(
+        "the estimate held 1/{} of the logits at once (--vocab-tiling); {} "
+        "has no flag for it, so expect more memory",
+        cfg.habits.vocab_tiling, engine));
+  }
 }
 
 // Tokens per step as sequences; EstimateTraining already checked it splits.
@@ -205,6 +219,25 @@ void MaxTextPipeline(LaunchText& out, const model::ModelSpec& m,
       estimate::ScheduleName(cfg.layout.schedule)));
 }
 
+// The matmul dtype, the stored weights' dtype, vocabulary tiling and host
+// offload as MaxText's keys.
+void MaxTextPrecisionKeys(LaunchText& out,
+                          const estimate::TrainingConfig& cfg) {
+  if (cfg.precision.matmul == hw::Dtype::kFp8) out.Key("quantization", "fp8");
+  // AQT int8 matmuls (--precision int8).
+  if (cfg.precision.matmul == hw::Dtype::kInt8) out.Key("quantization", "int8");
+  if (cfg.memory.weight_bytes == 2 && cfg.memory.master_bytes == 0) {
+    out.Key("weight_dtype", "bfloat16");  // --weight-dtype bf16
+  }
+  if (cfg.habits.vocab_tiling > 1) {
+    out.Key("num_vocab_tiling", cfg.habits.vocab_tiling);
+  }
+  if (cfg.memory.offload_optimizer)
+    out.Key("optimizer_memory_host_offload", "True");
+  if (cfg.memory.offload_params)
+    out.Key("parameter_memory_host_offload", "True");
+}
+
 Result<std::string> EmitMaxText(const model::ModelSpec& m,
                                 const ingest::EngineNames& names,
                                 const hw::System& sys,
@@ -269,13 +302,7 @@ Result<std::string> EmitMaxText(const model::ModelSpec& m,
         "remat none: MaxText's lightest policy (minimal_with_context) still "
         "recomputes a little; expect a few % more FLOPs than predicted");
   }
-  if (cfg.precision.matmul == hw::Dtype::kFp8) out.Key("quantization", "fp8");
-  // AQT int8 matmuls (--precision int8).
-  if (cfg.precision.matmul == hw::Dtype::kInt8) out.Key("quantization", "int8");
-  if (cfg.memory.offload_optimizer)
-    out.Key("optimizer_memory_host_offload", "True");
-  if (cfg.memory.offload_params)
-    out.Key("parameter_memory_host_offload", "True");
+  MaxTextPrecisionKeys(out, cfg);
   if (d.dp > 1 && cfg.par.zero > 0) {
     out.Comment(fmt::format(
         "zero={} has no MaxText equivalent: the data axis keeps full optimizer "

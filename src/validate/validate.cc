@@ -14,6 +14,7 @@
 #include "scalemodel/estimate/batching.h"
 #include "scalemodel/estimate/core.h"
 #include "scalemodel/estimate/inference.h"
+#include "scalemodel/estimate/presets.h"
 #include "scalemodel/estimate/training.h"
 #include "scalemodel/ingest/hf_config.h"
 #include "scalemodel/validate/memory.h"
@@ -252,13 +253,10 @@ Result<TrainingRun> ReadTrainingRun(const catalog::Catalog& cat,
   // The engine's bytes per parameter and reserve (validate/memory.cc).
   ApplyRowMemory(row.value("engine", ""), row.value("family", ""), &cfg);
   if (row.value("weight_dtype", std::string()) == "bf16") {
-    // MaxText with weight_dtype bfloat16: bf16 weights and gradients, and
-    // optax's Adam moments in the weights' dtype (mu_dtype unset): 2 + 2 +
-    // 4 B per parameter (docs/model.md 5.7).
-    cfg.memory.weight_bytes = 2;
-    cfg.memory.grad_bytes = 2;
-    cfg.memory.master_bytes = 0;
-    cfg.memory.moment_bytes = 4;
+    // MaxText with weight_dtype bfloat16: 2 + 2 + 4 B per parameter and
+    // bf16 reductions (estimate::ApplyWeightDtype, docs/model.md 5.4, memory
+    // per chip).
+    (void)estimate::ApplyWeightDtype(hw::Dtype::kBf16, cfg);
   }
   // MaxText scans its decoder layers unless the row says scan_layers false
   // (EngineHabits::fsdp_scan_exposed).

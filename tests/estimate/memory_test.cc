@@ -52,6 +52,29 @@ TEST(EngineMemory, BytesPerParameterByPreset) {
   }
 }
 
+// --weight-dtype: the weights, their gradients and the Adam moments in one
+// dtype with no master copy (MaxText weight_dtype), and the reductions in it.
+TEST(EngineMemory, WeightDtypeSetsEveryStateAndTheReduction) {
+  TrainingConfig cfg;
+  ApplyEnginePreset(Engine::kMegatron, cfg);
+  ASSERT_TRUE(ApplyWeightDtype(hw::Dtype::kBf16, cfg));
+  EXPECT_EQ(cfg.memory.weight_bytes + cfg.memory.grad_bytes +
+                cfg.memory.master_bytes + cfg.memory.moment_bytes,
+            8);
+  EXPECT_EQ(cfg.memory.master_bytes, 0);
+  EXPECT_EQ(cfg.precision.grad_reduce, hw::Dtype::kBf16);
+  ASSERT_TRUE(ApplyWeightDtype(hw::Dtype::kFp32, cfg));
+  EXPECT_EQ(cfg.memory.weight_bytes + cfg.memory.grad_bytes +
+                cfg.memory.master_bytes + cfg.memory.moment_bytes,
+            16);
+  EXPECT_EQ(cfg.precision.grad_reduce, hw::Dtype::kFp32);
+  auto bad = ApplyWeightDtype(hw::Dtype::kFp8, cfg);
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("expected bf16 or fp32"),
+            std::string::npos);
+  EXPECT_EQ(cfg.memory.moment_bytes, 8);  // unchanged by the refusal
+}
+
 // Expert parallelism: the expert ranks hold replicas of the dense weights,
 // so ZeRO shards the dense state over dp x ep, the routed experts' over dp
 // (their expert-data-parallel group); weights are not sharded by ZeRO.

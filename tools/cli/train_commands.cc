@@ -9,6 +9,7 @@
 #include "commands.h"
 #include "fmt/format.h"
 #include "scalemodel/base/strings.h"
+#include "scalemodel/estimate/core.h"
 #include "scalemodel/estimate/efficiency.h"
 #include "scalemodel/estimate/inference.h"
 #include "scalemodel/estimate/presets.h"
@@ -45,6 +46,8 @@ struct TrainOptionsCli {
   int microbatches = 0;
   int lora = 0;
   std::string lora_targets;
+  std::string weight_dtype;  // --weight-dtype: empty = the engine's
+  int vocab_tiling = 1;
   int last_stage_layers = 0;
   int mtp_layers = -1;
   bool no_dp_overlap = false;
@@ -261,6 +264,42 @@ static Result<std::optional<std::string>> ParseBatch(
   return note;
 }
 
+// Bytes per trained parameter of weights, gradients, master copy and
+// moments, as the mode counts them (peak: the book's 2 + 8).
+static double StateBytesPerParam(const estimate::TrainingConfig& c) {
+  const estimate::StateBytes b = estimate::TrainingStateBytes(c.mode, c.memory);
+  return b.weights + b.grads + b.optimizer;
+}
+
+// --weight-dtype and --vocab-tiling, after the engine's preset (which they
+// override) and before --grad-reduce (which overrides the reduction dtype
+// that --weight-dtype implies).
+static Result<void> ApplyWeightOptions(const TrainOptionsCli& o,
+                                       estimate::TrainingConfig* c) {
+  if (!o.weight_dtype.empty()) {
+    auto d = hw::ParseDtype(o.weight_dtype);
+    if (!d || (*d != hw::Dtype::kBf16 && *d != hw::Dtype::kFp32)) {
+      return InvalidArgument(
+          "expected bf16 or fp32 (the dtype the weights are stored in), got '" +
+              o.weight_dtype + "'",
+          "--weight-dtype");
+    }
+    if (auto ok = estimate::ApplyWeightDtype(*d, *c); !ok) {
+      return tl::unexpected(
+          Error{ok.error().code, ok.error().message, "--weight-dtype"});
+    }
+  }
+  if (o.vocab_tiling < 1 || o.vocab_tiling > estimate::kMaxVocabTiling) {
+    return InvalidArgument(
+        fmt::format("expected a number of vocabulary chunks from 1 to {}, "
+                    "got {}",
+                    estimate::kMaxVocabTiling, o.vocab_tiling),
+        "--vocab-tiling");
+  }
+  c->habits.vocab_tiling = o.vocab_tiling;
+  return {};
+}
+
 static Result<TrainInputs> ResolveTrain(const catalog::Catalog& cat,
                                         const TrainOptionsCli& o,
                                         bool need_plan) {
@@ -433,6 +472,9 @@ static Result<TrainInputs> ResolveTrain(const catalog::Catalog& cat,
     if (!engine) return tl::unexpected(EmitError(engine.error()));
     in.engine = *engine;
   }
+  if (auto ok = ApplyWeightOptions(o, &c); !ok) {
+    return tl::unexpected(ok.error());
+  }
   if (!o.grad_reduce.empty()) {
     auto grd = hw::ParseDtype(o.grad_reduce);
     if (!grd || (*grd != hw::Dtype::kBf16 && *grd != hw::Dtype::kFp32)) {
@@ -487,6 +529,8 @@ static Result<TrainInputs> ResolveTrain(const catalog::Catalog& cat,
       {"mode", o.mode},
       {"attention_flops", o.attention},
       {"grad_reduce", std::string(hw::DtypeName(c.precision.grad_reduce))},
+      {"weight_bytes_per_param", StateBytesPerParam(c)},
+      {"vocab_tiling", c.habits.vocab_tiling},
       {"dp_overlap", c.habits.dp_overlap},
       {"lora_rank", c.lora_rank},
       {"lora_targets", c.lora_rank > 0
@@ -622,6 +666,16 @@ static void AddTrainOptions(CLI::App* app, TrainOptionsCli& o, bool plan) {
                 "(MaxText's offloaded remat policies, Megatron-Core "
                 "--cpu-offloading): out in the forward, back before the "
                 "backward, over the host link; two layers stay on the chip");
+  app->add_option("--weight-dtype", o.weight_dtype,
+                  "bf16 or fp32: the weights stored in this dtype with no "
+                  "master copy, gradients and Adam moments in it too "
+                  "(MaxText weight_dtype; bf16 = 2 + 2 + 4 B per parameter, "
+                  "fp32 = 4 + 4 + 8 B); default: the engine's");
+  app->add_option("--vocab-tiling", o.vocab_tiling,
+                  "The output layer and loss in this many vocabulary chunks "
+                  "(MaxText num_vocab_tiling): 1/N of the logits held at "
+                  "once, same FLOPs")
+      ->capture_default_str();
   app->add_option("--grad-reduce", o.grad_reduce,
                   "Gradient reduction dtype: bf16 (default) or fp32 (default "
                   "with --emit maxtext, whose weights are fp32)");
@@ -802,7 +856,7 @@ static Result<Json> ApplyFrom(const catalog::Catalog& cat, const CLI::App& app,
         "--ep-overlap",     "--ep-dedup",      "--offload-optimizer",
         "--offload-params", "--no-dp-overlap", "--cross-entropy",
         "--cp-comm",        "--engine",        "--last-stage-layers",
-        "--mtp-layers"}) {
+        "--mtp-layers",     "--weight-dtype",  "--vocab-tiling"}) {
     if (app.get_option_no_throw(f) != nullptr && app.count(f) > 0) {
       return InvalidArgument(
           std::string("the launch line given to --from sets this; change it "
@@ -843,6 +897,10 @@ static Result<Json> ApplyFrom(const catalog::Catalog& cat, const CLI::App& app,
   o->cross_entropy_set = true;
   o->cp_comm = estimate::CpCommName(c.habits.cp_comm);
   o->mtp_layers = c.mtp_layers;
+  o->vocab_tiling = c.habits.vocab_tiling;
+  if (c.memory.weight_bytes == 2 && c.memory.master_bytes == 0) {
+    o->weight_dtype = "bf16";  // MaxText weight_dtype bfloat16
+  }
   if (app.count("--capacity-factor") == 0)
     o->capacity = c.habits.capacity_factor;
   if (!r->model.resolution.empty()) notes->push_back(r->model.resolution);

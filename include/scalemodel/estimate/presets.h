@@ -47,6 +47,14 @@ void ApplyEnginePreset(Engine engine, TrainingConfig& config);
 // left as they are.
 void ApplyEngineMemory(Engine engine, MemoryPolicy& memory);
 
+// The weights stored in `dtype` with no separate master copy, their
+// gradients in the same dtype and the Adam moments too (MaxText's
+// weight_dtype with optax's mu_dtype unset; FSDP2's sharded parameter
+// dtype): bf16 is 2 + 2 + 4 B per parameter, fp32 4 + 4 + 8 B. bf16 also
+// reduces the gradients in bf16. Only bf16 and fp32; errors name the value
+// (`where` is "weight dtype").
+Result<void> ApplyWeightDtype(hw::Dtype dtype, TrainingConfig& config);
+
 // What `engine` can launch, for a plan search that keeps to it: the highest
 // ZeRO level for data-parallel replicas (MaxText and torchtitan: 0, their
 // data parallelism is FSDP or plain replicas; Megatron and DeepSpeed: 2) and

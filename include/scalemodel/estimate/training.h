@@ -155,6 +155,10 @@ struct PrecisionOptions {
 };
 
 // What is kept, recomputed or moved off the chip.
+// The most vocabulary chunks a loss may be computed in (EngineHabits::
+// vocab_tiling; docs/units.md): no real vocabulary needs more.
+inline constexpr int kMaxVocabTiling = 1 << 16;
+
 struct MemoryPolicy {
   model::Remat remat = model::Remat::kNone;
   bool offload_optimizer = false;  // optimizer state in host memory
@@ -203,7 +207,7 @@ struct EngineHabits {
   // The output layer and loss computed in this many chunks of the
   // vocabulary (MaxText's num_vocab_tiling): the logits held at once are
   // 1/vocab_tiling of them (time unchanged).
-  int vocab_tiling = 1;
+  int vocab_tiling = 1;  // 1 to kMaxVocabTiling
   CpComm cp_comm = CpComm::kRing;
   // Tensor-parallel all-gathers and reduce-scatters overlapped with the
   // adjacent GEMMs (Megatron --tp-comm-overlap, torchtitan async TP): a
