@@ -911,9 +911,12 @@ constexpr EagerBlock kTpAllReduce = {
 constexpr EagerBlock kGqaAttention = {
     5, 2,
     "models/llama.py LlamaAttention.forward: qkv_proj (bias in the GEMM), "
-    "rotary_emb, RadixAttention (set_kv_buffer, extend kernel), o_proj"};
+    "rotary_emb, RadixAttention (set_kv_buffer, extend kernel), o_proj "
+    "(commit 0023954)"};
 constexpr EagerBlock kQkNorm = {
-    2, 0, "models/qwen3.py Qwen3Attention._apply_qk_norm: q_norm, k_norm"};
+    2, 0,
+    "models/qwen3.py Qwen3Attention.forward_prepare_native -> "
+    "models/utils.py apply_qk_norm: q_norm, k_norm (commit 01b5f57)"};
 constexpr EagerBlock kMlaAttention = {
     10, 5,
     "models/deepseek_v2.py forward_absorb_prepare/forward_absorb_core "
