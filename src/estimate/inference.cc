@@ -733,8 +733,10 @@ Result<std::shared_ptr<StepCostModel::Impl>> BuildImpl(
   if (!x->peak) {
     x->host_step = std::max(0.0, cfg.host_step_s);
     x->host_fraction = std::max(0.0, cfg.host_fraction);
-    if (!chip.is_tpu() && m.mla) {
-      x->eager_prefill = x->L * std::max(0.0, cfg.eager_prefill_mla_layer_s);
+    if (!chip.is_tpu() && cfg.eager_prefill_op_s > 0) {
+      x->eager_prefill =
+          cfg.eager_prefill_op_s *
+          EagerPrefillOps(m, hw::BytesPerElement(x->compute) < 2, cfg.tp > 1);
     }
   }
   if (!x->peak) x->ar_curve = chip.allreduce_measured;
@@ -884,13 +886,86 @@ double ExpertImbalance(int ep, int num_experts, int redundant_experts) {
 
 namespace {
 
+// Ops one decoder-layer block issues in SGLang's eager extend (prefill)
+// path: kernel-launching calls (a GEMM, a norm, RoPE, a KV-cache store, an
+// attention kernel, an activation, a routing kernel, a collective), of
+// which `linears` are GEMMs that an fp8/fp4 model precedes with an
+// activation-quantization kernel. Counted from the Python forward
+// functions of sgl-project/sglang (the stored snapshots named; the
+// v0.5.6 tag itself could not be fetched, docs/model.md 7.2).
+struct EagerBlock {
+  int ops, linears;
+  std::string_view counted_from;
+};
+
+constexpr EagerBlock kLayerNorms = {
+    2, 0,
+    "layers/layernorm.py RMSNorm.forward_cuda (fused_add_rmsnorm), before "
+    "attention and before the MLP (models/deepseek_v2.py "
+    "DeepseekV2DecoderLayer.forward via LayerCommunicator, commit 00114ae)"};
+constexpr EagerBlock kTpAllReduce = {
+    2, 0,
+    "tensor_model_parallel_all_reduce after attention's o_proj and after "
+    "the MLP or MoE block (LayerCommunicator.prepare_mlp, "
+    "DeepseekV2MoE.forward_normal)"};
+constexpr EagerBlock kGqaAttention = {
+    5, 2,
+    "models/llama.py LlamaAttention.forward: qkv_proj (bias in the GEMM), "
+    "rotary_emb, RadixAttention (set_kv_buffer, extend kernel), o_proj "
+    "(commit 0023954)"};
+constexpr EagerBlock kQkNorm = {
+    2, 0,
+    "models/qwen3.py Qwen3Attention.forward_prepare_native -> "
+    "models/utils.py apply_qk_norm: q_norm, k_norm (commit 01b5f57)"};
+constexpr EagerBlock kMlaAttention = {
+    10, 5,
+    "models/deepseek_v2.py forward_absorb_prepare/forward_absorb_core "
+    "(an extend with a cached prefix, PR #12160's case; commit 00114ae): "
+    "fused_qkv_a_proj_with_mqa, q_a_layernorm, kv_a_layernorm, q_b_proj, "
+    "w_kc bmm, rotary_emb, set_kv_buffer, attention, w_vc bmm, o_proj"};
+constexpr EagerBlock kDenseMlp = {
+    3, 2,
+    "models/deepseek_v2.py DeepseekV2MLP.forward: gate_up_proj, "
+    "SiluAndMul, down_proj"};
+constexpr EagerBlock kRoutedMoe = {
+    7, 2,
+    "models/qwen3_moe.py Qwen3MoeSparseMoeBlock.forward_normal: gate, topk, "
+    "experts (fused_moe_triton: moe_align_block_size, w13 GEMM, "
+    "silu_and_mul, w2 GEMM, moe_sum_reduce)"};
+constexpr EagerBlock kSharedExpert = {
+    4, 2,
+    "models/deepseek_v2.py DeepseekV2MoE._forward_shared_experts "
+    "(gate_up_proj, SiluAndMul, down_proj) and forward_normal's add"};
+
+constexpr int Ops(const EagerBlock& b, bool quantized) {
+  return b.ops + (quantized ? b.linears : 0);
+}
+
+// One decoder layer's ops.
+constexpr int EagerLayerOps(bool mla, bool qk_norm, bool moe, bool shared,
+                            bool quantized, bool tp) {
+  int n = Ops(kLayerNorms, quantized) + (tp ? Ops(kTpAllReduce, quantized) : 0);
+  n += mla ? Ops(kMlaAttention, quantized) : Ops(kGqaAttention, quantized);
+  if (!mla && qk_norm) n += Ops(kQkNorm, quantized);
+  if (!moe) return n + Ops(kDenseMlp, quantized);
+  n += Ops(kRoutedMoe, quantized);
+  return shared ? n + Ops(kSharedExpert, quantized) : n;
+}
+
+// DeepSeek-V3 as PR #12160 ran it (fp8 block-quantized GEMMs, TP 8): 3
+// dense layers and 58 MoE layers with a shared expert.
+constexpr int kDeepSeekV3EagerOps =
+    3 * EagerLayerOps(true, false, false, false, true, true) +
+    58 * EagerLayerOps(true, false, true, true, true, true);
+static_assert(kDeepSeekV3EagerOps == 2044);
+
 // One engine version range whose scheduler leaves the GPU idle while the
 // host prepares the next step; versions [lo, hi) as major * 1000 + minor.
 struct HostTimeRow {
   std::string_view engine;
   int lo, hi;
   double step_s, fraction;
-  double eager_prefill_mla_layer_s;
+  double eager_prefill_op_s;
   std::string_view source;
 };
 
@@ -913,11 +988,13 @@ constexpr HostTimeRow kHostTime[] = {
     // layers), the scheduler's 'forward cost' of a prefill of 1 new token:
     // 82.64 ms eager, 23.10 ms replayed as a CUDA graph. The eager step is
     // launch-bound (its GPU work fits in the 23.1 ms graph), so its time is
-    // the host's: 82.64 / 61 = 1.355 ms per MLA layer.
-    {"sglang", 5, 6, 0, 0, 82.64e-3 / 61,
+    // the host's: 82.64 ms over the 2044 ops of DeepSeek-V3's eager
+    // forward (EagerLayerOps) = 40.4 us per op.
+    {"sglang", 5, 6, 0, 0, 82.64e-3 / kDeepSeekV3EagerOps,
      "sgl-project/sglang PR #12160: DeepSeek-V3 prefill of 1 new token, "
      "forward cost 82.64 ms eager vs 23.10 ms as a CUDA graph; prefill "
-     "CUDA graphs are opt-in in SGLang 0.5 (--enable-piecewise-cuda-graph)"},
+     "CUDA graphs are opt-in in SGLang 0.5 (--enable-piecewise-cuda-graph); "
+     "per op: over the 2044 ops of DeepSeek-V3's eager forward"},
 };
 
 }  // namespace
@@ -939,11 +1016,24 @@ EngineHostOverhead EngineHostTime(std::string_view engine) {
     if (name == r.engine && at >= r.lo && at < r.hi) {
       out.step_s = r.step_s;
       out.fraction = r.fraction;
-      out.eager_prefill_mla_layer_s = r.eager_prefill_mla_layer_s;
+      out.eager_prefill_op_s = r.eager_prefill_op_s;
       out.source = std::string(r.source);
     }
   }
   return out;
+}
+
+// Sums the per-layer table (EagerLayerOps) over the model's layers.
+double EagerPrefillOps(const model::ModelSpec& m, bool quantized_activations,
+                       bool tensor_parallel) {
+  const bool mla = m.mla.has_value();
+  const bool shared = m.moe.num_shared_experts > 0;
+  double ops = 0;
+  for (int l = 0; l < m.num_layers; ++l) {
+    ops += EagerLayerOps(mla, m.qk_norm, m.IsMoeLayer(l), shared,
+                         quantized_activations, tensor_parallel);
+  }
+  return ops;
 }
 
 // Fits of T = floor + (touched experts' weight bytes) / (fraction x HBM

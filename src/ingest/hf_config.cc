@@ -340,6 +340,16 @@ class Reader {
   std::string prefix_;
 };
 
+// Families whose attention always normalizes q and k (RMSNorm per head, or
+// over all heads for MiniMax-M2) before RoPE; other configs say so with
+// "use_qk_norm".
+bool QkNormFamily(const std::string& model_type) {
+  static const std::set<std::string> kQkNorm = {
+      "qwen3",       "qwen3_moe", "qwen3_next", "gemma3",
+      "gemma3_text", "olmo2",     "minimax_m2"};
+  return kQkNorm.count(model_type) > 0;
+}
+
 }  // namespace
 
 Result<ImportedModel> ParseHfConfig(std::string_view json_text,
@@ -426,6 +436,7 @@ Result<ImportedModel> ParseHfConfig(std::string_view json_text,
       {"attention_bias", "bias", "qkv_bias"},
       type == "qwen2" || type == "qwen2_moe" || kPlainMlp.count(type) > 0);
   m.mlp_bias = boolean({"mlp_bias"}, kPlainMlp.count(type) > 0);
+  m.qk_norm = boolean({"use_qk_norm"}, QkNormFamily(type));
 
   // MoE: three names for the expert count.
   long experts =

@@ -633,7 +633,7 @@ void SetEngineHostTime(const std::string& engine, estimate::ServeConfig* cfg) {
   const estimate::EngineHostOverhead host = estimate::EngineHostTime(engine);
   cfg->host_step_s = host.step_s;
   cfg->host_fraction = host.fraction;
-  cfg->eager_prefill_mla_layer_s = host.eager_prefill_mla_layer_s;
+  cfg->eager_prefill_op_s = host.eager_prefill_op_s;
 }
 
 // One published serving row: each measured quantity of each case is a case

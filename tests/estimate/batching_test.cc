@@ -309,24 +309,46 @@ TEST(StepCost, UnoverlappedHostTimeOfOlderEngines) {
   EXPECT_FALSE(EngineHostTime("SGLang v0.3.0").source.empty());
 }
 
+// The ops of one eager forward, summed from the per-block table
+// (docs/model.md 7.2): DeepSeek-V3 with fp8 GEMMs at TP 8 (PR #12160's
+// run): MLA 10 + 5 quantizations, routed MoE 7 + 2, shared expert 4 + 2,
+// dense MLP 3 + 2, 2 norms, 2 all-reduces: 58 x 34 + 3 x 24 = 2044.
+// Llama 3 70B in bf16 at TP 8: GQA 5 + MLP 3 + 2 norms + 2 all-reduces =
+// 12 per layer, 960 in all; qk-norm (Qwen3) adds 2 per layer.
+TEST(StepCost, EagerPrefillOpCounts) {
+  const model::ModelSpec dsv3 = Model("deepseek-v3");
+  EXPECT_EQ(EagerPrefillOps(dsv3, true, true), 58 * 34 + 3 * 24);
+  EXPECT_EQ(EagerPrefillOps(dsv3, false, true), 58 * 25 + 3 * 17);
+  const model::ModelSpec llama = Model("llama3-70b");
+  ASSERT_FALSE(llama.qk_norm);
+  EXPECT_EQ(EagerPrefillOps(llama, false, true), 80 * 12);
+  EXPECT_EQ(EagerPrefillOps(llama, false, false), 80 * 10);
+  EXPECT_EQ(EagerPrefillOps(llama, true, true), 80 * 16);
+  // Qwen3-235B-A22B: qk-norm GQA, routed MoE without a shared expert.
+  const model::ModelSpec qwen = Model("qwen3-235b-a22b");
+  ASSERT_TRUE(qwen.qk_norm);
+  EXPECT_EQ(EagerPrefillOps(qwen, false, true), 94 * (2 + 2 + 7 + 7));
+}
+
 // SGLang 0.5 runs prefill eagerly: a step with prefill tokens lasts at
-// least the host's launch time, MLA layers x the measured time per layer
-// (sgl-project/sglang PR #12160: 82.64 ms over DeepSeek-V3's 61 layers);
-// decode steps (CUDA graphs) and non-MLA models are unchanged.
+// least the host's launch time, its ops x the time per op (sgl-project/
+// sglang PR #12160: 82.64 ms over DeepSeek-V3's 2044 ops); decode steps
+// (CUDA graphs) are unchanged.
 TEST(StepCost, EagerPrefillIsHostBound) {
   const EngineHostOverhead sg = EngineHostTime("SGLang v0.5.6.post1");
-  EXPECT_NEAR(sg.eager_prefill_mla_layer_s, 82.64e-3 / 61, 1e-12);
-  EXPECT_EQ(EngineHostTime("SGLang v0.4.0").eager_prefill_mla_layer_s, 0);
-  EXPECT_EQ(EngineHostTime("vLLM v0.10.1").eager_prefill_mla_layer_s, 0);
+  EXPECT_NEAR(sg.eager_prefill_op_s, 82.64e-3 / 2044, 1e-15);
+  EXPECT_EQ(EngineHostTime("SGLang v0.4.0").eager_prefill_op_s, 0);
+  EXPECT_EQ(EngineHostTime("vLLM v0.10.1").eager_prefill_op_s, 0);
   ServeConfig base = Config(8, 1, 1, hw::Dtype::kFp8);
   ServeConfig eager = base;
-  eager.eager_prefill_mla_layer_s = sg.eager_prefill_mla_layer_s;
+  eager.eager_prefill_op_s = sg.eager_prefill_op_s;
   auto plain =
       StepCostModel::Create(Model("deepseek-v3"), System("h200:8x1"), base);
   auto slow =
       StepCostModel::Create(Model("deepseek-v3"), System("h200:8x1"), eager);
   ASSERT_TRUE(plain.has_value() && slow.has_value());
-  // One short prompt: launch-bound, the step is the host's 82.64 ms.
+  // One short prompt: launch-bound, the step is the host's 82.64 ms, the
+  // measurement the time per op was taken from.
   const StepWork one{0, 0, 16, 16 * 8.0};
   ASSERT_LT(plain->Cost(one).total().si(), 82.64e-3);
   EXPECT_NEAR(slow->Cost(one).total().si(), 82.64e-3, 1e-9);
@@ -340,11 +362,20 @@ TEST(StepCost, EagerPrefillIsHostBound) {
   const StepWork dec{8, 8 * 2048.0, 0, 0};
   EXPECT_EQ(slow->HostFloor(dec), 0);
   EXPECT_EQ(slow->Cost(dec).total().si(), plain->Cost(dec).total().si());
-  // No measurement for GQA layers: a Llama model keeps its GPU time.
+  // A dense GQA model in bf16: its 960 ops at the same time per op,
+  // 38.8 ms, over an 8 x H100 step of one short prompt.
+  ServeConfig bf16 = Config(8, 1, 1);
+  bf16.eager_prefill_op_s = sg.eager_prefill_op_s;
   auto llama =
-      StepCostModel::Create(Model("llama3-70b"), System("h100:8x1"), eager);
+      StepCostModel::Create(Model("llama3-70b"), System("h100:8x1"), bf16);
   ASSERT_TRUE(llama.has_value());
-  EXPECT_EQ(llama->HostFloor(one), 0);
+  EXPECT_NEAR(llama->HostFloor(one), 960 * 82.64e-3 / 2044, 1e-12);
+  EXPECT_NEAR(llama->Cost(one).total().si(), llama->HostFloor(one), 1e-12);
+  // Without the engine's figure (the default), no floor.
+  auto none =
+      StepCostModel::Create(Model("llama3-70b"), System("h100:8x1"), base);
+  ASSERT_TRUE(none.has_value());
+  EXPECT_EQ(none->HostFloor(one), 0);
 }
 
 SimulationResult Simulate(const StepCostModel& sc, const Workload& w,

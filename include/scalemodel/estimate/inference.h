@@ -85,12 +85,13 @@ struct ServeConfig {
   // TensorRT-LLM). EngineHostTime gives the measured values by version.
   double host_step_s = 0;
   double host_fraction = 0;
-  // Host (CPU) time per MLA decoder layer of a step with prefill tokens
-  // that the engine runs eagerly, without a CUDA graph (realistic mode,
-  // GPUs; docs/model.md 7.2): such a step lasts at least L x this, the
-  // time the host takes to launch its kernels. Zero (the default): no
-  // measurement (non-MLA layers, other engines). EngineHostTime gives it.
-  double eager_prefill_mla_layer_s = 0;
+  // Host (CPU) time per op (kernel-launching call) of a step with prefill
+  // tokens that the engine runs eagerly, without a CUDA graph (realistic
+  // mode, GPUs; docs/model.md 7.2): such a step lasts at least
+  // EagerPrefillOps(model) x this, the time the host takes to launch its
+  // kernels. Zero (the default): engines that capture prefill in CUDA
+  // graphs or were not measured. EngineHostTime gives it.
+  double eager_prefill_op_s = 0;
 };
 
 // Host time per step of an engine version whose scheduler waits for the
@@ -98,10 +99,20 @@ struct ServeConfig {
 struct EngineHostOverhead {
   double step_s = 0;    // fixed per step, s
   double fraction = 0;  // of the step's GPU time
-  // Host launch time per MLA layer of an eager prefill step, s.
-  double eager_prefill_mla_layer_s = 0;
+  // Host launch time per op of an eager prefill step, s.
+  double eager_prefill_op_s = 0;
   std::string source;
 };
+
+// The ops (kernel-launching calls: GEMMs, norms, RoPE, KV stores,
+// attention, activations, routing, collectives) one eager forward of
+// `m` issues in SGLang 0.5's extend path, summed over its layers from a
+// table of per-block counts (docs/model.md 7.2 *eager prefill*).
+// quantized_activations: fp8/fp4 GEMMs, each preceded by an activation
+// quantization kernel; tensor_parallel: two all-reduces per layer.
+//   EagerPrefillOps(deepseek_v3, true, true) == 2044
+double EagerPrefillOps(const model::ModelSpec& m, bool quantized_activations,
+                       bool tensor_parallel);
 
 // The host time of the engine a row or a user names: "SGLang v0.3.0",
 // "vLLM v0.6.0", "sglang@0.3", "vllm@0.6.3". Zero for engines and versions
@@ -221,8 +232,8 @@ class StepCostModel {
   // attention + overhead + drafting + pipeline transfers of the step.
   double ContextTime(const StepWork& work) const;
   // The least time of the step whatever its GPU work: the host's launch
-  // time of an eagerly run prefill step (ServeConfig::
-  // eager_prefill_mla_layer_s x MLA layers), else 0. Cost(work).total() ==
+  // time of an eagerly run prefill step (ServeConfig::eager_prefill_op_s x
+  // EagerPrefillOps), else 0. Cost(work).total() ==
   // max(TokenTime + ContextTime, HostFloor).
   double HostFloor(const StepWork& work) const;
   // Cost(work).total() == TokenTime(MatmulTokens(work)) + ContextTime(work)

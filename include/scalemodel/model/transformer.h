@@ -64,6 +64,9 @@ struct ModelSpec {
   long max_positions = 0;
   bool attention_bias = false;  // q, k, v (and o) biases
   bool mlp_bias = false;
+  // RMSNorm on the queries and keys before RoPE (Qwen3, Gemma 3, OLMo 2,
+  // MiniMax-M2; config.json "use_qk_norm").
+  bool qk_norm = false;
   std::optional<MlaSpec> mla;
   MoeSpec moe;
   // Sliding-window attention: window in tokens (0: none) and, per layer,
