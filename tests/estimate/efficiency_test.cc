@@ -261,9 +261,7 @@ TEST(RealisticEfficiency, CatalogValuesByChip) {
     const bool tpu = chip.is_tpu();
     EXPECT_EQ(chip.efficiency.gather.has_value(), tpu);
     EXPECT_EQ(e.gather, tpu ? 0.141 : 1.0);
-    // kernel_launch: only the CDNA 3 chips carry it (measured on MI300X,
-    // optional, not borrowed); the others take Hopper's in the serving
-    // model.
+    // kernel_launch: only the CDNA 3 chips (optional, not borrowed).
     const bool cdna3 =
         std::string(r.chip) == "mi300x" || std::string(r.chip) == "mi325x";
     EXPECT_EQ(chip.efficiency.kernel_launch.has_value(), cdna3);
