@@ -86,6 +86,30 @@ void ReadOptionalFraction(TableReader& r, const char* key, const char* of,
   (*sources)[key] = own.empty() ? cite : own;
 }
 
+// Reads an optional duration with its unit (greater than 0, at most 1 s)
+// under `key`, with its source.
+void ReadOptionalDuration(TableReader& r, const char* key,
+                          const std::string& cite,
+                          std::optional<units::Seconds>* field,
+                          std::map<std::string, std::string>* sources) {
+  std::string own;
+  const toml::node* n = r.Sourced(key, false, &own);
+  if (!n) return;
+  std::optional<units::Seconds> v;
+  if (n->is_string()) {
+    auto parsed = units::ParseDuration(*n->value<std::string>());
+    if (parsed) v = *parsed;
+  }
+  if (!v || !(v->si() > 0 && v->si() <= 1)) {
+    r.Fail(key,
+           "expected a duration with its unit, greater than 0 and at most "
+           "1 s, such as \"2.4 us\"");
+    return;
+  }
+  *field = *v;
+  (*sources)[key] = own.empty() ? cite : own;
+}
+
 // Reads [efficiency]: fractions of peak as plain numbers in (0, 1], tile
 // sizes and wave units as integers, durations with their unit, the ramp as a
 // boolean; each may carry its own source.
@@ -147,6 +171,8 @@ void ReadEfficiency(TableReader& r, const std::string& cite,
                        &e->gemm_max_fp4, &e->sources);
   ReadOptionalFraction(r, "gather", "the streaming (hbm) rate", cite,
                        &e->gather, &e->sources);
+  ReadOptionalDuration(r, "kernel_launch", cite, &e->kernel_launch,
+                       &e->sources);
 }
 
 // The chip whose [efficiency] table fills the keys a chip file of this

@@ -123,6 +123,7 @@ ChipEfficiency RealisticEfficiencyAtBoost(const hw::Chip& chip) {
   e.attention_ramp = d.attention_ramp.value_or(e.attention_ramp);
   e.hbm = d.hbm.value_or(e.hbm);
   e.gather = d.gather.value_or(e.gather);
+  e.kernel_launch = d.kernel_launch.value_or(e.kernel_launch);
   return e;
 }
 

@@ -42,8 +42,15 @@ double SkinnyTileRows(double rows) {
 // The start-up of one small GPU kernel in a stream of back-to-back launches:
 // 2.555 us (A100 80GB), 2.433 us (H200), 1.6 us (L40), fitted by gpu-benches
 // (te42kyfo/gpu-benches gpu-small-kernels, 10,000 launches of an
-// L2-resident kernel; efficiency.md 3); the Hopper value for every GPU.
+// L2-resident kernel; efficiency.md 3); the Hopper value for every GPU
+// whose catalog file gives no `kernel_launch` of its own (MI300X: 4.5 us).
 constexpr double kSmallKernelFloor = 2.433e-6;
+
+// The chip's small-kernel start-up: its catalog `kernel_launch`, else
+// Hopper's.
+double SmallKernelTime(const ChipEfficiency& e) {
+  return e.kernel_launch.si() > 0 ? e.kernel_launch.si() : kSmallKernelFloor;
+}
 
 // Time of an all-reduce of `bytes` on the chip's measured curve (the
 // catalog's [[allreduce_measured]], over `gpus` GPUs), log-log interpolated
@@ -620,7 +627,7 @@ namespace {
 // one; the router's gate) at the chip's measured per-dot floor
 // (op_overhead: XLA's measured dot table, 5 us on H100/B200; efficiency.md
 // 1.2). On a GPU the rest of a layer's kernels too, at the measured start-up
-// of back-to-back small kernels, kSmallKernelFloor: two fused residual-add
+// of back-to-back small kernels (SmallKernelTime): two fused residual-add
 // RMSNorms, rotary embedding, the attention kernel and the gated
 // activation; a MoE layer adds top-k routing, the token sort by expert
 // (moe_align_block_size) and the weighted sum of the experts' outputs
@@ -634,11 +641,11 @@ namespace {
 double FixedStepCost(const StepCostModel::Impl& x) {
   const double gemm = x.eff.op_overhead.si();
   if (x.chip().is_tpu()) return x.L * 4 * gemm;
-  const double dense_layer = 4 * gemm + 5 * kSmallKernelFloor;
-  const double moe_layer =
-      x.moe_kernel.floor_s > 0
-          ? 3 * gemm + 4 * kSmallKernelFloor + x.moe_kernel.floor_s
-          : dense_layer + gemm + 3 * kSmallKernelFloor;
+  const double small = SmallKernelTime(x.eff);
+  const double dense_layer = 4 * gemm + 5 * small;
+  const double moe_layer = x.moe_kernel.floor_s > 0
+                               ? 3 * gemm + 4 * small + x.moe_kernel.floor_s
+                               : dense_layer + gemm + 3 * small;
   return (x.L - x.moe_layers) * dense_layer + x.moe_layers * moe_layer;
 }
 

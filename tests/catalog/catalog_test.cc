@@ -273,6 +273,17 @@ TEST(CatalogEfficiency, BadValuesNameFileLineKeyAndForm) {
   EXPECT_EQ(error("\"3 us\"", "\"3 GB\""),
             "chips/x1.toml:29: efficiency.op_overhead: expected a duration "
             "such as \"50 ms\", got \"3 GB\" (unknown unit \"GB\")");
+  // kernel_launch: optional, read apart from the borrowed keys.
+  EXPECT_EQ(error("attention_ramp = false", "kernel_launch = \"0 us\""),
+            "chips/x1.toml:30: efficiency.kernel_launch: expected a duration "
+            "with its unit, greater than 0 and at most 1 s, such as "
+            "\"2.4 us\"");
+  EXPECT_EQ(error("attention_ramp = false", "kernel_launch = 4.5"),
+            "chips/x1.toml:30: efficiency.kernel_launch: expected a duration "
+            "with its unit, greater than 0 and at most 1 s, such as "
+            "\"2.4 us\"");
+  EXPECT_EQ(error("attention_ramp = false", "kernel_launch = \"4.5 us\""),
+            "parsed");
   EXPECT_EQ(error("attention_ramp = false", "attention_ramp = 1"),
             "chips/x1.toml:30: efficiency.attention_ramp: expected true or "
             "false");
@@ -280,7 +291,8 @@ TEST(CatalogEfficiency, BadValuesNameFileLineKeyAndForm) {
             "chips/x1.toml:26: efficiency.gemm_maks: unknown key (did you "
             "mean 'gemm_max'?); expected one of: attention, attention_fa2, "
             "attention_ramp, collective_launch, date, defaults_from, "
-            "gather, gemm_max, gemm_max_fp4, gemm_max_fp8, hbm, op_overhead, "
+            "gather, gemm_max, gemm_max_fp4, gemm_max_fp8, hbm, kernel_launch, "
+            "op_overhead, "
             "source, "
             "tile_m, "
             "tile_n, wave_units");

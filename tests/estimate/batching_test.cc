@@ -256,6 +256,33 @@ TEST(StepCost, MoeDecodeUsesTheMeasuredFusedMoeKernel) {
               94 * (5 * gemm + 8 * small), 1e-12);
 }
 
+// A chip's own small-kernel start-up (catalog `kernel_launch`) sets the
+// per-step fixed cost of the non-GEMM kernels: Llama 3 8B (32 dense
+// layers, 4 GEMM floors and 5 small kernels each) on one MI300X takes
+// 4.5 us per small kernel (Kog AI's MI300X measurement); the same chip
+// without the key takes Hopper's 2.433 us, and only the fixed cost moves.
+TEST(StepCost, FixedCostUsesTheChipsKernelLaunch) {
+  const model::ModelSpec m = Model("llama3-8b");
+  const hw::System mi = System("mi300x:1x1");
+  ASSERT_TRUE(mi.chip.efficiency.kernel_launch.has_value());
+  EXPECT_DOUBLE_EQ(mi.chip.efficiency.kernel_launch->si(), 4.5e-6);
+  hw::System plain = mi;
+  plain.chip.efficiency.kernel_launch.reset();
+  auto a = StepCostModel::Create(m, mi, Config(1, 1, 1));
+  auto b = StepCostModel::Create(m, plain, Config(1, 1, 1));
+  ASSERT_TRUE(a.has_value() && b.has_value());
+  const double gemm = RealisticEfficiency(mi.chip).op_overhead.si();
+  const StepParts pa = a->Cost({1, 2048, 0, 0});
+  const StepParts pb = b->Cost({1, 2048, 0, 0});
+  ExpectRelTo(pa.overhead.si(), 32 * (4 * gemm + 5 * 4.5e-6), 1e-12);
+  ExpectRelTo(pb.overhead.si(), 32 * (4 * gemm + 5 * 2.433e-6), 1e-12);
+  EXPECT_EQ(pa.matmul.si(), pb.matmul.si());
+  EXPECT_EQ(pa.attention.si(), pb.attention.si());
+  EXPECT_EQ(pa.communication.si(), pb.communication.si());
+  // H100's file gives none: Hopper's measured value.
+  EXPECT_FALSE(System("h100:1x1").chip.efficiency.kernel_launch.has_value());
+}
+
 // The fast path the simulator uses equals the full cost.
 TEST(StepCost, TokenAndContextTimesAddUp) {
   auto sc = StepCostModel::Create(Model("llama3-70b"), System("h100:8x1"),

@@ -22,7 +22,10 @@ struct ChipEfficiency {
   int tile_n = 128;
   int units = 1;               // SMs (GPU) for wave quantization; 0 = none
   units::Seconds op_overhead;  // fixed cost per GEMM / kernel
-  double attention = 1.0;      // fused attention kernel, fraction of peak
+  // Start-up of one small (non-GEMM) kernel in a decode step; 0 = the
+  // chip's file gives none (the serving model then takes Hopper's).
+  units::Seconds kernel_launch;
+  double attention = 1.0;  // fused attention kernel, fraction of peak
   // FlashAttention-2 on this chip (the pre-FA3 kernel generation on Hopper);
   // equal to `attention` where FA2 is the chip's best (A100) or unmeasured.
   double attention_fa2 = 1.0;

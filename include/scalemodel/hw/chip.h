@@ -106,6 +106,11 @@ struct ChipEfficiencyData {
   // out gathers at its streaming rate.
   std::optional<double> gather;
   std::optional<units::Seconds> collective_launch;  // per collective call
+  // The start-up of one small kernel in a stream of back-to-back launches
+  // (a decode step's norms, rotary embedding, routing: docs/model.md 7.2).
+  // Optional and never borrowed (outside ForEachEfficiencyField): a GPU
+  // whose file leaves it out takes the measured Hopper value, 2.433 us.
+  std::optional<units::Seconds> kernel_launch;
 
   // The chip named by the file's `defaults_from`; empty = its family's
   // reference chip (h100 for GPUs, tpu-v5p for TPUs).
