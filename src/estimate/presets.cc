@@ -104,28 +104,20 @@ Result<void> ApplyWeightDtype(hw::Dtype dtype, TrainingConfig& c) {
   // dtype, and optax's Adam moments follow the parameters' dtype when
   // mu_dtype is unset (MaxText base.yml weight_dtype, mu_dtype;
   // docs/model.md 5.4, memory per chip).
-  switch (dtype) {
-    case hw::Dtype::kBf16:
-      m.weight_bytes = 2;
-      m.grad_bytes = 2;
-      m.master_bytes = 0;
-      m.moment_bytes = 4;
-      c.precision.grad_reduce = hw::Dtype::kBf16;
-      return {};
-    case hw::Dtype::kFp32:
-      m.weight_bytes = 4;
-      m.grad_bytes = 4;
-      m.master_bytes = 0;
-      m.moment_bytes = 8;
-      c.precision.grad_reduce = hw::Dtype::kFp32;
-      return {};
-    default:
-      return InvalidArgument("expected bf16 or fp32 weights, got " +
-                                 std::string(hw::DtypeName(dtype)) +
-                                 " (quantized training keeps its weights in "
-                                 "bf16 or fp32: see --precision)",
-                             "weight dtype");
+  if (dtype != hw::Dtype::kBf16 && dtype != hw::Dtype::kFp32) {
+    return InvalidArgument("expected bf16 or fp32 weights, got " +
+                               std::string(hw::DtypeName(dtype)) +
+                               " (quantized training keeps its weights in "
+                               "bf16 or fp32: see --precision)",
+                           "weight dtype");
   }
+  const double bytes = hw::BytesPerElement(dtype);  // 2 or 4
+  m.weight_bytes = bytes;
+  m.grad_bytes = bytes;
+  m.master_bytes = 0;
+  m.moment_bytes = 2 * bytes;  // Adam's m and v
+  c.precision.grad_reduce = dtype;
+  return {};
 }
 
 void ApplyEnginePreset(Engine engine, TrainingConfig& c) {
