@@ -1,6 +1,7 @@
 #include "scalemodel/estimate/inference.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -799,6 +800,9 @@ void Summarize(const StepCostModel::Impl& x, double attn_time,
   if (std::string n = BorrowedEfficiencyNote(x.chip()); !x.peak && !n.empty()) {
     est->notes.push_back(n);
   }
+  if (!x.peak && !cfg.host_time_source.empty()) {
+    est->notes.push_back("engine host time, " + cfg.host_time_source);
+  }
 }
 
 }  // namespace
@@ -1041,6 +1045,49 @@ double EagerPrefillOps(const model::ModelSpec& m, bool quantized_activations,
                          quantized_activations, tensor_parallel);
   }
   return ops;
+}
+
+Result<EngineHostOverhead> ParseServingEngine(std::string_view text) {
+  const std::string t = ToLower(std::string(text));
+  const size_t at = t.find('@');
+  const std::string name = t.substr(0, at);
+  static const char* kNames[] = {"vllm", "sglang", "trtllm", "tensorrt-llm"};
+  bool known = false;
+  for (const char* n : kNames) known = known || name == n;
+  if (!known) {
+    return InvalidArgument(
+        "expected vllm, sglang or trtllm, optionally "
+        "@VERSION (sglang@0.5.6), got '" +
+            std::string(text) + "'" +
+            DidYouMean(name, {"vllm", "sglang", "trtllm"}),
+        "engine");
+  }
+  if (at == std::string::npos) return EngineHostOverhead{};
+  std::string v = t.substr(at + 1);
+  if (!v.empty() && v[0] == 'v') v.erase(0, 1);
+  const bool ok =
+      !v.empty() && std::isdigit(static_cast<unsigned char>(v[0])) &&
+      v.size() <= 24 && std::all_of(v.begin(), v.end(), [](unsigned char ch) {
+        return std::isalnum(ch) || ch == '.' || ch == '-' || ch == '+';
+      });
+  if (!ok) {
+    return InvalidArgument("expected a release such as " + name +
+                               "@0.5.6 after '@', got '" + std::string(text) +
+                               "'",
+                           "engine");
+  }
+  return EngineHostTime(name + "@" + v);
+}
+
+void ApplyEngineHostTime(std::string_view engine,
+                         const EngineHostOverhead& host, ServeConfig* cfg) {
+  cfg->host_step_s = host.step_s;
+  cfg->host_fraction = host.fraction;
+  cfg->eager_prefill_op_s = host.eager_prefill_op_s;
+  const bool any =
+      host.step_s > 0 || host.fraction > 0 || host.eager_prefill_op_s > 0;
+  cfg->host_time_source =
+      any ? std::string(engine) + ": " + host.source : std::string();
 }
 
 // Fits of T = floor + (touched experts' weight bytes) / (fraction x HBM

@@ -630,10 +630,7 @@ std::vector<std::pair<std::string, double>> CaseMeasurements(const json& c) {
 // The host time per step of the engine version the row ran
 // (EngineHostTime: unoverlapped scheduler time, eager prefill launches).
 void SetEngineHostTime(const std::string& engine, estimate::ServeConfig* cfg) {
-  const estimate::EngineHostOverhead host = estimate::EngineHostTime(engine);
-  cfg->host_step_s = host.step_s;
-  cfg->host_fraction = host.fraction;
-  cfg->eager_prefill_op_s = host.eager_prefill_op_s;
+  estimate::ApplyEngineHostTime(engine, estimate::EngineHostTime(engine), cfg);
 }
 
 // One published serving row: each measured quantity of each case is a case

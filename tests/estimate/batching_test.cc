@@ -336,6 +336,31 @@ TEST(StepCost, UnoverlappedHostTimeOfOlderEngines) {
   EXPECT_FALSE(EngineHostTime("SGLang v0.3.0").source.empty());
 }
 
+// serve --engine: the name is checked, the version is optional, and the
+// host time is EngineHostTime's for that release; ApplyEngineHostTime
+// names its source only when something applies.
+TEST(StepCost, ServingEngineFlag) {
+  auto sg = ParseServingEngine("SGLang@v0.5.6");
+  ASSERT_TRUE(sg.has_value());
+  EXPECT_GT(sg->eager_prefill_op_s, 0);
+  auto v6 = ParseServingEngine("vllm@0.6.3");
+  ASSERT_TRUE(v6.has_value());
+  EXPECT_DOUBLE_EQ(v6->step_s, 0.4e-3);
+  auto bare = ParseServingEngine("trtllm");
+  ASSERT_TRUE(bare.has_value());
+  EXPECT_EQ(bare->step_s + bare->fraction + bare->eager_prefill_op_s, 0);
+  EXPECT_FALSE(ParseServingEngine("tgi@1.0").has_value());
+  EXPECT_FALSE(ParseServingEngine("sglang@").has_value());
+  EXPECT_FALSE(ParseServingEngine("sglang@latest").has_value());
+  ServeConfig c;
+  ApplyEngineHostTime("sglang@0.5.6", *sg, &c);
+  EXPECT_EQ(c.eager_prefill_op_s, sg->eager_prefill_op_s);
+  EXPECT_EQ(c.host_time_source.rfind("sglang@0.5.6: ", 0), 0u);
+  ApplyEngineHostTime("trtllm", *bare, &c);
+  EXPECT_EQ(c.eager_prefill_op_s, 0);
+  EXPECT_TRUE(c.host_time_source.empty());
+}
+
 // The ops of one eager forward, summed from the per-block table
 // (docs/model.md 7.2): DeepSeek-V3 with fp8 GEMMs at TP 8 (PR #12160's
 // run): MLA 10 + 5 quantizations, routed MoE 7 + 2, shared expert 4 + 2,

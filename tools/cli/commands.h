@@ -163,7 +163,7 @@ Result<void> ApplyPowerCap(const std::string& text, hw::System* sys);
 struct ServeSearchCli {
   std::string model, chip, prompt = "1024", output = "256", weights = "bf16",
                            kv = "bf16", mode = "realistic", tpot_max, ttft_max,
-                           emit;
+                           emit, engine;
   int max_chips = 0;
   double price = 0;
   // plan serve --rate (serve_slo_commands.cc): the SLO search.

@@ -52,7 +52,7 @@ struct ServeSimCli {
 struct ServeCli {
   std::string model, system, plan = "tp=1", batch = "1", prompt = "1024",
                              output = "256", weights = "bf16", kv = "bf16",
-                             mode = "realistic", emit, power_cap, trace;
+                             mode = "realistic", emit, power_cap, trace, engine;
   double price = 0;
   // Speculative decoding, DP attention, redundant experts (docs/cli.md).
   std::string spec, spec_accept;
@@ -68,6 +68,13 @@ static constexpr const char* kEmitHelp =
     "Print the launch line for {} instead of the report, checked by the "
     "engine's rules: vllm, sglang or trtllm, optionally @VERSION "
     "(docs/launch.md; --json adds it as \"launch\")";
+
+static constexpr const char* kEngineHelp =
+    "The serving engine and release you run, e.g. sglang@0.5.6 or "
+    "vllm@0.6.0: adds the host time measured for that release (vLLM before "
+    "0.6: unoverlapped scheduling; vLLM 0.6: 4 ms per scheduler call; SGLang "
+    "before 0.4: 10%; SGLang 0.5: the eager prefill's launch time), none for "
+    "releases that overlap it (docs/model.md 7.2)";
 
 // --emit: the launch text replaces the report; JSON carries both.
 static Result<bool> AddServeLaunch(const std::string& engine_name,
@@ -85,8 +92,16 @@ static Result<bool> AddServeLaunch(const std::string& engine_name,
 static Result<estimate::ServeConfig> ParseServeCommon(
     const std::string& prompt, const std::string& output,
     const std::string& weights, const std::string& kv, const std::string& mode,
-    double price) {
+    double price, const std::string& engine) {
   estimate::ServeConfig c;
+  if (!engine.empty()) {
+    auto host = estimate::ParseServingEngine(engine);
+    if (!host) {
+      return tl::unexpected(
+          Error{host.error().code, host.error().message, "--engine"});
+    }
+    estimate::ApplyEngineHostTime(engine, *host, &c);
+  }
   auto p = ParseOption<double>("--prompt", prompt,
                                [](auto& t) { return units::ParseLength(t); });
   if (!p) return tl::unexpected(p.error());
@@ -577,6 +592,12 @@ static void PutServeExtensions(const estimate::ServeConfig& cfg,
     (*j)["speculative"] = s;
   }
   if (cfg.dp_attention) (*j)["dp_attention"] = true;
+  if (!cfg.host_time_source.empty()) {
+    (*j)["engine_host_time"] = {{"step_s", cfg.host_step_s},
+                                {"fraction_of_gpu_time", cfg.host_fraction},
+                                {"eager_prefill_op_s", cfg.eager_prefill_op_s},
+                                {"source", cfg.host_time_source}};
+  }
   if (cfg.redundant_experts > 0) {
     (*j)["redundant_experts"] = cfg.redundant_experts;
   }
@@ -688,8 +709,8 @@ Result<Output> RunServeSearch(const catalog::Catalog& cat,
   int system_chips = 0;
   auto chip = SearchedChip(cat, o.chip, &system_chips);
   if (!chip) return tl::unexpected(chip.error());
-  auto base =
-      ParseServeCommon(o.prompt, o.output, o.weights, o.kv, o.mode, o.price);
+  auto base = ParseServeCommon(o.prompt, o.output, o.weights, o.kv, o.mode,
+                               o.price, o.engine);
   if (!base) return tl::unexpected(base.error());
   double tpot_max = 0, ttft_max = 0;
   if (!o.tpot_max.empty()) {
@@ -849,6 +870,7 @@ void AddServeSearchOptions(CLI::App* app, ServeSearchCli& o) {
   app->add_option("--mode", o.mode, "realistic or peak")->capture_default_str();
   app->add_option("--price-per-chip-hour", o.price, "USD per chip-hour");
   app->add_option("--emit", o.emit, fmt::format(kEmitHelp, "the best plan"));
+  app->add_option("--engine", o.engine, kEngineHelp);
   AddServeSloOptions(app, o);
 }
 
@@ -1079,6 +1101,7 @@ Command AddServeCommand(CLI::App& app) {
       ->capture_default_str();
   c.app->add_option("--price-per-chip-hour", o->price, "USD per chip-hour");
   c.app->add_option("--emit", o->emit, fmt::format(kEmitHelp, "this plan"));
+  c.app->add_option("--engine", o->engine, kEngineHelp);
   c.app->add_option("--power-cap", o->power_cap,
                     "GPU board power limit (500 W): sustained matrix "
                     "throughput x (cap / TDP)^0.329 (docs/model.md 5.6)");
@@ -1128,7 +1151,7 @@ Command AddServeCommand(CLI::App& app) {
       return tl::unexpected(p.error());
     }
     auto cfg = ParseServeCommon(o->prompt, o->output, o->weights, o->kv,
-                                o->mode, o->price);
+                                o->mode, o->price, o->engine);
     if (!cfg) return tl::unexpected(cfg.error());
     auto b = ParseOption<double>("--batch", o->batch,
                                  [](auto& t) { return units::ParseCount(t); });

@@ -92,6 +92,9 @@ struct ServeConfig {
   // kernels. Zero (the default): engines that capture prefill in CUDA
   // graphs or were not measured. EngineHostTime gives it.
   double eager_prefill_op_s = 0;
+  // The engine release the host times above are those of and their source
+  // (serve --engine, validation rows); empty when none applies.
+  std::string host_time_source;
 };
 
 // Host time per step of an engine version whose scheduler waits for the
@@ -119,6 +122,18 @@ double EagerPrefillOps(const model::ModelSpec& m, bool quantized_activations,
 // that overlap the host work with the GPU, and for unknown names.
 //   EngineHostTime("SGLang v0.3.0").fraction == 0.10
 EngineHostOverhead EngineHostTime(std::string_view engine);
+
+// serve --engine: "vllm", "sglang" or "trtllm" (alias "tensorrt-llm"),
+// optionally "@VERSION" with a leading digit ("sglang@0.5.6",
+// "vllm@v0.6.0"); the host time EngineHostTime has for that release (zero
+// without a version or for releases that overlap it). Errors name what was
+// expected; `where` is "engine".
+Result<EngineHostOverhead> ParseServingEngine(std::string_view text);
+
+// Sets `cfg`'s host times to `host`'s and host_time_source to "ENGINE:
+// SOURCE" (empty when `host` adds nothing).
+void ApplyEngineHostTime(std::string_view engine,
+                         const EngineHostOverhead& host, ServeConfig* cfg);
 
 // The measured fused-MoE kernel of a decode step on a GPU (vLLM's and
 // SGLang's Triton `fused_moe`: top-k, the token sort by expert, the two
