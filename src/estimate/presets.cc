@@ -120,6 +120,10 @@ Result<void> ApplyWeightDtype(hw::Dtype dtype, TrainingConfig& c) {
   return {};
 }
 
+bool StoresBf16Weights(const MemoryPolicy& m) {
+  return m.weight_bytes == 2 && m.master_bytes == 0;
+}
+
 void ApplyEnginePreset(Engine engine, TrainingConfig& c) {
   ApplyEngineMemory(engine, c.memory);
   // Start from the estimator's defaults (bf16 reductions overlapped with the

@@ -8,6 +8,7 @@
 #include "fmt/format.h"
 #include "import_internal.h"
 #include "scalemodel/base/strings.h"
+#include "scalemodel/estimate/presets.h"
 #include "scalemodel/launch/rules.h"
 #include "scalemodel/units/format.h"
 
@@ -107,7 +108,7 @@ void TrainingHeader(LaunchText& out, std::string_view engine,
       est.feasible ? "" : " (INFEASIBLE: " + est.reason + ")"));
   if (engine == "MaxText") return;
   // MaxText's weight_dtype and num_vocab_tiling have no flag here.
-  if (cfg.memory.weight_bytes == 2 && cfg.memory.master_bytes == 0) {
+  if (estimate::StoresBf16Weights(cfg.memory)) {
     out.Comment(fmt::format(
         "the estimate kept bf16 weights with no fp32 master copy "
         "(--weight-dtype bf16); {} keeps its own, so expect more memory",
@@ -226,7 +227,7 @@ void MaxTextPrecisionKeys(LaunchText& out,
   if (cfg.precision.matmul == hw::Dtype::kFp8) out.Key("quantization", "fp8");
   // AQT int8 matmuls (--precision int8).
   if (cfg.precision.matmul == hw::Dtype::kInt8) out.Key("quantization", "int8");
-  if (cfg.memory.weight_bytes == 2 && cfg.memory.master_bytes == 0) {
+  if (estimate::StoresBf16Weights(cfg.memory)) {
     out.Key("weight_dtype", "bfloat16");  // --weight-dtype bf16
   }
   if (cfg.habits.vocab_tiling > 1) {

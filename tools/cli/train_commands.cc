@@ -284,10 +284,7 @@ static Result<void> ApplyWeightOptions(const TrainOptionsCli& o,
               o.weight_dtype + "'",
           "--weight-dtype");
     }
-    if (auto ok = estimate::ApplyWeightDtype(*d, *c); !ok) {
-      return tl::unexpected(
-          Error{ok.error().code, ok.error().message, "--weight-dtype"});
-    }
+    (void)estimate::ApplyWeightDtype(*d, *c);  // bf16 or fp32: checked above
   }
   if (o.vocab_tiling < 1 || o.vocab_tiling > estimate::kMaxVocabTiling) {
     return InvalidArgument(
@@ -898,7 +895,7 @@ static Result<Json> ApplyFrom(const catalog::Catalog& cat, const CLI::App& app,
   o->cp_comm = estimate::CpCommName(c.habits.cp_comm);
   o->mtp_layers = c.mtp_layers;
   o->vocab_tiling = c.habits.vocab_tiling;
-  if (c.memory.weight_bytes == 2 && c.memory.master_bytes == 0) {
+  if (estimate::StoresBf16Weights(c.memory)) {
     o->weight_dtype = "bf16";  // MaxText weight_dtype bfloat16
   }
   if (app.count("--capacity-factor") == 0)

@@ -55,6 +55,10 @@ void ApplyEngineMemory(Engine engine, MemoryPolicy& memory);
 // (`where` is "weight dtype").
 Result<void> ApplyWeightDtype(hw::Dtype dtype, TrainingConfig& config);
 
+// Whether `memory` keeps bf16 weights with no master copy, as
+// ApplyWeightDtype(bf16) sets it (MaxText weight_dtype bfloat16).
+bool StoresBf16Weights(const MemoryPolicy& memory);
+
 // What `engine` can launch, for a plan search that keeps to it: the highest
 // ZeRO level for data-parallel replicas (MaxText and torchtitan: 0, their
 // data parallelism is FSDP or plain replicas; Megatron and DeepSpeed: 2) and
