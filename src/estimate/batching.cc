@@ -124,6 +124,8 @@ class Replica {
   void Preempt(int r);
   bool Admissible(int r) const;
   void ScheduleStep(std::vector<Scheduled>* step);
+  void SchedulePrefillFirst(std::vector<Scheduled>* step, bool admit);
+  void AdmitWaiting(std::vector<Scheduled>* step, int* budget);
   double StepTime(const std::vector<Scheduled>& step, double* tokens,
                   double* decode) const;
   void Finish(int r, double now);
@@ -149,6 +151,9 @@ class Replica {
   std::vector<int> next_of_client_;  // closed loop: next request index
   int next_new_ = 0;                 // closed loop: next unsent request
   std::vector<int> released_;        // closed loop: finished this step
+  // Closed loop: requests sent after their predecessor's last token, not
+  // yet at the scheduler (they reach it during the step that follows).
+  std::vector<int> sent_;
   Runs gaps_;  // this step: (time of the previous token, tokens)
   void AddGap(double last) {
     for (auto& g : gaps_) {
@@ -208,6 +213,10 @@ void Replica::ScheduleStep(std::vector<Scheduled>* step) {
   const bool admit = group_left_ <= 0 || running_.empty();
   if (group_left_ > 0) --group_left_;
   admitted_ = admit;
+  if (opt_.chunked_prefill && !opt_.mixed_prefill) {
+    SchedulePrefillFirst(step, admit);
+    return;
+  }
   const bool prefill_only = admit && !opt_.chunked_prefill &&
                             !waiting_.empty() && Admissible(waiting_[0]);
   if (!prefill_only) {
@@ -227,12 +236,18 @@ void Replica::ScheduleStep(std::vector<Scheduled>* step) {
     }
     if (!opt_.chunked_prefill || !admit) return;
   }
-  while (admit && !waiting_.empty() && budget > 0 && Admissible(waiting_[0])) {
+  if (admit) AdmitWaiting(step, &budget);
+}
+
+// Moves waiting requests that fit into the step (whole prompts, or chunks
+// with chunked prefill), first come first served, within `budget` tokens.
+void Replica::AdmitWaiting(std::vector<Scheduled>* step, int* budget) {
+  while (!waiting_.empty() && *budget > 0 && Admissible(waiting_[0])) {
     int r = waiting_[0];
     Req& q = (*reqs_)[r];
     int need = q.tokens() - q.computed;
-    int n = opt_.chunked_prefill ? std::min(need, budget) : need;
-    if (!opt_.chunked_prefill && n > budget && !step->empty()) break;
+    int n = opt_.chunked_prefill ? std::min(need, *budget) : need;
+    if (!opt_.chunked_prefill && n > *budget && !step->empty()) break;
     if (used_ + BlocksFor(q.computed + n) - q.blocks > capacity_) {
       if (!opt_.chunked_prefill) break;
       // Chunked: start with what fits.
@@ -244,7 +259,34 @@ void Replica::ScheduleStep(std::vector<Scheduled>* step) {
     running_.push_back(r);
     Grow(r, q.computed + n);
     step->push_back({r, n});
+    *budget -= n;
+  }
+}
+
+// SGLang's default (chunked prefill, mixed chunks off): prompt work first
+// and alone (the next chunk of a prompt already started, then new prompts
+// within the budget); when there is none, one decode step of every running
+// sequence (bounded by max_num_seqs, not by the token budget).
+void Replica::SchedulePrefillFirst(std::vector<Scheduled>* step, bool admit) {
+  int budget = opt_.max_batched_tokens;
+  for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
+    int r = running_[i];
+    Req& q = (*reqs_)[r];
+    const int left = q.tokens() - q.computed;
+    if (Decoding(q, left)) continue;
+    const int n = std::min(left, budget);
+    if (!Grow(r, q.computed + n)) break;
+    step->push_back({r, n});
     budget -= n;
+  }
+  if (admit) AdmitWaiting(step, &budget);
+  if (!step->empty()) return;
+  for (size_t i = 0; i < running_.size(); ++i) {
+    int r = running_[i];
+    Req& q = (*reqs_)[r];
+    const int extra = lookahead_;
+    if (!Grow(r, q.computed + 1 + extra)) break;
+    step->push_back({r, 1});
   }
 }
 
@@ -327,7 +369,7 @@ int Replica::Complete(const std::vector<Scheduled>& step, double now,
     Req& q = R[next_new_];
     q.client = c;
     q.arrival = now;
-    waiting_.push_back(next_new_++);
+    sent_.push_back(next_new_++);
   }
   released_.clear();
   return finished;
@@ -370,11 +412,22 @@ void Replica::Run(std::vector<Req>* reqs, int clients, Runs* itl,
       area += now - R[next].arrival;  // in the system since it arrived
       waiting_.push_back(static_cast<int>(next++));
     }
+    // Closed loop: a client sends its next request when it has the last
+    // token of the one before; an idle engine starts it then, a busy one
+    // has started its next step by the time it arrives (the token's trip to
+    // the client and the request's back take milliseconds), so it waits for
+    // that step to end (docs/model.md 7.3).
+    if (running_.empty() && waiting_.empty() && !sent_.empty()) {
+      waiting_.insert(waiting_.end(), sent_.begin(), sent_.end());
+      sent_.clear();
+    }
     if (running_.empty() && waiting_.empty()) {
       now = R[next].arrival;  // idle until the next arrival
       continue;
     }
     ScheduleStep(&step);
+    waiting_.insert(waiting_.end(), sent_.begin(), sent_.end());
+    sent_.clear();
     if (step.empty()) {
       // Nothing fits: the head request is larger than the whole cache.
       out->feasible = false;
@@ -588,6 +641,10 @@ void Collect(const std::vector<std::vector<Req>>& per_replica, Runs itl,
 }
 
 }  // namespace
+
+bool EngineMixesPrefill(std::string_view engine) {
+  return ToLower(engine).rfind("sglang", 0) != 0;
+}
 
 Result<LengthDist> ParseLengthDist(const std::string& text, double fixed_value,
                                    const std::string& where) {

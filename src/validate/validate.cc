@@ -318,7 +318,10 @@ struct ServingLoad {
   int concurrency = 0;
   double rate = 0;
   int scheduler_steps = 1;  // the row's vLLM --num-scheduler-steps
-  bool mean = false;        // the source reports means, not medians
+  // Prompt chunks mixed into decode steps (false: SGLang's prefill-first
+  // steps; estimate::EngineMixesPrefill of the row's engine).
+  bool mixed_prefill = true;
+  bool mean = false;  // the source reports means, not medians
   // The case's simulation, run once for all the quantities it measured.
   mutable std::shared_ptr<estimate::SimulationResult> simulated;
   std::string text;  // how the load was read, for the setup column
@@ -358,12 +361,14 @@ Result<estimate::SimulationResult> Simulate(const model::ModelSpec& m,
   sched.chunked_prefill = true;
   sched.max_num_seqs = std::max(256, w.concurrency);
   sched.scheduler_steps = load.scheduler_steps;
+  sched.mixed_prefill = load.mixed_prefill;
   return estimate::SimulateServing(*cost, std::max(1, cfg.dp), w, sched, {});
 }
 
 // A concurrency or rate case through the simulator, as the engines serve
 // it: continuous batching with chunked prefill (SGLang's default and vLLM
-// V1's; 8,192 tokens per step, max_num_seqs no lower than the concurrency),
+// V1's; 8,192 tokens per step, max_num_seqs no lower than the concurrency;
+// SGLang's prompt chunks in steps of their own, prefill first),
 // fixed lengths as the case states them, one replica per cfg.dp.
 Result<double> SimulatedMetric(const model::ModelSpec& m, const hw::System& sys,
                                const estimate::ServeConfig& cfg,
@@ -683,6 +688,7 @@ Result<bool> ScoreServingJson(const catalog::Catalog& cat,
           fmt::format("{}#{}: {}", id, k, load.error().message));
       continue;
     }
+    load->mixed_prefill = estimate::EngineMixesPrefill(row.value("engine", ""));
     // vLLM V0's multi-step scheduling, where the row's launch set it.
     if (row.contains("num_scheduler_steps") &&
         row["num_scheduler_steps"].is_number_integer()) {

@@ -35,14 +35,14 @@ struct ServeSimCli {
                                 slo_ttft, slo_tpot;
   int concurrency = 0, requests = 1000, max_num_seqs = 256,
       max_batched_tokens = 8192;
-  bool chunked_prefill = false;
+  bool chunked_prefill = false, mixed_chunk = false;
   double prefix_hit = 0;
   uint64_t seed = 0;
   bool given(const CLI::App& app) const {
     for (const char* f :
          {"--requests", "--prompt-dist", "--output-dist", "--max-num-seqs",
-          "--max-batched-tokens", "--chunked-prefill", "--prefix-hit", "--seed",
-          "--slo-ttft", "--slo-tpot"}) {
+          "--max-batched-tokens", "--chunked-prefill", "--enable-mixed-chunk",
+          "--prefix-hit", "--seed", "--slo-ttft", "--slo-tpot"}) {
       if (app.count(f) > 0) return true;
     }
     return false;
@@ -619,6 +619,9 @@ static Result<Output> RunServeSim(const ingest::ImportedModel& m,
   sched.max_num_seqs = so.max_num_seqs;
   sched.max_batched_tokens = so.max_batched_tokens;
   sched.chunked_prefill = so.chunked_prefill;
+  // SGLang runs prompt work in steps of its own unless told to mix.
+  sched.mixed_prefill =
+      estimate::EngineMixesPrefill(o.engine) || so.mixed_chunk;
   sched.prefix_hit = so.prefix_hit;
   estimate::Slo slo;
   auto ttft = ParseSlo(so.slo_ttft, "--slo-ttft");
@@ -652,6 +655,7 @@ static Result<Output> RunServeSim(const ingest::ImportedModel& m,
        {"max_num_seqs", sched.max_num_seqs},
        {"max_batched_tokens", sched.max_batched_tokens},
        {"chunked_prefill", sched.chunked_prefill},
+       {"mixed_prefill", sched.mixed_prefill},
        {"prefix_hit", sched.prefix_hit},
        {"seed", so.seed},
        {"slo_ttft_s", slo.ttft_s > 0 ? Json(slo.ttft_s) : Json(nullptr)},
@@ -668,7 +672,10 @@ static Result<Output> RunServeSim(const ingest::ImportedModel& m,
                  "{:.0f}%\n\n",
                  m.spec.name, sys.id, o.plan, r->requests, arrivals,
                  sched.max_num_seqs, sched.max_batched_tokens,
-                 sched.chunked_prefill ? "on" : "off", 100 * sched.prefix_hit) +
+                 !sched.chunked_prefill ? "off"
+                 : sched.mixed_prefill  ? "on"
+                                        : "on (prefill steps alone, SGLang)",
+                 100 * sched.prefix_hit) +
              SimText(*r, slo);
   if (!o.trace.empty()) {
     auto put = PutTrace(timeline::SimulationTimeline(*r), o.trace,
@@ -900,7 +907,12 @@ static void AddServeSimOptions(CLI::App* app, ServeSimCli& o) {
                   "Most tokens in one step (vLLM --max-num-batched-tokens)")
       ->capture_default_str();
   app->add_flag("--chunked-prefill", o.chunked_prefill,
-                "Mix prompt chunks into decode steps (vLLM V1, SGLang)");
+                "Compute prompts in chunks of --max-batched-tokens, mixed "
+                "into decode steps (vLLM V1); with --engine sglang each "
+                "chunk runs in a step of its own, prefill first (SGLang)");
+  app->add_flag("--enable-mixed-chunk", o.mixed_chunk,
+                "With --engine sglang: mix prompt chunks into decode steps "
+                "(SGLang --enable-mixed-chunk; off by default there)");
   app->add_option("--prefix-hit", o.prefix_hit,
                   "Fraction of each prompt found in the prefix cache, [0, 1)")
       ->capture_default_str();
@@ -935,6 +947,12 @@ static Result<bool> SimulationWanted(const CLI::App& app, const ServeCli& cli) {
     return InvalidArgument("expected a whole number from 0 to 2^64-1, got '" +
                                Excerpt(seed->results().front()) + "'",
                            "--seed");
+  }
+  if (o.mixed_chunk && estimate::EngineMixesPrefill(cli.engine)) {
+    return InvalidArgument(
+        "an SGLang option; add --engine sglang (other engines mix prompt "
+        "chunks into decode steps already)",
+        "--enable-mixed-chunk");
   }
   if (app.count("--concurrency") > 0 && o.concurrency < 1) {
     return InvalidArgument("expected a concurrency of at least 1, got " +

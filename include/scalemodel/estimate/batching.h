@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -78,10 +79,17 @@ struct SchedulerOptions {
   int max_batched_tokens = 8192;  // tokens per step
   // Off: a step is either prefills of whole prompts (first in the queue
   // first; one prompt longer than the budget runs alone) or one decode
-  // token per running sequence, prefills first (vLLM V0). On: each step
-  // gives every running sequence its token first and fills the rest of the
-  // budget with prompt chunks (vLLM V1, SGLang).
+  // token per running sequence, prefills first (vLLM V0). On: prompts are
+  // computed in chunks of at most the step's token budget, as
+  // mixed_prefill says.
   bool chunked_prefill = false;
+  // With chunked prefill. True: each step gives every running sequence its
+  // token first and fills the rest of the budget with prompt chunks (vLLM
+  // V1; SGLang with --enable-mixed-chunk). False (SGLang's default): a step
+  // with prompt work runs only that (the next chunk of a prompt already
+  // started, then new prompts), and decode steps run when no prompt waits
+  // (SGLang's scheduler: prefill first, mixed chunks off).
+  bool mixed_prefill = true;
   // Fraction of every prompt found in the prefix cache: those tokens are
   // not computed (they still hold KV blocks: sharing is not modelled).
   double prefix_hit = 0;
@@ -91,6 +99,14 @@ struct SchedulerOptions {
   // the run wait for its end to be admitted. 1: every step is scheduled.
   int scheduler_steps = 1;
 };
+
+// Whether the engine a row or a user names ("SGLang v0.5.6.post1",
+// "sglang@0.5.6", "vLLM v0.19.1", "trtllm") mixes prompt chunks into decode
+// steps by default (SchedulerOptions::mixed_prefill): false for SGLang
+// (--enable-mixed-chunk is off by default: python/sglang/srt/server_args.py),
+// true otherwise (vLLM V1's scheduler and TensorRT-LLM's in-flight batching
+// mix; unknown names keep the default).
+bool EngineMixesPrefill(std::string_view engine);
 
 // Service-level objectives for goodput; 0 = none.
 struct Slo {
