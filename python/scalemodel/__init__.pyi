@@ -461,6 +461,7 @@ def serve(
     max_num_seqs: int | None = ...,
     max_batched_tokens: int | None = ...,
     chunked_prefill: bool | None = ...,
+    enable_mixed_chunk: bool | None = ...,
     prefix_hit: float | None = ...,
     seed: int | None = ...,
     slo_ttft: _Opt | None = ...,
