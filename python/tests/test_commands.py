@@ -212,3 +212,22 @@ def test_plan_serve_rate_plans_simulate_again():
     except ImportError:
         return
     assert len(r.to_pandas()) == len(r.to_dict()["plans"])
+
+
+def test_plan_serve_rate_with_sglang_simulates_again():
+    """With --engine sglang the search simulates SGLang's prefill-first
+    scheduler and its eager prefill; each plan's serve command names the
+    engine, so it gives the same p99s, and says mixed_prefill is off."""
+    r = sm.plan_serve(model="llama3-8b", chip="h100", rate=4, prompt=1024,
+                      output=256, slo_ttft="1s", slo_tpot="50ms",
+                      requests=200, engine="sglang@0.5.6", max_chips=8)
+    plans = r.to_dict()["plans"]
+    assert plans
+    for p in plans:
+        words = shlex.split(p["serve_command"])
+        assert "--engine" in words
+        again = binary_json(words[1:] + ["--json"])
+        assert again["ttft_s"]["p99"] == p["ttft_p99_s"]
+        assert again["tpot_s"]["p99"] == p["tpot_p99_s"]
+        if p["kind"] == "aggregated":
+            assert again["inputs"]["mixed_prefill"] is False

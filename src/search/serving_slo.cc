@@ -308,11 +308,13 @@ estimate::Workload SimWorkload(const SloPlanRequest& r) {
   return w;
 }
 
-estimate::SchedulerOptions SchedulerOf(const PoolPlan& p) {
+estimate::SchedulerOptions SchedulerOf(const PoolPlan& p,
+                                       const SloPlanRequest& r) {
   estimate::SchedulerOptions s;
   s.max_num_seqs = p.max_num_seqs;
   s.max_batched_tokens = p.max_batched_tokens;
   s.chunked_prefill = p.chunked_prefill;
+  s.mixed_prefill = r.mixed_prefill;
   return s;
 }
 
@@ -325,13 +327,13 @@ Result<bool> Simulate(const Candidate& c, const hw::Chip& chip, int layers,
   estimate::SimulationResult s;
   if (!p->disaggregated) {
     auto sim = estimate::SimulateServing(c.a->cost, p->pool.replicas, w,
-                                         SchedulerOf(p->pool), slo);
+                                         SchedulerOf(p->pool, r), slo);
     if (!sim) return tl::unexpected(sim.error());
     s = std::move(*sim);
   } else {
     estimate::DisaggregatedPools pools{
-        c.a->cost, p->pool.replicas,   SchedulerOf(p->pool),
-        c.b->cost, p->decode.replicas, SchedulerOf(p->decode)};
+        c.a->cost, p->pool.replicas,   SchedulerOf(p->pool, r),
+        c.b->cost, p->decode.replicas, SchedulerOf(p->decode, r)};
     pools.link = estimate::KvTransferLinkOf(chip, p->chips);
     pools.overlap = r.overlap;
     pools.layers = layers;

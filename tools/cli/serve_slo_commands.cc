@@ -5,6 +5,7 @@
 #include "commands.h"
 #include "fmt/format.h"
 #include "scalemodel/base/strings.h"
+#include "scalemodel/estimate/batching.h"
 #include "scalemodel/estimate/disaggregated.h"
 #include "scalemodel/launch/launch.h"
 #include "scalemodel/search/serving.h"
@@ -376,7 +377,8 @@ std::string SystemOf(const hw::Chip& chip, int chips) {
 // The serve command that simulates `p` again with the search's workload.
 std::string ServeCommand(const search::SloPlan& p,
                          const search::SloPlanRequest& r,
-                         const std::string& model, const hw::Chip& chip) {
+                         const std::string& model, const hw::Chip& chip,
+                         const std::string& engine) {
   const std::string sys = SystemOf(chip, p.chips);
   if (sys.empty()) return "";
   std::string s = "scalemodel serve --model " + model + " --system " + sys;
@@ -391,6 +393,7 @@ std::string ServeCommand(const search::SloPlan& p,
     if (p.pool.chunked_prefill) s += " --chunked-prefill";
   }
   if (p.pool.dp_attention) s += " --dp-attention";
+  if (!engine.empty()) s += " --engine " + engine;
   s += fmt::format(
       " --max-num-seqs {} --max-batched-tokens {} --rate {} --requests {} "
       "--seed {} --prompt {} --output {}",
@@ -518,6 +521,7 @@ Result<search::SloPlanRequest> SloRequest(const estimate::ServeConfig& base,
   r.tpot_p99_s = tpot->si();
   r.sim_requests = o.requests;
   r.seed = o.seed;
+  r.mixed_prefill = estimate::EngineMixesPrefill(o.engine);
   if (o.layouts != "both" && o.layouts != "aggregated" &&
       o.layouts != "disaggregated") {
     return InvalidArgument("expected both, aggregated or disaggregated, got '" +
@@ -574,7 +578,7 @@ Result<Output> RunServeSloSearch(const catalog::Catalog& cat,
   Json plans = Json::array();
   for (const search::SloPlan& p : res->plans) {
     Json j = SloPlanJson(p, *req);
-    j["serve_command"] = ServeCommand(p, *req, o.model, chip);
+    j["serve_command"] = ServeCommand(p, *req, o.model, chip, o.engine);
     plans.push_back(j);
   }
   Output out;

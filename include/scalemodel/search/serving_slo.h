@@ -43,6 +43,9 @@ struct SloPlanRequest {
   int confirm = 6;  // candidates simulated (each up to 3 times)
   bool aggregated = true, disaggregated = true;  // which kinds to search
   estimate::KvOverlap overlap = estimate::KvOverlap::kAfter;
+  // Prompt chunks mixed into decode steps (vLLM); false: SGLang's
+  // prefill-first steps (estimate::SchedulerOptions::mixed_prefill).
+  bool mixed_prefill = true;
 };
 
 // One pool: `replicas` copies of a tp x ep replica. pp is the hook for
