@@ -20,11 +20,13 @@ int main() {
     int tp;
     double rate;
     bool chunked;
+    bool mixed;  // false: SGLang's prefill-first steps
   } cases[] = {
-      {"llama3-70b", "h100:8x1", 8, 20, true},
-      {"llama3-70b", "h100:8x1", 8, 20, false},
-      {"llama3-8b", "h100:1x1", 1, 40, true},
-      {"qwen3-30b-a3b", "h100:1x1", 1, 20, true},
+      {"llama3-70b", "h100:8x1", 8, 20, true, true},
+      {"llama3-70b", "h100:8x1", 8, 20, false, true},
+      {"llama3-70b", "h100:8x1", 8, 20, true, false},
+      {"llama3-8b", "h100:1x1", 1, 40, true, true},
+      {"qwen3-30b-a3b", "h100:1x1", 1, 20, true, true},
   };
   std::printf("%-14s %-9s %-8s %9s %8s %8s %8s %10s %10s\n", "model", "system",
               "chunked", "requests", "steps", "wall_s", "cpu_s", "req/s sim",
@@ -44,6 +46,7 @@ int main() {
     w.output = {estimate::LengthDist::kLogNormal, 512, 256};
     estimate::SchedulerOptions opt;
     opt.chunked_prefill = c.chunked;
+    opt.mixed_prefill = c.mixed;
     auto t0 = std::chrono::steady_clock::now();
     std::clock_t c0 = std::clock();
     auto sc = estimate::StepCostModel::Create(m->spec, *s, cfg);
@@ -55,8 +58,12 @@ int main() {
     double cpu = static_cast<double>(std::clock() - c0) / CLOCKS_PER_SEC;
     if (!r) return 1;
     std::printf("%-14s %-9s %-8s %9d %8d %8.3f %8.3f %10.2f %8.1fms\n", c.model,
-                c.system, c.chunked ? "on" : "off", r->requests, r->steps, wall,
-                cpu, r->requests_per_s, 1e3 * r->tpot_s.p50);
+                c.system,
+                !c.chunked ? "off"
+                : c.mixed  ? "on"
+                           : "sglang",
+                r->requests, r->steps, wall, cpu, r->requests_per_s,
+                1e3 * r->tpot_s.p50);
   }
   return 0;
 }
