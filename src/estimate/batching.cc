@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <deque>
 #include <limits>
 
@@ -644,6 +645,20 @@ void Collect(const std::vector<std::vector<Req>>& per_replica, Runs itl,
 
 bool EngineMixesPrefill(std::string_view engine) {
   return ToLower(engine).rfind("sglang", 0) != 0;
+}
+
+bool EngineChunksPrefill(std::string_view engine) {
+  const std::string e = ToLower(engine);
+  if (e.rfind("sglang", 0) == 0) return true;
+  if (e.rfind("vllm", 0) != 0) return false;
+  // "vllm", "vllm@0.10.1", "vLLM v0.6.0": V1 from 0.8.
+  const size_t at = e.find_first_of(" @");
+  if (at == std::string::npos) return e == "vllm";
+  const char* v = e.c_str() + at + 1;
+  if (*v == 'v') ++v;
+  int major = 0, minor = 0;
+  if (std::sscanf(v, "%d.%d", &major, &minor) < 1) return true;
+  return major > 0 || minor >= 8;
 }
 
 Result<LengthDist> ParseLengthDist(const std::string& text, double fixed_value,

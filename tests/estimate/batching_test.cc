@@ -619,6 +619,16 @@ TEST(Simulator, PrefillFirstRunsPromptChunksAlone) {
   EXPECT_TRUE(EngineMixesPrefill("vLLM v0.19.1"));
   EXPECT_TRUE(EngineMixesPrefill("trtllm"));
   EXPECT_TRUE(EngineMixesPrefill(""));
+  // Chunked by default: SGLang, vLLM V1 (0.8 on, or no version).
+  EXPECT_TRUE(EngineChunksPrefill("sglang@0.3"));
+  EXPECT_TRUE(EngineChunksPrefill("vllm"));
+  EXPECT_TRUE(EngineChunksPrefill("vllm@0.8.0"));
+  EXPECT_TRUE(EngineChunksPrefill("vLLM v0.19.1"));
+  EXPECT_TRUE(EngineChunksPrefill("vllm@1.0"));
+  EXPECT_FALSE(EngineChunksPrefill("vllm@0.6.3"));
+  EXPECT_FALSE(EngineChunksPrefill("vLLM v0.6.0"));
+  EXPECT_FALSE(EngineChunksPrefill("trtllm"));
+  EXPECT_FALSE(EngineChunksPrefill(""));
 }
 
 // A closed-loop client's next request reaches a busy engine after its next

@@ -618,7 +618,9 @@ static Result<Output> RunServeSim(const ingest::ImportedModel& m,
   estimate::SchedulerOptions sched;
   sched.max_num_seqs = so.max_num_seqs;
   sched.max_batched_tokens = so.max_batched_tokens;
-  sched.chunked_prefill = so.chunked_prefill;
+  // SGLang and vLLM V1 chunk prompts whether or not the flag is given.
+  sched.chunked_prefill =
+      so.chunked_prefill || estimate::EngineChunksPrefill(o.engine);
   // SGLang runs prompt work in steps of its own unless told to mix.
   sched.mixed_prefill =
       estimate::EngineMixesPrefill(o.engine) || so.mixed_chunk;
@@ -909,7 +911,8 @@ static void AddServeSimOptions(CLI::App* app, ServeSimCli& o) {
   app->add_flag("--chunked-prefill", o.chunked_prefill,
                 "Compute prompts in chunks of --max-batched-tokens, mixed "
                 "into decode steps (vLLM V1); with --engine sglang each "
-                "chunk runs in a step of its own, prefill first (SGLang)");
+                "chunk runs in a step of its own, prefill first (SGLang). "
+                "On whenever --engine is sglang or vllm (V1, from 0.8)");
   app->add_flag("--enable-mixed-chunk", o.mixed_chunk,
                 "With --engine sglang: mix prompt chunks into decode steps "
                 "(SGLang --enable-mixed-chunk; off by default there)");

@@ -108,6 +108,14 @@ struct SchedulerOptions {
 // mix; unknown names keep the default).
 bool EngineMixesPrefill(std::string_view engine);
 
+// Whether the engine computes prompts in chunks by default
+// (SchedulerOptions::chunked_prefill): SGLang (its --chunked-prefill-size
+// has a default) and vLLM V1 (the default engine from v0.8.0, always
+// chunked), so "vllm" without a version too; false for vLLM before 0.8,
+// TensorRT-LLM (enable_chunked_prefill is off by default) and unknown
+// names.
+bool EngineChunksPrefill(std::string_view engine);
+
 // Service-level objectives for goodput; 0 = none.
 struct Slo {
   double ttft_s = 0;
