@@ -284,9 +284,8 @@ void Replica::SchedulePrefillFirst(std::vector<Scheduled>* step, bool admit) {
   if (!step->empty()) return;
   for (size_t i = 0; i < running_.size(); ++i) {
     int r = running_[i];
-    Req& q = (*reqs_)[r];
-    const int extra = lookahead_;
-    if (!Grow(r, q.computed + 1 + extra)) break;
+    // Speculating, the draft tokens' KV slots too (as in ScheduleStep).
+    if (!Grow(r, (*reqs_)[r].computed + 1 + lookahead_)) break;
     step->push_back({r, 1});
   }
 }
