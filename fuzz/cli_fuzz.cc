@@ -18,8 +18,10 @@
 //   --output-dist must be plain numbers up to kMaxSimLength, or beyond the
 //   2^30 tokens the parsers accept (so their errors stay reachable), or not
 //   numbers at all. --max-chips (plan serve's search size) is capped at
-//   kMaxChips and --threads at 2. Values of those flags that the command
-//   refuses (negative, zero, not a number) are still run.
+//   kMaxChips, --threads at 2 and --top at kMaxTop (plan train keeps 8 to
+//   64 candidates a plan listed: 10,000 plans take seconds even
+//   uninstrumented). Values of those flags that the command refuses
+//   (negative, zero, not a number, --top above 10,000) are still run.
 // The built-in catalog and the validation set behind the accuracy line are
 // loaded once per process (LLVMFuzzerInitialize), as the CLI caches them.
 #include <unistd.h>
@@ -45,6 +47,8 @@ constexpr double kMaxRequests = 16;
 constexpr double kMaxSimLength = 2048;
 constexpr double kMaxAcceptedLength = 1 << 30;  // larger ones are errors
 constexpr double kMaxChips = 16;
+constexpr double kMaxTop = 64;       // plans a search lists
+constexpr double kMaxPlans = 10000;  // larger ones are errors
 constexpr double kMaxThreads = 2;
 
 // Arguments that would read files the fuzzer does not control, or run the
@@ -116,6 +120,10 @@ bool TooLong(const std::vector<std::string>& args) {
       return true;
     }
     if (ValueOf(args, i, "--threads", &v) && Above(v, kMaxThreads)) {
+      return true;
+    }
+    if (ValueOf(args, i, "--top", &v) && Above(v, kMaxTop) &&
+        !Above(v, kMaxPlans)) {
       return true;
     }
     if (!sim) continue;

@@ -1,7 +1,9 @@
 #include "scalemodel/search/plan.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <map>
 #include <string>
 #include <utility>
 
@@ -65,7 +67,8 @@ Result<std::vector<Found>> SearchSizes(const model::ModelSpec& model,
                                        SearchResult* counts) {
   SearchOptions sopt;
   sopt.base = request.base;
-  // Keep extra candidates so folding near-duplicates still leaves `top`.
+  // Keep extra candidates so folding near-duplicates still leaves `top`
+  // (request.top <= kMaxPlans, so this fits an int).
   sopt.top_k = request.top * (request.launchable ? 64 : 8);
   sopt.threads = request.threads;
   sopt.max_zero = request.max_zero;
@@ -110,21 +113,33 @@ Result<std::vector<Found>> SearchSizes(const model::ModelSpec& model,
 
 // Distinct layouts: a plan with the same degrees and the same step time as
 // one already kept is folded into it, keeping the one with less memory.
+// Plans are compared only within their (size, degrees) group, so folding
+// takes time in proportion to the plans, not to their square.
 std::vector<Found> Fold(std::vector<Found> merged) {
+  using GroupKey = std::array<int, estimate::kNumPar + 1>;
+  std::map<GroupKey, std::vector<size_t>> groups;  // indices into distinct
   std::vector<Found> distinct;
   for (Found& m : merged) {
+    estimate::Parallelism par = m.plan.config.par;
+    GroupKey key{};
+    key[0] = m.size;
+    for (int i = 0; i < estimate::kNumPar; ++i) {
+      key[i + 1] = estimate::DegreeOf(par, i);
+    }
+    std::vector<size_t>& group = groups[key];
     bool dup = false;
-    for (Found& d : distinct) {
-      const estimate::Parallelism &a = m.plan.config.par,
-                                  &b = d.plan.config.par;
-      if (m.size == d.size && estimate::SameDegrees(a, b) &&
-          std::fabs(m.plan.step_time_s / d.plan.step_time_s - 1) < 1e-6) {
+    for (size_t j : group) {
+      Found& d = distinct[j];
+      if (std::fabs(m.plan.step_time_s / d.plan.step_time_s - 1) < 1e-6) {
         dup = true;
         if (m.plan.memory_bytes < d.plan.memory_bytes) d = m;
         break;
       }
     }
-    if (!dup) distinct.push_back(std::move(m));
+    if (!dup) {
+      group.push_back(distinct.size());
+      distinct.push_back(std::move(m));
+    }
   }
   return distinct;
 }
@@ -250,6 +265,11 @@ Result<TrainingPlanResult> PlanTraining(const model::ModelSpec& model,
                                         const PlanRequest& request) {
   if (request.top <= 0) {
     return InvalidArgument("expected a positive number", "top");
+  }
+  if (request.top > kMaxPlans) {
+    return InvalidArgument("expected at most " + std::to_string(kMaxPlans) +
+                               " plans, got " + std::to_string(request.top),
+                           "top");
   }
   // One search per system size, merged and ranked by the objective: step
   // time, cost per step (chips x step x price, the price being one number),

@@ -148,6 +148,35 @@ TEST(PlanTrainingTest, FoldsNearDuplicates) {
   EXPECT_EQ(r->counts.plans.size(), r->plans.size());
 }
 
+// The search keeps the best k plans as a heap: they are exactly the first
+// k of a search that keeps every plan, in the same order, whatever k and
+// however many threads share the work.
+TEST(PlanTrainingTest, TopKIsThePrefixOfTheWholeRanking) {
+  const model::ModelSpec m = Model("megatron-gpt-1.7b");
+  const hw::System sys = System("h100:8x1");
+  SearchOptions all;
+  all.base = SmallRequest().base;
+  all.top_k = 1 << 20;
+  all.threads = 1;
+  auto every = SearchTraining(m, sys, all);
+  ASSERT_TRUE(every.has_value());
+  ASSERT_GT(every->plans.size(), 200u) << "the case became too small";
+  for (int k : {1, 7, 100}) {
+    for (int threads : {1, 2}) {
+      SearchOptions some = all;
+      some.top_k = k;
+      some.threads = threads;
+      auto best = SearchTraining(m, sys, some);
+      ASSERT_TRUE(best.has_value());
+      ASSERT_EQ(best->plans.size(), static_cast<size_t>(k));
+      for (int i = 0; i < k; ++i) {
+        EXPECT_EQ(best->plans[i].Key(), every->plans[i].Key())
+            << "k " << k << ", threads " << threads << ", rank " << i;
+      }
+    }
+  }
+}
+
 // --explain: a pipeline of 8 one-GPU stages for a 1.7B model is slow; its
 // rank is one more than the returned plans strictly faster.
 TEST(PlanTrainingTest, ExplainRanksAmongThePlansFound) {
@@ -241,6 +270,11 @@ TEST(PlanTrainingTest, ErrorsNameTheInput) {
   auto r = PlanTraining(m, System("h100:8x1"), req);
   ASSERT_FALSE(r.has_value());
   EXPECT_EQ(r.error().where, "top");
+  req.top = kMaxPlans + 1;
+  r = PlanTraining(m, System("h100:8x1"), req);
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().where, "top");
+  EXPECT_EQ(r.error().message, "expected at most 10000 plans, got 10001");
   req = SmallRequest();
   req.chip_counts = {12};
   r = PlanTraining(m, System("h100:8x2"), req);

@@ -1482,7 +1482,7 @@ Command AddPlanCommand(CLI::App& app) {
       "--batch-tokens 1Mi --seq 8192 --emit maxtext");
   auto o = std::make_shared<PlanOptionsCli>();
   AddTrainOptions(tr, o->train, false);
-  tr->add_option("--top", o->top, "How many plans to show")
+  tr->add_option("--top", o->top, "How many plans to show (1 to 10000)")
       ->capture_default_str();
   tr->add_option("--objective", o->objective,
                  "time (step time), cost (dollars for --tokens; with a fixed "
@@ -1533,6 +1533,12 @@ Command AddPlanCommand(CLI::App& app) {
     }
     if (o->top <= 0)
       return InvalidArgument("expected a positive number", "--top");
+    if (o->top > search::kMaxPlans) {
+      return InvalidArgument("expected at most " +
+                                 std::to_string(search::kMaxPlans) +
+                                 " plans, got " + std::to_string(o->top),
+                             "--top");
+    }
     auto objective = search::ParseObjective(o->objective);
     if (!objective) return tl::unexpected(objective.error());
     TrainOptionsCli opts = o->train;

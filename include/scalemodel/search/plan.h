@@ -33,11 +33,15 @@ namespace scalemodel::search {
 Result<Objective> ParseObjective(std::string_view text);
 std::string_view ObjectiveName(Objective objective);
 
+// The most plans one search returns (docs/units.md): the search keeps 8
+// (64 for a launchable plan) candidates a plan to fold near-duplicates.
+inline constexpr int kMaxPlans = 10000;
+
 struct PlanRequest {
   // Batch, sequence, precision, mode, tokens, price and the engine habits;
   // the layout fields are what the search varies.
   estimate::TrainingConfig base;
-  // How many distinct plans to return (> 0).
+  // How many distinct plans to return, 1 to kMaxPlans.
   int top = 5;
   // kTime: fastest step first. kCost: lowest step time x chips (the price
   // per chip-hour is one number for every size, so this is the cost order);
@@ -109,10 +113,10 @@ struct TrainingPlanResult {
 // the feasible plans by request.objective. Plans on the same size with the
 // same degrees and a step time within 1e-6 (ZeRO-1 vs ZeRO-2 with memory to
 // spare, an equivalent placement order) are folded into the one with less
-// memory. An empty `plans` means nothing fits. Errors: top <= 0 ("top"), a
-// chip count the system cannot be cut to ("chips"), kCost without a price
-// ("objective"), a batch that is not whole sequences ("batch_tokens"), an
-// explain layout the estimator rejects ("explain").
+// memory. An empty `plans` means nothing fits. Errors: top outside 1 ..
+// kMaxPlans ("top"), a chip count the system cannot be cut to ("chips"),
+// kCost without a price ("objective"), a batch that is not whole sequences
+// ("batch_tokens"), an explain layout the estimator rejects ("explain").
 Result<TrainingPlanResult> PlanTraining(const model::ModelSpec& model,
                                         const hw::System& system,
                                         const PlanRequest& request);
