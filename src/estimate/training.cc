@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 
 #include "scalemodel/base/check.h"
@@ -706,7 +707,10 @@ PlanFault FindPlanFault(const model::ModelSpec& m, const hw::System& sys,
   const int vpp = cfg.layout.schedule == Schedule::kInterleaved
                       ? std::max(1, cfg.layout.vpp)
                       : 1;
-  if (par.pp * vpp > m.num_layers) return PlanFault::kVirtualStages;
+  // In 64 bits: --vpp may be any int (2^31 - 1 x pp wrapped negative).
+  if (static_cast<int64_t>(par.pp) * vpp > m.num_layers) {
+    return PlanFault::kVirtualStages;
+  }
   if (sys.chip.Peak(cfg.precision.matmul).si() <= 0)
     return PlanFault::kNoMatrixRate;
   return PlanFault::kNone;
@@ -809,11 +813,12 @@ Error BatchFault(PlanFault fault, const model::ModelSpec& m,
                      FormatNumber(seqs / replicas) + " sequences per replica",
                  "micro_batch");
     case PlanFault::kVirtualStages:
-      return Bad(
-          "pp*vpp = " + std::to_string(par.pp * std::max(1, cfg.layout.vpp)) +
-              " virtual stages but only " + std::to_string(m.num_layers) +
-              " layers",
-          "vpp");
+      return Bad("pp*vpp = " +
+                     std::to_string(static_cast<int64_t>(par.pp) *
+                                    std::max(1, cfg.layout.vpp)) +
+                     " virtual stages but only " +
+                     std::to_string(m.num_layers) + " layers",
+                 "vpp");
     case PlanFault::kNoMatrixRate:
       return Bad(sys.chip.id + " has no " +
                      std::string(hw::DtypeName(cfg.precision.matmul)) +
