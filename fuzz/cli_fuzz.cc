@@ -33,6 +33,7 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "cli_caps.h"
 #include "cli_warmup.h"
 #include "fuzz_common.h"
 #include "run.h"
@@ -43,105 +44,8 @@ using scalemodel::fuzz::Fields;
 
 namespace {
 
-constexpr double kMaxRequests = 16;
-constexpr double kMaxSimLength = 2048;
-constexpr double kMaxAcceptedLength = 1 << 30;  // larger ones are errors
-constexpr double kMaxChips = 16;
-constexpr double kMaxTop = 64;       // plans a search lists
-constexpr double kMaxPlans = 10000;  // larger ones are errors
-constexpr double kMaxThreads = 2;
-
-// Arguments that would read files the fuzzer does not control, or run the
-// whole validation set.
-bool Refused(const std::string& a) {
-  return a == "--catalog" || a == "--trace-file" || a == "validate" ||
-         a.rfind("--catalog=", 0) == 0 || a.rfind("--trace-file=", 0) == 0;
-}
-
-// The value of `a` as a plain number (strtod reads all of it), or nothing.
-bool PlainNumber(const std::string& a, double* v) {
-  if (a.empty()) return false;
-  char* end = nullptr;
-  *v = std::strtod(a.c_str(), &end);
-  return *end == '\0';
-}
-
-// A length the simulation would run on for long: a plain number between
-// kMaxSimLength and what the parsers accept, or something number-like the
-// harness cannot read ("8Ki").
-bool LongLength(const std::string& a) {
-  double v = 0;
-  if (PlainNumber(a, &v)) {
-    return std::fabs(v) > kMaxSimLength && std::fabs(v) <= kMaxAcceptedLength;
-  }
-  return !a.empty() && (std::isdigit(static_cast<unsigned char>(a[0])) ||
-                        a[0] == '.' || a[0] == '+');
-}
-
-// A numeric value above `cap` (values the command refuses are run).
-bool Above(const std::string& a, double cap) {
-  double v = 0;
-  return PlainNumber(a, &v) && v > cap;
-}
-
-// "--flag value" or "--flag=value": the value of `flag` at args[i], if any.
-bool ValueOf(const std::vector<std::string>& args, size_t i,
-             const std::string& flag, std::string* value) {
-  const std::string& a = args[i];
-  if (a == flag && i + 1 < args.size()) {
-    *value = args[i + 1];
-    return true;
-  }
-  if (a.rfind(flag + "=", 0) == 0) {
-    *value = a.substr(flag.size() + 1);
-    return true;
-  }
-  return false;
-}
-
-bool Has(const std::vector<std::string>& args, const std::string& flag) {
-  std::string v;
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == flag || ValueOf(args, i, flag, &v)) return true;
-  }
-  return false;
-}
-
-// True when the line would run too long (see the top of the file).
-bool TooLong(const std::vector<std::string>& args) {
-  const bool sim = Has(args, "--rate") || Has(args, "--concurrency");
-  if (sim && !Has(args, "--requests")) return true;
-  std::string v;
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (ValueOf(args, i, "--requests", &v) && Above(v, kMaxRequests)) {
-      return true;
-    }
-    if (ValueOf(args, i, "--max-chips", &v) && Above(v, kMaxChips)) {
-      return true;
-    }
-    if (ValueOf(args, i, "--threads", &v) && Above(v, kMaxThreads)) {
-      return true;
-    }
-    if (ValueOf(args, i, "--top", &v) && Above(v, kMaxTop) &&
-        !Above(v, kMaxPlans)) {
-      return true;
-    }
-    if (!sim) continue;
-    for (const char* f : {"--prompt", "--output"}) {
-      if (ValueOf(args, i, f, &v) && LongLength(v)) return true;
-    }
-    for (const char* f : {"--prompt-dist", "--output-dist"}) {
-      if (!ValueOf(args, i, f, &v)) continue;
-      std::stringstream parts(v);
-      std::string p;
-      std::getline(parts, p, ':');  // the distribution's name
-      while (std::getline(parts, p, ':')) {
-        if (LongLength(p)) return true;
-      }
-    }
-  }
-  return false;
-}
+using scalemodel::fuzz::Refused;
+using scalemodel::fuzz::TooLong;
 
 // The scratch file that --trace writes instead of the fuzzed path (the
 // writer's .gz choice kept).

@@ -64,6 +64,9 @@ TEST(ApiArgs, RefusesFilesAndUnknownInput) {
   };
   expect_error("train", json{{"catalog", "/etc"}}, "catalog: this option");
   expect_error("serve", json{{"trace-file", "t.csv"}}, "trace-file");
+  expect_error("serve", json{{"trace", "/tmp/t.json"}},
+               "trace: this option names a file to write");
+  expect_error("train", json{{"trace", "t.json.gz"}}, "the ui writes no files");
   expect_error("train", json{{"model", "/etc/passwd"}},
                "the ui reads no files");
   expect_error("model", json{{"name", "x/config.json"}}, "reads no files");

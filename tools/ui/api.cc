@@ -1,10 +1,14 @@
 // The ui's API (server.h): a JSON object of options to a command line.
 #include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "scalemodel/base/strings.h"
+#include "scalemodel/ingest/hf_config.h"
 #include "server.h"
 
 namespace scalemodel::ui {
@@ -32,14 +36,17 @@ const std::vector<ApiCommand>& Commands() {
   return kCommands;
 }
 
-// Options the API refuses: they read files (catalog, trace-file) or would
-// change what the answer is (json, help, version).
+// Options the API refuses: they read or write files (catalog, trace-file,
+// trace) or would change what the answer is (json, help, version).
 const std::vector<std::pair<std::string, std::string>>& RefusedKeys() {
   static const std::vector<std::pair<std::string, std::string>> kRefused = {
       {"catalog",
        "names a directory to read; the ui answers from the "
        "catalog it was started with (scalemodel --catalog DIR ui)"},
       {"trace-file", "names a file to read; the ui reads no files"},
+      {"trace",
+       "names a file to write; the ui writes no files (`scalemodel train` or "
+       "`serve ... --trace FILE` writes the trace)"},
       {"json", "is implied: the API always answers with the --json report"},
       {"help", "is not an API option; see `scalemodel COMMAND --help`"},
       {"help-all", "is not an API option; see `scalemodel --help`"},
@@ -192,6 +199,60 @@ Result<std::vector<std::string>> ApiArgs(const std::string& command,
   if (!positional.empty()) args.push_back(positional);
   args.emplace_back("--json");
   return args;
+}
+
+// The uploaded config under `dir`/<model id>/config.json (the id names the
+// model in the report, as `scalemodel model DIR/config.json` does).
+Result<std::string> WriteUploadedConfig(const nlohmann::json& config,
+                                        const std::filesystem::path& dir) {
+  std::string name = "uploaded";
+  if (config.contains("model_type") && config["model_type"].is_string()) {
+    name = config["model_type"].get<std::string>();
+  }
+  for (char& ch : name) {
+    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '-' &&
+        ch != '.') {
+      ch = '_';
+    }
+  }
+  if (name.empty() || name[0] == '.') name = "uploaded";
+  std::error_code ec;
+  const std::filesystem::path folder = dir / name;
+  std::filesystem::create_directories(folder, ec);
+  const std::filesystem::path file = folder / "config.json";
+  std::ofstream out(file);
+  out << config.dump();
+  if (ec || !out) {
+    return IoError(
+        "cannot write the uploaded config.json to the server's "
+        "private folder",
+        "model");
+  }
+  return file.string();
+}
+
+Result<std::vector<std::string>> ApiRequestArgs(
+    const std::string& command, const std::string& body_text,
+    const ConfigWriter& write_config) {
+  nlohmann::json body = nlohmann::json::object();
+  if (!body_text.empty()) {
+    body =
+        nlohmann::json::parse(body_text, nullptr, /*allow_exceptions=*/false);
+    if (body.is_discarded()) {
+      return InvalidArgument(
+          "expected a JSON object of options, got malformed JSON ('" +
+              Excerpt(body_text) + "')",
+          "request body");
+    }
+    // config.json's depth limit: an uploaded config nested deeper would
+    // overflow the stack when written out (nlohmann's dump recurses).
+    if (auto ok =
+            ingest::CheckJsonText(body_text, "request body", "a request body");
+        !ok) {
+      return tl::unexpected(ok.error());
+    }
+  }
+  return ApiArgs(command, body, write_config);
 }
 
 }  // namespace scalemodel::ui

@@ -111,43 +111,11 @@ struct Server::Impl {
   Impl(const Impl&) = delete;
   Impl& operator=(const Impl&) = delete;
 
-  Result<std::string> WriteConfig(const nlohmann::json& config,
-                                  const std::filesystem::path& dir) const;
   void Api(const httplib::Request& req, httplib::Response& res);
   bool RunLimited(const std::vector<std::string>& args, RunOutput& result);
   void Static(const httplib::Request& req, httplib::Response& res) const;
   void Routes();
 };
-
-// The uploaded config under `dir`/<model id>/config.json (the id names the
-// model in the report, as `scalemodel model DIR/config.json` does).
-Result<std::string> Server::Impl::WriteConfig(
-    const nlohmann::json& config, const std::filesystem::path& dir) const {
-  std::string name = "uploaded";
-  if (config.contains("model_type") && config["model_type"].is_string()) {
-    name = config["model_type"].get<std::string>();
-  }
-  for (char& ch : name) {
-    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '-' &&
-        ch != '.') {
-      ch = '_';
-    }
-  }
-  if (name.empty() || name[0] == '.') name = "uploaded";
-  std::error_code ec;
-  const std::filesystem::path folder = dir / name;
-  std::filesystem::create_directories(folder, ec);
-  const std::filesystem::path file = folder / "config.json";
-  std::ofstream out(file);
-  out << config.dump();
-  if (ec || !out) {
-    return IoError(
-        "cannot write the uploaded config.json to the server's "
-        "private folder",
-        "model");
-  }
-  return file.string();
-}
 
 // Runs `args` on a thread of its own, waiting up to the time limit; false
 // (with `result` unset) when it ran past it.
@@ -188,31 +156,13 @@ void Server::Impl::Api(const httplib::Request& req, httplib::Response& res) {
                  Excerpt(req.get_header_value("Content-Type")) + "'");
     return;
   }
-  nlohmann::json body = nlohmann::json::object();
-  if (!req.body.empty()) {
-    body = nlohmann::json::parse(req.body, nullptr, /*allow_exceptions=*/false);
-    if (body.is_discarded()) {
-      SetError(res, 400,
-               "request body: expected a JSON object of options, got "
-               "malformed JSON ('" +
-                   Excerpt(req.body) + "')");
-      return;
-    }
-    // config.json's depth limit: an uploaded config nested deeper would
-    // overflow the stack when written out (nlohmann's dump recurses).
-    if (auto ok =
-            ingest::CheckJsonText(req.body, "request body", "a request body");
-        !ok) {
-      SetError(res, 400, ok.error().ToString());
-      return;
-    }
-  }
   // A folder for this request's uploaded config, removed when it ends.
   const std::filesystem::path dir =
       private_dir / ("r" + std::to_string(uploads++));
-  auto args = ApiArgs(command, body, [&](const nlohmann::json& config) {
-    return WriteConfig(config, dir);
-  });
+  auto args =
+      ApiRequestArgs(command, req.body, [&](const nlohmann::json& config) {
+        return WriteUploadedConfig(config, dir);
+      });
   if (args && !options.catalog_dir.empty()) {
     args->insert(args->begin(), {"--catalog", options.catalog_dir});
   }

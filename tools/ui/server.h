@@ -12,6 +12,7 @@
 #define SCALEMODEL_TOOLS_UI_SERVER_H_
 
 #include <cstddef>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <string>
@@ -46,6 +47,21 @@ using ConfigWriter = std::function<Result<std::string>(const nlohmann::json&)>;
 Result<std::vector<std::string>> ApiArgs(const std::string& command,
                                          const nlohmann::json& body,
                                          const ConfigWriter& write_config);
+
+// The CLI arguments for POST /api/<command> whose body is `body_text` (""
+// is an empty object): the body parsed (malformed JSON and JSON nested
+// deeper than config.json may be are errors at "request body"), then
+// ApiArgs. Unknown commands are kNotFound (HTTP 404), the rest HTTP 400.
+Result<std::vector<std::string>> ApiRequestArgs(
+    const std::string& command, const std::string& body_text,
+    const ConfigWriter& write_config);
+
+// Writes an uploaded config under `dir`/<model id>/config.json (the id, from
+// model_type, names the model in the report as `scalemodel model
+// DIR/config.json` does) and returns the file's path: the server's
+// ConfigWriter, with a folder of its own per request.
+Result<std::string> WriteUploadedConfig(const nlohmann::json& config,
+                                        const std::filesystem::path& dir);
 
 // The API's command names (train, plan-train, ...).
 const std::vector<std::string>& ApiCommands();
