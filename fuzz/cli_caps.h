@@ -14,7 +14,6 @@
 
 namespace scalemodel::fuzz {
 
-
 inline constexpr double kMaxRequests = 16;
 inline constexpr double kMaxSimLength = 2048;
 inline constexpr double kMaxAcceptedLength = 1 << 30;  // larger ones are errors
@@ -58,7 +57,7 @@ inline bool Above(const std::string& a, double cap) {
 
 // "--flag value" or "--flag=value": the value of `flag` at args[i], if any.
 inline bool ValueOf(const std::vector<std::string>& args, size_t i,
-             const std::string& flag, std::string* value) {
+                    const std::string& flag, std::string* value) {
   const std::string& a = args[i];
   if (a == flag && i + 1 < args.size()) {
     *value = args[i + 1];
