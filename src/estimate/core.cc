@@ -1251,14 +1251,6 @@ int& DegreeOf(Parallelism& p, int i) {
   }
 }
 
-bool SameDegrees(const Parallelism& a, const Parallelism& b) {
-  Parallelism x = a, y = b;
-  for (int i = 0; i < kNumPar; ++i) {
-    if (DegreeOf(x, i) != DegreeOf(y, i)) return false;
-  }
-  return true;
-}
-
 Result<Placements> PlaceParallelism(Parallelism& par, const hw::System& sys,
                                     const std::array<int, kNumPar>* order) {
   static const std::array<int, kNumPar> kDefault = {kTp,   kCp, kEp,

@@ -260,16 +260,21 @@ Result<void> CheckConstraints(const model::ModelSpec& model,
 
 }  // namespace
 
+Result<void> CheckPlanCount(int top) {
+  if (top <= 0) return InvalidArgument("expected a positive number", "top");
+  if (top > kMaxPlans) {
+    return InvalidArgument("expected at most " + std::to_string(kMaxPlans) +
+                               " plans, got " + std::to_string(top),
+                           "top");
+  }
+  return {};
+}
+
 Result<TrainingPlanResult> PlanTraining(const model::ModelSpec& model,
                                         const hw::System& system,
                                         const PlanRequest& request) {
-  if (request.top <= 0) {
-    return InvalidArgument("expected a positive number", "top");
-  }
-  if (request.top > kMaxPlans) {
-    return InvalidArgument("expected at most " + std::to_string(kMaxPlans) +
-                               " plans, got " + std::to_string(request.top),
-                           "top");
+  if (auto ok = CheckPlanCount(request.top); !ok) {
+    return tl::unexpected(ok.error());
   }
   // One search per system size, merged and ranked by the objective: step
   // time, cost per step (chips x step x price, the price being one number),

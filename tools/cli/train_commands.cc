@@ -1531,13 +1531,8 @@ Command AddPlanCommand(CLI::App& app) {
     if (!tr->parsed()) {
       return InvalidArgument("expected `scalemodel plan train ...`", "plan");
     }
-    if (o->top <= 0)
-      return InvalidArgument("expected a positive number", "--top");
-    if (o->top > search::kMaxPlans) {
-      return InvalidArgument("expected at most " +
-                                 std::to_string(search::kMaxPlans) +
-                                 " plans, got " + std::to_string(o->top),
-                             "--top");
+    if (auto ok = search::CheckPlanCount(o->top); !ok) {
+      return InvalidArgument(ok.error().message, "--top");
     }
     auto objective = search::ParseObjective(o->objective);
     if (!objective) return tl::unexpected(objective.error());

@@ -9,7 +9,6 @@
 #include <condition_variable>
 #include <cstdlib>  // mkdtemp (POSIX)
 #include <filesystem>
-#include <fstream>
 #include <mutex>
 #include <sstream>
 #include <thread>
@@ -18,7 +17,6 @@
 #include "httplib.h"
 #include "run.h"
 #include "scalemodel/base/strings.h"
-#include "scalemodel/ingest/hf_config.h"
 
 namespace scalemodel::ui {
 namespace {

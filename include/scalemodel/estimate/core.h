@@ -34,8 +34,6 @@ struct CollCoef {
 enum ParIndex { kTp, kCp, kEp, kFsdp, kDp, kPp, kNumPar };
 const char* ParName(int index);
 int& DegreeOf(Parallelism& p, int index);
-// Whether two plans have the same degree for every parallelism.
-bool SameDegrees(const Parallelism& a, const Parallelism& b);
 
 // The collective slots of a training step: one per (network op,
 // parallelism). A slot's index orders every per-collective array and the

@@ -37,6 +37,9 @@ std::string_view ObjectiveName(Objective objective);
 // (64 for a launchable plan) candidates a plan to fold near-duplicates.
 inline constexpr int kMaxPlans = 10000;
 
+// A number of plans to list: 1 to kMaxPlans, else an error at "top".
+Result<void> CheckPlanCount(int top);
+
 struct PlanRequest {
   // Batch, sequence, precision, mode, tokens, price and the engine habits;
   // the layout fields are what the search varies.
