@@ -39,6 +39,37 @@ struct RunState {
   RunOutput result;
 };
 
+// The count of command threads still running, and a flag that asks each of
+// them to stop (the server is going away).
+struct Running {
+  std::mutex mu;
+  std::condition_variable cv;
+  int count = 0;
+  std::atomic<bool> stop{false};
+
+  int Count() {
+    std::lock_guard<std::mutex> lock(mu);
+    return count;
+  }
+  void Add() {
+    std::lock_guard<std::mutex> lock(mu);
+    ++count;
+  }
+  void Done() {
+    std::lock_guard<std::mutex> lock(mu);
+    --count;
+    cv.notify_all();
+  }
+  // Asks every command to stop and waits until none runs. plan train stops
+  // within its polling interval; other commands finish within the time
+  // limit's order of magnitude, since they are quick.
+  void StopAndWait() {
+    stop = true;
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [this] { return count == 0; });
+  }
+};
+
 // The page served when the binary was built without web/dist.
 constexpr const char* kNoPage =
     "<!doctype html><html><head><meta charset=\"utf-8\"><title>scalemodel "
@@ -94,8 +125,11 @@ struct Server::Impl {
   ServerOptions options;
   httplib::Server http;
   std::filesystem::path private_dir;  // uploaded configs, mode 0700
-  std::shared_ptr<std::atomic<int>> running =
-      std::make_shared<std::atomic<int>>(0);
+  // The commands' threads, counted so that the server can wait for them:
+  // a thread left running when the process exits reads the catalog's
+  // statics as they are destroyed (a use-after-free seen under ASan, as a
+  // hung ServerTest.TimeLimitStopsASearch in CI).
+  std::shared_ptr<Running> running = std::make_shared<Running>();
   std::atomic<unsigned> uploads{0};
   int port = 0;
   // The listening socket, seen by the socket-options hook before bind.
@@ -103,6 +137,7 @@ struct Server::Impl {
 
   explicit Impl(ServerOptions o) : options(std::move(o)) {}
   ~Impl() {
+    running->StopAndWait();
     std::error_code ec;
     if (!private_dir.empty()) std::filesystem::remove_all(private_dir, ec);
   }
@@ -121,20 +156,22 @@ bool Server::Impl::RunLimited(const std::vector<std::string>& args,
                               RunOutput& result) {
   auto state = std::make_shared<RunState>();
   auto count = running;
-  ++*count;
+  count->Add();
   std::thread([state, args, count] {
-    cli::RunHooks hooks;
-    hooks.interrupted = [state] { return state->cancel.load(); };
-    std::ostringstream out;
-    std::ostringstream err;
-    const int code = cli::RunCli(args, out, err, hooks);
-    {
+    {  // Everything the command made is gone before Done() lets exit begin.
+      cli::RunHooks hooks;
+      hooks.interrupted = [state, count] {
+        return state->cancel.load() || count->stop.load();
+      };
+      std::ostringstream out;
+      std::ostringstream err;
+      const int code = cli::RunCli(args, out, err, hooks);
       std::lock_guard<std::mutex> lock(state->mu);
       state->result = {code, out.str(), err.str()};
       state->done = true;
     }
-    --*count;
     state->done_cv.notify_all();
+    count->Done();
   }).detach();
   std::unique_lock<std::mutex> lock(state->mu);
   const auto limit = std::chrono::duration<double>(options.time_limit_s);
@@ -169,7 +206,7 @@ void Server::Impl::Api(const httplib::Request& req, httplib::Response& res) {
   if (!args) {
     SetError(res, args.error().code == ErrorCode::kNotFound ? 404 : 400,
              args.error().ToString());
-  } else if (running->load() >= options.max_running) {
+  } else if (running->Count() >= options.max_running) {
     SetError(res, 503,
              "server: " + std::to_string(options.max_running) +
                  " commands are running; try again when one has finished");

@@ -79,6 +79,8 @@ const std::vector<Asset>& BuiltAssets();
 class Server {
  public:
   explicit Server(ServerOptions options);
+  // Asks the commands still running (those past the time limit) to stop
+  // and waits for them, so that none outlives the server.
   ~Server();
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
