@@ -6,6 +6,8 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <unordered_set>
+#include <vector>
 
 #include "nlohmann/json.hpp"
 #include "scalemodel/base/strings.h"
@@ -133,20 +135,50 @@ size_t TooDeepAt(std::string_view text) {
 // text reaches a message.
 class SyntaxCheck final : public nlohmann::json_sax<json> {
  public:
-  bool null() override { return true; }
-  bool boolean(bool /*val*/) override { return true; }
-  bool number_integer(number_integer_t /*val*/) override { return true; }
-  bool number_unsigned(number_unsigned_t /*val*/) override { return true; }
+  bool null() override { return Value(); }
+  bool boolean(bool /*val*/) override { return Value(); }
+  bool number_integer(number_integer_t /*val*/) override { return Value(); }
+  bool number_unsigned(number_unsigned_t /*val*/) override { return Value(); }
   bool number_float(number_float_t /*val*/, const string_t& /*s*/) override {
+    return Value();
+  }
+  bool string(string_t& /*val*/) override { return Value(); }
+  bool binary(binary_t& /*val*/) override { return Value(); }
+  bool start_object(std::size_t /*elements*/) override {
+    Value();
+    open_.push_back(Level{true, {}, {}, 0});
     return true;
   }
-  bool string(string_t& /*val*/) override { return true; }
-  bool binary(binary_t& /*val*/) override { return true; }
-  bool start_object(std::size_t /*elements*/) override { return true; }
-  bool key(string_t& /*val*/) override { return true; }
-  bool end_object() override { return true; }
-  bool start_array(std::size_t /*elements*/) override { return true; }
-  bool end_array() override { return true; }
+  // A key seen twice in one object: nlohmann keeps the last value without
+  // a word, so `"num_hidden_layers": 32, ..., "num_hidden_layers": 8` would
+  // be an 8-layer model.
+  bool key(string_t& val) override {
+    Level& top = open_.back();
+    if (!top.keys.insert(val).second) {
+      twice_ = val;
+      for (size_t i = 0; i + 1 < open_.size(); ++i) {
+        twice_in_ += '/';
+        twice_in_ += open_[i].object ? Excerpt(open_[i].key, 40)
+                                     : std::to_string(open_[i].items - 1);
+      }
+      return false;
+    }
+    top.key = val;
+    return true;
+  }
+  bool end_object() override {
+    open_.pop_back();
+    return true;
+  }
+  bool start_array(std::size_t /*elements*/) override {
+    Value();
+    open_.push_back(Level{false, {}, {}, 0});
+    return true;
+  }
+  bool end_array() override {
+    open_.pop_back();
+    return true;
+  }
   bool parse_error(std::size_t position, const std::string& last_token,
                    const json::exception& ex) override {
     position_ = position;
@@ -155,8 +187,18 @@ class SyntaxCheck final : public nlohmann::json_sax<json> {
     return false;
   }
 
-  // The sentence for the recorded error, and where it is.
-  Error ToError(std::string_view text, const std::string& path) const {
+  // The sentence for the recorded error, and where it is; `what` names the
+  // text ("a config.json").
+  Error ToError(std::string_view text, const std::string& path,
+                const std::string& what) const {
+    if (!twice_.empty()) {
+      return Error{ErrorCode::kParse,
+                   "expected each key once in " +
+                       (twice_in_.empty() ? what : "each object of " + what) +
+                       ", got '" + Excerpt(twice_, 40) + "' twice" +
+                       (twice_in_.empty() ? "" : " in " + twice_in_),
+                   path};
+    }
     // nlohmann's position is one past the byte it stopped at.
     const size_t offset = position_ > 0 ? position_ - 1 : 0;
     TextPosition at = PositionOf(text, offset, path);
@@ -184,6 +226,23 @@ class SyntaxCheck final : public nlohmann::json_sax<json> {
   }
 
  private:
+  // An open object (its keys so far, the latest) or array (its items so
+  // far), for the JSON pointer of a repeated key.
+  struct Level {
+    bool object;
+    std::unordered_set<std::string> keys;
+    std::string key;
+    size_t items;
+  };
+  // Counts an item of the array that holds it.
+  bool Value() {
+    if (!open_.empty() && !open_.back().object) ++open_.back().items;
+    return true;
+  }
+
+  std::vector<Level> open_;
+  std::string twice_;     // the repeated key
+  std::string twice_in_;  // its object's JSON pointer ("" at the top)
   size_t position_ = 0;
   std::string token_;
   bool number_overflow_ = false;
@@ -213,7 +272,7 @@ Result<void> CheckJsonText(std::string_view text, const std::string& path,
   }
   SyntaxCheck check;
   if (!json::sax_parse(text.begin(), text.end(), &check)) {
-    return tl::unexpected(check.ToError(text, path));
+    return tl::unexpected(check.ToError(text, path, what));
   }
   return {};
 }

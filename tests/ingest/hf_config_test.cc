@@ -144,9 +144,12 @@ TEST(HfConfigTest, UnknownKeysAreNotedMissingKeysAreOneError) {
             "cfg.json: num_key_value_heads: 3 must divide num_heads=4");
 }
 
-// A valid config with `extra` spliced in before the closing brace.
+// A valid config with `extra` spliced in before the closing brace (without
+// its model_type when `extra` gives one: a key given twice is an error).
 std::string Config(const std::string& extra) {
-  return R"({"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2,
+  const bool typed = extra.find("\"model_type\"") == std::string::npos;
+  return std::string(typed ? R"({"model_type": "llama", )" : "{") +
+         R"("hidden_size": 64, "num_hidden_layers": 2,
     "num_attention_heads": 4, "vocab_size": 10, "intermediate_size": 8)" +
          extra + "}";
 }
@@ -197,6 +200,23 @@ TEST(HfConfigTest, HostileInputIsOneSentence) {
   EXPECT_EQ(ErrorOf(Config(", \"num_local_experts\": 70000")),
             "cfg.json: /num_local_experts: expected a non-negative integer of "
             "at most 65536, got 70000");
+  // A key given twice is refused, not read as its last value (nlohmann's
+  // default), at the top and within nested objects and arrays.
+  EXPECT_EQ(ErrorOf(Config(", \"num_hidden_layers\": 8")),
+            "cfg.json: expected each key once in a config.json, got "
+            "'num_hidden_layers' twice");
+  EXPECT_EQ(ErrorOf(Config(", \"text_config\": {\"a\": 1, \"b\": 2, "
+                           "\"a\": 3}")),
+            "cfg.json: expected each key once in each object of a "
+            "config.json, got 'a' twice in /text_config");
+  EXPECT_EQ(ErrorOf(Config(", \"x\": [{\"a\": 1}, [], {\"b\": {}, "
+                           "\"b\": 2}]")),
+            "cfg.json: expected each key once in each object of a "
+            "config.json, got 'b' twice in /x/2");
+  // The same key in sibling objects is not a repeat.
+  EXPECT_EQ(ErrorOf(Config(", \"x\": [{\"a\": 1}, {\"a\": 1}], "
+                           "\"y\": {\"a\": {\"a\": 2}}")),
+            "(parsed)");
   // A long value is cut in the message.
   EXPECT_EQ(
       ErrorOf(Config(", \"rms_norm_eps\": 1" + std::string(100, '0') + "e400")),

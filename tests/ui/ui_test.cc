@@ -184,6 +184,21 @@ TEST_F(ServerTest, MalformedOversizeAndWrongRequests) {
   EXPECT_EQ(deep->status, 400);
   EXPECT_NE(deep->body.find("nested at most 64 levels deep"), std::string::npos)
       << deep->body;
+  // A key given twice was read as its last value ("seq": 3 here).
+  auto twice = Post("/api/train", R"({"model": "llama3-8b", "seq": 2048,
+                    "seq": 3})");
+  ASSERT_TRUE(twice);
+  EXPECT_EQ(twice->status, 400);
+  EXPECT_EQ(json::parse(twice->body)["error"],
+            "request body: expected each key once in a request body, got "
+            "'seq' twice");
+  auto config_twice = Post("/api/model", R"({"name": {"num_hidden_layers": 32,
+                             "num_hidden_layers": 8}})");
+  ASSERT_TRUE(config_twice);
+  EXPECT_EQ(config_twice->status, 400);
+  EXPECT_EQ(json::parse(config_twice->body)["error"],
+            "request body: expected each key once in each object of a "
+            "request body, got 'num_hidden_layers' twice in /name");
   httplib::Headers rebinding = {{"Host", "evil.example:80"}};
   auto host = client_->Post("/api/chips", rebinding, "{}", "application/json");
   ASSERT_TRUE(host);

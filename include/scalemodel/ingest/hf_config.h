@@ -80,7 +80,8 @@ std::vector<std::string> HfCacheDirs();
 // Ids of the catalog's models, sorted.
 // The checks config.json gets before it is parsed into a tree, for any
 // JSON text a user hands in (trace rows, validation files): at most 16 MiB,
-// nested at most 64 deep, valid syntax, numbers within a double's range.
+// nested at most 64 deep, valid syntax, numbers within a double's range,
+// each key once in each object.
 // Each failure is one sentence naming `where` (and the line), never a
 // library's exception text; `what` names the file kind ("a trace row").
 Result<void> CheckJsonText(std::string_view text, const std::string& where,
