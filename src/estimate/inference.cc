@@ -94,7 +94,13 @@ struct StepCostModel::Impl {
   double L = 0, D = 0;
   double moe_layers = 0;
   double expert_params_layer = 0;  // one routed expert of one layer
-  double kv_shard = 1;             // the KV cache's split over tp
+  // MLA's down-projections of one layer (q_a and kv_a with the rope key),
+  // whole on every tensor-parallel rank: SGLang's
+  // fused_qkv_a_proj_with_mqa is a ReplicatedLinear, vLLM's
+  // fused_qkv_a_proj a MergedColumnParallelLinear with disable_tp=True
+  // (models/deepseek_v2.py in both). 0 without MLA.
+  double replicated_attention = 0;
+  double kv_shard = 1;  // the KV cache's split over tp
   LayoutCoefficients lay;
   // Per-step coefficients, taken at the reference contexts (decode: prompt
   // + output / 2; prefill: the prompt).
@@ -385,10 +391,13 @@ double StepCostModel::Impl::Comm(double tokens) const {
 double StepCostModel::Impl::RealisticMatmuls(double all_tokens) const {
   const double tp = cfg.tp;
   const double tokens = DenseRows(all_tokens);
-  double qkv = m.mla ? (pc.attention / L) / D
-                     : (m.num_heads + 2.0 * m.num_kv_heads) * m.head_dim;
+  // The attention projections as one GEMM of the same FLOPs per rank: MLA's
+  // replicated down-projections whole, the rest split over tp.
+  const double rep = replicated_attention / D;
+  double qkv = m.mla ? (pc.attention / L / D - rep) / tp + rep
+                     : (m.num_heads + 2.0 * m.num_kv_heads) * m.head_dim / tp;
   double up = m.gated_mlp ? 2 : 1;
-  double per_layer = Gemm(tokens, qkv / tp, D);
+  double per_layer = Gemm(tokens, qkv, D);
   if (!m.mla) {
     per_layer +=
         Gemm(tokens, D, static_cast<double>(m.num_heads) * m.head_dim / tp);
@@ -566,10 +575,13 @@ double StepCostModel::Impl::DraftTime(const StepWork& w) const {
 // (DeepSeek-V3's MTP module: 14B of 685B, about one of its 61 layers plus
 // shared embeddings), a draft model its own weights over tp.
 double StepCostModel::Impl::WeightsPerChip() const {
-  const double dense = pc.total - pc.experts;
+  // MLA's down-projections are whole on every rank.
+  const double replicated = L * replicated_attention;
+  const double dense = pc.total - pc.experts - replicated;
   const double experts =
       m.is_moe() ? pc.experts * slots / m.moe.num_experts : 0.0;
-  double w = ((cfg.dp_attention ? dense / cfg.tp : dense / n) + experts / n) *
+  double w = ((cfg.dp_attention ? dense / cfg.tp : dense / n) + replicated +
+              experts / n) *
              wb / cfg.pp;
   switch (cfg.spec.kind) {
     case SpecDecode::kMtp:
@@ -696,6 +708,11 @@ Result<std::shared_ptr<StepCostModel::Impl>> BuildImpl(
   x->L = m.num_layers;
   x->D = m.d_model;
   x->kv_shard = cfg.tp;
+  if (m.mla) {
+    x->replicated_attention =
+        x->D * (std::max(0, m.mla->q_lora_rank) + m.mla->kv_lora_rank +
+                m.mla->qk_rope_head_dim);
+  }
   for (int l = 0; l < m.num_layers; ++l) x->moe_layers += m.IsMoeLayer(l);
   x->expert_params_layer =
       x->moe_layers > 0 ? x->pc.experts / x->moe_layers / m.moe.num_experts : 0;

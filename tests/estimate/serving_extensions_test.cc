@@ -203,6 +203,24 @@ TEST(ExpertParallel, ImbalanceFromTheMeasuredPoints) {
   EXPECT_NEAR(ExpertImbalance(144, 256, 64), 1.115, 1e-12);
 }
 
+// MLA under tensor parallelism: q_a and kv_a (with the rope key) are whole
+// on every rank (SGLang's ReplicatedLinear, vLLM's disable_tp=True), the
+// rest split over tp; a GQA model splits all its weights.
+TEST(TensorParallel, MlaDownProjectionsAreWholeOnEveryRank) {
+  const model::ModelSpec m = Model("deepseek-v3");
+  ServeConfig cfg = Base(8, 16);
+  cfg.weights = hw::Dtype::kFp8;
+  auto e = EstimateServing(m, System("h200:8x1"), cfg);
+  ASSERT_TRUE(e) << e.error().ToString();
+  const model::ParamCounts pc = model::CountParams(m);
+  const double rep = 61.0 * 7168 * (1536 + 512 + 64);
+  EXPECT_NEAR(e->weights_bytes.si(), (pc.total - rep) / 8 + rep, 1);
+  const model::ModelSpec l = Model("llama3-70b");
+  auto g = EstimateServing(l, System("h100:8x1"), Base(8, 16));
+  ASSERT_TRUE(g);
+  EXPECT_NEAR(g->weights_bytes.si(), model::CountParams(l).total * 2 / 8, 1);
+}
+
 // DeepSeek's decode layout: EP 144 over 256 routed + 32 redundant experts,
 // attention and shared experts DP over the 144 GPUs. Each GPU holds 2
 // routed experts per layer, all the dense weights, and 1/144 of the

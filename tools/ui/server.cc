@@ -170,8 +170,10 @@ bool Server::Impl::RunLimited(const std::vector<std::string>& args,
       state->result = {code, out.str(), err.str()};
       state->done = true;
     }
-    state->done_cv.notify_all();
+    // Uncounted before the handler wakes, as the running-commands cap
+    // (503) expects; nothing after this touches the process's statics.
     count->Done();
+    state->done_cv.notify_all();
   }).detach();
   std::unique_lock<std::mutex> lock(state->mu);
   const auto limit = std::chrono::duration<double>(options.time_limit_s);
