@@ -146,7 +146,7 @@ class SyntaxCheck final : public nlohmann::json_sax<json> {
   bool binary(binary_t& /*val*/) override { return Value(); }
   bool start_object(std::size_t /*elements*/) override {
     Value();
-    open_.push_back(Level{true, {}, {}, 0});
+    open_.push_back(Level{true, {}, nullptr, 0});
     return true;
   }
   // A key seen twice in one object: nlohmann keeps the last value without
@@ -154,16 +154,17 @@ class SyntaxCheck final : public nlohmann::json_sax<json> {
   // be an 8-layer model.
   bool key(string_t& val) override {
     Level& top = open_.back();
-    if (!top.keys.insert(val).second) {
+    const auto [at, fresh] = top.keys.insert(val);
+    if (!fresh) {
       twice_ = val;
       for (size_t i = 0; i + 1 < open_.size(); ++i) {
         twice_in_ += '/';
-        twice_in_ += open_[i].object ? Excerpt(open_[i].key, 40)
+        twice_in_ += open_[i].object ? Excerpt(*open_[i].key, 40)
                                      : std::to_string(open_[i].items - 1);
       }
       return false;
     }
-    top.key = val;
+    top.key = &*at;  // a set's elements stay put as it grows
     return true;
   }
   bool end_object() override {
@@ -172,7 +173,7 @@ class SyntaxCheck final : public nlohmann::json_sax<json> {
   }
   bool start_array(std::size_t /*elements*/) override {
     Value();
-    open_.push_back(Level{false, {}, {}, 0});
+    open_.push_back(Level{false, {}, nullptr, 0});
     return true;
   }
   bool end_array() override {
@@ -226,12 +227,12 @@ class SyntaxCheck final : public nlohmann::json_sax<json> {
   }
 
  private:
-  // An open object (its keys so far, the latest) or array (its items so
-  // far), for the JSON pointer of a repeated key.
+  // An open object (its keys so far, the latest of them) or array (its
+  // items so far), for the JSON pointer of a repeated key.
   struct Level {
     bool object;
     std::unordered_set<std::string> keys;
-    std::string key;
+    const std::string* key;  // in `keys`
     size_t items;
   };
   // Counts an item of the array that holds it.

@@ -155,13 +155,13 @@ struct Server::Impl {
 bool Server::Impl::RunLimited(const std::vector<std::string>& args,
                               RunOutput& result) {
   auto state = std::make_shared<RunState>();
-  auto count = running;
-  count->Add();
-  std::thread([state, args, count] {
+  auto runs = running;
+  runs->Add();
+  std::thread([state, args, runs] {
     {  // Everything the command made is gone before Done() lets exit begin.
       cli::RunHooks hooks;
-      hooks.interrupted = [state, count] {
-        return state->cancel.load() || count->stop.load();
+      hooks.interrupted = [state, runs] {
+        return state->cancel.load() || runs->stop.load();
       };
       std::ostringstream out;
       std::ostringstream err;
@@ -172,7 +172,7 @@ bool Server::Impl::RunLimited(const std::vector<std::string>& args,
     }
     // Uncounted before the handler wakes, as the running-commands cap
     // (503) expects; nothing after this touches the process's statics.
-    count->Done();
+    runs->Done();
     state->done_cv.notify_all();
   }).detach();
   std::unique_lock<std::mutex> lock(state->mu);
