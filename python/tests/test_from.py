@@ -30,7 +30,7 @@ TRAIN = [
 
 SERVE = [
     ("vllm", ["--model", "qwen3-235b-a22b", "--system", "h100:8x2", "--plan",
-              "tp=2,ep=8", "--batch", "128", "--weights", "fp8", "--kv",
+              "tp=1,ep=16", "--batch", "128", "--weights", "fp8", "--kv",
               "fp8"]),
     ("sglang", ["--model", "llama3-8b", "--system", "h100:8x1", "--plan",
                 "tp=1,dp=8", "--batch", "16"]),

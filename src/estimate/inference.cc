@@ -86,9 +86,19 @@ struct StepCostModel::Impl {
   ChipEfficiency eff;
   bool peak = false;
   hw::Dtype compute = hw::Dtype::kBf16;
-  double C = 0;   // matrix rate at the compute dtype
-  double W = 0;   // achievable HBM bandwidth
-  double n = 1;   // chips per replica (tp x ep)
+  double C = 0;  // matrix rate at the compute dtype
+  double W = 0;  // achievable HBM bandwidth
+  double n = 1;  // chips per replica (tp x ep)
+  // The tensor-parallel group of attention, the dense MLPs, the shared
+  // experts and the output layer: tp with DP attention; otherwise all tp x
+  // ep chips of the replica, as the engines run "EP" without DP attention
+  // (vLLM -tp N --enable-expert-parallel, SGLang --tp N --ep N,
+  // TensorRT-LLM tp_size N with moe_ep_size: attention and dense GEMMs
+  // split over the N ranks, the routed experts over ep; docs/model.md 7.5).
+  double g = 1;
+  // The all-reduce over that group (the tp slot's over tp x ep chips for a
+  // plain ep plan).
+  CollCoef dense_ar;
   double wb = 2;  // bytes per weight
   model::ParamCounts pc;
   double L = 0, D = 0;
@@ -100,7 +110,14 @@ struct StepCostModel::Impl {
   // fused_qkv_a_proj a MergedColumnParallelLinear with disable_tp=True
   // (models/deepseek_v2.py in both). 0 without MLA.
   double replicated_attention = 0;
-  double kv_shard = 1;  // the KV cache's split over tp
+  // The KV cache's split over the replica's chips: on GPUs (realistic) by
+  // KV heads over the dense group g (a rank holds at least one head: with
+  // fewer KV heads than g, or MLA's one latent, copies; TensorRT-LLM
+  // docs/source/features/parallel-strategy.md: "if num_heads <
+  // tensor_parallel_size, the KV-cache is replicated on every GPU"); else
+  // g (the book's heads-then-batch layout); times ep with DP attention
+  // (each rank its own sequences).
+  double kv_shard = 1;
   LayoutCoefficients lay;
   // Per-step coefficients, taken at the reference contexts (decode: prompt
   // + output / 2; prefill: the prompt).
@@ -158,6 +175,8 @@ struct StepCostModel::Impl {
   double TpAllReduce(double bytes) const;
   double Comm(double tokens) const;
   double RealisticMatmuls(double tokens) const;
+  double DenseMatmuls(double rows) const;
+  double DpAttentionImbalance(const StepWork& w) const;
   double PeakMatmuls(double tokens) const;
   double WeightBytesRead(double tokens) const;
   double Attention(const StepWork& w) const;
@@ -228,6 +247,15 @@ Result<bool> CheckServePlan(const model::ModelSpec& m, const hw::System& sys,
             " does not divide num_heads=" + std::to_string(m.num_heads),
         "plan");
   }
+  // Without DP attention the heads are split over all tp x ep chips.
+  if (cfg.ep > 1 && !cfg.dp_attention && m.num_heads % (cfg.tp * cfg.ep)) {
+    return InvalidArgument(
+        "tp*ep=" + std::to_string(cfg.tp * cfg.ep) +
+            " does not divide num_heads=" + std::to_string(m.num_heads) +
+            " (without DP attention the heads are split over all tp x ep "
+            "chips); add --dp-attention or choose a smaller ep",
+        "plan");
+  }
   const int slots = m.is_moe() ? m.moe.num_experts + cfg.redundant_experts : 0;
   if (cfg.ep > 1 && (!m.is_moe() || slots % cfg.ep)) {
     return InvalidArgument(
@@ -284,7 +312,7 @@ void ServeMemory(const StepCostModel::Impl& x, ServeEstimate* est) {
   // Per sequence on one chip: the target's KV at the full context (exact
   // with sliding windows) and the draft's, linear in the context.
   double kv_seq_chip =
-      model::KvCacheBytes(x.m, ctx, cfg.kv) / (x.kv_shard * cfg.ep * cfg.pp) +
+      model::KvCacheBytes(x.m, ctx, cfg.kv) / (x.kv_shard * cfg.pp) +
       ctx * x.DraftKvPerTokenPerChip();
   double kv_per_chip = cfg.batch * kv_seq_chip;
   double capacity = x.chip().hbm_capacity.si();
@@ -345,34 +373,37 @@ double StepCostModel::Impl::GroupedGemm(double groups, double rows, double cols,
   return std::max(flops / (e * q * C), bytes / W);
 }
 
-// A tensor-parallel all-reduce of `bytes`: the network model's time; on a
-// GPU whose NVLink generation has a measured 8-GPU curve (efficiency.md
-// 4.2: the catalog's [[allreduce_measured]]), at least that curve's time
-// at this size, scaled from the measured n GPUs to tp by the ring's steps,
-// 2 (tp - 1) of 2 (n - 1) (realistic mode; tp within one NVLink domain).
+// A tensor-parallel all-reduce of `bytes` over the dense group g: the
+// network model's time; on a GPU whose NVLink generation has a measured
+// 8-GPU curve (efficiency.md 4.2: the catalog's [[allreduce_measured]]), at
+// least that curve's time at this size, scaled from the measured n GPUs to
+// g by the ring's steps, 2 (g - 1) of 2 (n - 1) (realistic mode; g within
+// one NVLink domain).
 double StepCostModel::Impl::TpAllReduce(double bytes) const {
-  double t = lay.coll[kTpAr].Time(bytes, peak);
-  if (!peak && !ar_curve.empty() && cfg.tp <= ar_curve.front().gpus) {
+  double t = dense_ar.Time(bytes, peak);
+  if (!peak && !ar_curve.empty() && g <= ar_curve.front().gpus) {
     const double n = ar_curve.front().gpus;
-    t = std::max(
-        t, MeasuredAllReduceTime(ar_curve, bytes) * (cfg.tp - 1) / (n - 1));
+    t = std::max(t, MeasuredAllReduceTime(ar_curve, bytes) * (g - 1) / (n - 1));
   }
   return t;
 }
 
-// Tensor-parallel all-reduce of [tokens, D] twice per layer; the expert
+// Tensor-parallel all-reduce of [tokens, D] over the dense group twice per
+// layer (after attention and after the MLP or MoE: without DP attention
+// every rank holds all the step's tokens, so its routed experts' partial
+// outputs join in that all-reduce); with DP attention, the expert
 // all-to-all (dispatch and combine) per MoE layer.
 // Pipeline parallelism: the activations [tokens, D] cross pp - 1 stage
 // boundaries (one point-to-point send each, on the critical path).
 double StepCostModel::Impl::Comm(double tokens) const {
   double t = 0;
-  if (cfg.tp > 1) {
+  if (g > 1) {
     t += 2 * L * TpAllReduce(DenseRows(tokens) * D * 2);
   }
   if (cfg.pp > 1) {
     t += (cfg.pp - 1) * lay.coll[kPpPermute].Time(tokens * D * 2, peak);
   }
-  if (cfg.ep > 1) {
+  if (cfg.ep > 1 && cfg.dp_attention) {
     t += 2 * moe_layers *
          lay.coll[kEpA2a].Time(cfg.ep * tokens * m.moe.top_k * D * 2 / cfg.ep,
                                peak);
@@ -389,21 +420,8 @@ double StepCostModel::Impl::Comm(double tokens) const {
 // and output GEMMs on its own 1/ep of the tokens; the routed experts' rows
 // on the hottest rank are `imbalance` times the mean.
 double StepCostModel::Impl::RealisticMatmuls(double all_tokens) const {
-  const double tp = cfg.tp;
-  const double tokens = DenseRows(all_tokens);
-  // The attention projections as one GEMM of the same FLOPs per rank: MLA's
-  // replicated down-projections whole, the rest split over tp.
-  const double rep = replicated_attention / D;
-  double qkv = m.mla ? (pc.attention / L / D - rep) / tp + rep
-                     : (m.num_heads + 2.0 * m.num_kv_heads) * m.head_dim / tp;
-  double up = m.gated_mlp ? 2 : 1;
-  double per_layer = Gemm(tokens, qkv, D);
-  if (!m.mla) {
-    per_layer +=
-        Gemm(tokens, D, static_cast<double>(m.num_heads) * m.head_dim / tp);
-  }
-  double dense_mlp = Gemm(tokens, up * m.ffn / tp, D) +
-                     Gemm(tokens, D, static_cast<double>(m.ffn) / tp);
+  const double tp = cfg.tp;  // the routed experts' split (with ep)
+  const double up = m.gated_mlp ? 2 : 1;
   double moe = 0;
   if (m.is_moe()) {
     // Touched routed experts, their redundant copies included (a copy of a
@@ -414,34 +432,79 @@ double StepCostModel::Impl::RealisticMatmuls(double all_tokens) const {
     double fe = m.moe.expert_ffn;
     moe = GroupedGemm(local, rows, up * fe / tp, D) +
           GroupedGemm(local, rows, D, fe / tp);
-    if (m.moe.num_shared_experts > 0) {
-      double fs = (m.moe.shared_ffn > 0 ? m.moe.shared_ffn : fe) *
-                  m.moe.num_shared_experts;
-      moe += Gemm(tokens, up * fs / tp, D) + Gemm(tokens, D, fs / tp);
-    }
   }
-  double t = L * per_layer + (L - moe_layers) * dense_mlp + moe_layers * moe;
-  return t + Logits(all_tokens);
+  return DenseMatmuls(DenseRows(all_tokens)) + moe_layers * moe +
+         Logits(all_tokens);
+}
+
+// The GEMMs of the dense group at `rows` rows per chip: attention
+// projections, dense MLPs and shared experts (not the routed experts, not
+// the output layer).
+double StepCostModel::Impl::DenseMatmuls(double rows) const {
+  if (!(rows > 0)) return 0;
+  // The attention projections as one GEMM of the same FLOPs per rank: MLA's
+  // replicated down-projections whole, the rest split over g.
+  const double rep = replicated_attention / D;
+  double qkv = m.mla ? (pc.attention / L / D - rep) / g + rep
+                     : (m.num_heads + 2.0 * m.num_kv_heads) * m.head_dim / g;
+  double up = m.gated_mlp ? 2 : 1;
+  double per_layer = Gemm(rows, qkv, D);
+  if (!m.mla) {
+    per_layer +=
+        Gemm(rows, D, static_cast<double>(m.num_heads) * m.head_dim / g);
+  }
+  double dense_mlp = Gemm(rows, up * m.ffn / g, D) +
+                     Gemm(rows, D, static_cast<double>(m.ffn) / g);
+  double shared = 0;
+  if (m.is_moe() && m.moe.num_shared_experts > 0) {
+    double fs = (m.moe.shared_ffn > 0 ? m.moe.shared_ffn : m.moe.expert_ffn) *
+                m.moe.num_shared_experts;
+    shared = Gemm(rows, up * fs / g, D) + Gemm(rows, D, fs / g);
+  }
+  return L * per_layer + (L - moe_layers) * dense_mlp + moe_layers * shared;
+}
+
+// DP attention's busiest rank (realistic mode): a request lives on one DP
+// rank, so a step's prompt tokens do not spread evenly when few prompts are
+// in it. With prompts of the reference length p, P prompt tokens put
+// ceil(P / (p ep)) prompts, at most P tokens, on the busiest rank, against
+// P / ep on the mean one; every rank waits for it at the next expert
+// all-to-all. The extra time of that rank's dense GEMMs and prefill
+// attention over the balanced step's. TensorRT-LLM's tech blog 10 ("ADP
+// Balance Strategy") models the iteration as its slowest rank's and
+// measures DeepSeek-V3 on 8 GB200 with attention DP 8 and round-robin
+// scheduling at 54% average balance (25,664 tokens/s against 39,552 with
+// perfect balance).
+double StepCostModel::Impl::DpAttentionImbalance(const StepWork& w) const {
+  if (peak || !cfg.dp_attention || !(w.prefill_tokens > 0)) return 0;
+  const double P = w.prefill_tokens;
+  const double p = std::max(1.0, cfg.prompt);
+  const double hot = std::min(P, std::ceil(P / (p * cfg.ep)) * p);
+  if (!(hot > P / cfg.ep)) return 0;
+  const double decode = w.decode_seqs * q / cfg.ep;
+  const double gemm =
+      DenseMatmuls(decode + hot) - DenseMatmuls(decode + P / cfg.ep);
+  const double attn = w.prefill_pairs * prefill_flops_per_pair *
+                      (hot * cfg.ep / P - 1) / prefill_attn_rate;
+  return gemm + attn;
 }
 
 // The output layer's GEMM (realistic) or its bound (peak).
 double StepCostModel::Impl::Logits(double tokens) const {
   const double v = m.vocab;
   if (peak) {
-    const double nd = cfg.dp_attention ? cfg.tp : n;
-    return std::max(2 * tokens * v * D / n / C, v * D * wb / nd / W);
+    return std::max(2 * tokens * v * D / n / C, v * D * wb / g / W);
   }
-  return Gemm(DenseRows(tokens), v / cfg.tp, D);
+  return Gemm(DenseRows(tokens), v / g, D);
 }
 
 // Matmul weight bytes one pass over `tokens` tokens reads per chip.
-// With DP attention every chip streams the dense weights it holds (1/tp).
+// Every chip streams the dense weights it holds (1/g).
 double StepCostModel::Impl::WeightBytesRead(double tokens) const {
   double dense_w = pc.matmul_total - pc.experts;  // incl. logits
   double expert_w = moe_layers * Touched(tokens) * expert_params_layer *
                     (m.is_moe() ? slots / m.moe.num_experts : 0.0);
-  return (cfg.dp_attention ? dense_w / cfg.tp : dense_w / n) * wb +
-         expert_w * wb / n;
+  return dense_w / g * wb + expert_w * wb / n;
 }
 
 // Peak matmul time: all FLOPs at peak or all weight bytes at HBM peak.
@@ -461,8 +524,7 @@ StepParts StepCostModel::Impl::PeakDecode(const StepWork& w) const {
   double dense = (pc.total - pc.experts) * wb;
   double experts = moe_layers * Touched(B) * expert_params_layer * wb *
                    (m.is_moe() ? slots / m.moe.num_experts : 0.0);
-  double param_bytes =
-      (cfg.dp_attention ? dense / cfg.tp : dense / n) + experts / n;
+  double param_bytes = dense / g + experts / n;
   StepParts p;
   p.matmul =
       units::Seconds(std::max(2 * B * pc.active / (n * C), param_bytes / W));
@@ -496,8 +558,9 @@ double StepCostModel::Impl::Attention(const StepWork& w) const {
 
 double StepCostModel::ContextTime(const StepWork& w) const {
   const Impl& x = *impl_;
-  return (x.Attention(w) + x.fixed) * (1 + x.host_fraction) + x.host_step +
-         x.DraftTime(w);
+  return (x.Attention(w) + x.DpAttentionImbalance(w) + x.fixed) *
+             (1 + x.host_fraction) +
+         x.host_step + x.DraftTime(w);
 }
 
 double StepCostModel::HostFloor(const StepWork& w) const {
@@ -522,6 +585,8 @@ StepParts StepCostModel::Cost(const StepWork& w) const {
                                      : x.RealisticMatmuls(tokens));
     p.communication = units::Seconds(x.Comm(tokens));
   }
+  // DP attention's busiest rank: its extra GEMM and attention time.
+  p.matmul = p.matmul + units::Seconds(x.DpAttentionImbalance(w));
   p.attention = units::Seconds(x.Attention(w));
   // The engine's unoverlapped host time (EngineHostTime) is overhead too.
   const double gpu = (p.matmul + p.communication + p.attention).si() + x.fixed;
@@ -562,8 +627,7 @@ double StepCostModel::Impl::DraftTime(const StepWork& w) const {
                                chip().Peak(hw::Dtype::kBf16).si()) +
                   a.prefill_pairs * prefill_flops_per_pair / prefill_attn_rate;
     double mm = peak ? PeakMatmuls(tokens) : RealisticMatmuls(tokens);
-    double comm =
-        cfg.tp > 1 ? 2 * L * TpAllReduce(DenseRows(tokens) * D * 2) : 0.0;
+    double comm = g > 1 ? 2 * L * TpAllReduce(DenseRows(tokens) * D * 2) : 0.0;
     return (mm + comm + attn + fixed) / L + Logits(tokens);
   };
   return sp.k * head(w.decode_seqs, dec) + head(w.prefill_tokens, pre);
@@ -580,9 +644,7 @@ double StepCostModel::Impl::WeightsPerChip() const {
   const double dense = pc.total - pc.experts - replicated;
   const double experts =
       m.is_moe() ? pc.experts * slots / m.moe.num_experts : 0.0;
-  double w = ((cfg.dp_attention ? dense / cfg.tp : dense / n) + replicated +
-              experts / n) *
-             wb / cfg.pp;
+  double w = (dense / g + replicated + experts / n) * wb / cfg.pp;
   switch (cfg.spec.kind) {
     case SpecDecode::kMtp:
     case SpecDecode::kEagle:
@@ -603,7 +665,7 @@ double StepCostModel::Impl::DraftKvPerTokenPerChip() const {
   switch (cfg.spec.kind) {
     case SpecDecode::kMtp:
     case SpecDecode::kEagle:
-      return model::KvCacheBytesPerToken(m, cfg.kv) / L / (kv_shard * cfg.ep);
+      return model::KvCacheBytesPerToken(m, cfg.kv) / L / kv_shard;
     case SpecDecode::kDraft:
       return model::KvCacheBytesPerToken(*cfg.spec.draft, cfg.kv) / cfg.tp;
     default:
@@ -612,7 +674,7 @@ double StepCostModel::Impl::DraftKvPerTokenPerChip() const {
 }
 
 double StepCostModel::Impl::KvPerTokenPerChip() const {
-  return model::KvCacheBytesPerToken(m, cfg.kv) / (kv_shard * cfg.ep * cfg.pp) +
+  return model::KvCacheBytesPerToken(m, cfg.kv) / (kv_shard * cfg.pp) +
          DraftKvPerTokenPerChip();
 }
 
@@ -703,11 +765,19 @@ Result<std::shared_ptr<StepCostModel::Impl>> BuildImpl(
   x->C = chip.Peak(x->compute).si();
   x->W = chip.hbm_bandwidth.si() * (x->peak ? 1.0 : x->eff.hbm);
   x->n = cfg.tp * cfg.ep;
+  x->g = cfg.dp_attention ? cfg.tp : x->n;
   x->wb = hw::BytesPerElement(cfg.weights);
   x->pc = model::CountParams(m);
   x->L = m.num_layers;
   x->D = m.d_model;
-  x->kv_shard = cfg.tp;
+  // The GPU engines' head split with copies (realistic); the book's layout
+  // (heads, then the batch over what is left of g: 1/g per chip) on TPUs
+  // and in peak mode.
+  const bool copies = !x->peak && !chip.is_tpu();
+  x->kv_shard =
+      (copies ? (m.mla ? 1.0 : std::min<double>(x->g, m.num_kv_heads))
+              : x->g) *
+      (cfg.dp_attention ? cfg.ep : 1);
   if (m.mla) {
     x->replicated_attention =
         x->D * (std::max(0, m.mla->q_lora_rank) + m.mla->kv_lora_rank +
@@ -733,11 +803,22 @@ Result<std::shared_ptr<StepCostModel::Impl>> BuildImpl(
   auto placement = PlaceParallelism(par, sys);
   if (!placement) return tl::unexpected(placement.error());
   x->lay = BuildCoefficients(sys, *placement, cfg.mode);
+  x->dense_ar = x->lay.coll[kTpAr];
+  if (x->g > cfg.tp) {
+    // Plain ep: the dense group is the replica's tp x ep chips, laid out
+    // innermost as tp then ep are.
+    Parallelism wide = par;
+    wide.tp = cfg.tp * cfg.ep;
+    wide.ep = 1;
+    auto wp = PlaceParallelism(wide, sys);
+    if (!wp) return tl::unexpected(wp.error());
+    x->dense_ar = BuildCoefficients(sys, *wp, cfg.mode).coll[kTpAr];
+  }
   // Coefficients at the reference contexts: exact there, linear around them
   // (sliding-window layers make KV bytes and attention FLOPs sublinear).
   const double ctx = cfg.prompt + cfg.output / 2;
   x->kv_bytes_per_token =
-      model::KvCacheBytes(m, ctx, cfg.kv) / ctx / (x->kv_shard * cfg.ep);
+      model::KvCacheBytes(m, ctx, cfg.kv) / ctx / x->kv_shard;
   x->decode_flops_per_key =
       model::AttentionFlopsPerToken(m, ctx, model::AttentionFlops::kFull) /
       ctx / x->n;
@@ -761,7 +842,7 @@ Result<std::shared_ptr<StepCostModel::Impl>> BuildImpl(
     if (!chip.is_tpu() && cfg.eager_prefill_op_s > 0) {
       x->eager_prefill =
           cfg.eager_prefill_op_s *
-          EagerPrefillOps(m, hw::BytesPerElement(x->compute) < 2, cfg.tp > 1);
+          EagerPrefillOps(m, hw::BytesPerElement(x->compute) < 2, x->g > 1);
     }
   }
   if (!x->peak) x->ar_curve = chip.allreduce_measured;
@@ -804,9 +885,8 @@ void Summarize(const StepCostModel::Impl& x, double attn_time,
                  : comp > mem               ? "compute"
                                             : "memory-bandwidth";
   }
-  const CollCoef& ar = x.lay.coll[kTpAr];
-  if (cfg.tp > 1 && ar.active &&
-      ar.per_byte * cfg.batch * x.D * 2 < ar.latency) {
+  const CollCoef& ar = x.dense_ar;
+  if (x.g > 1 && ar.active && ar.per_byte * cfg.batch * x.D * 2 < ar.latency) {
     est->notes.emplace_back(
         "tensor-parallel all-reduces are latency-bound at this batch");
   }

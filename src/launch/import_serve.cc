@@ -39,6 +39,7 @@ const std::set<std::string>& ServerQuiet() {
   static const std::set<std::string> k = {"--host",
                                           "--port",
                                           "--headless",
+                                          "--distributed-executor-backend",
                                           "--data-parallel-size-local",
                                           "--data-parallel-start-rank",
                                           "--data-parallel-address",
@@ -123,22 +124,6 @@ Result<void> Replicas(Args& a, const hw::System& sys, ImportedServing* out) {
   }
   c.dp = sys.num_chips() / replica;
   return {};
-}
-
-// Whether a line's DP-attention flags are read as --dp-attention.
-// scalemodel writes the engines' DP-attention flags for every ep plan and
-// says in its header which plans it estimated with DP attention; other
-// lines keep the plain ep reading (balanced routing, as the validated ep
-// rows), with a note.
-bool ReadsDpAttention(const LaunchInput& in, ImportedServing* out) {
-  if (in.header.find(" with DP attention") != std::string::npos) return true;
-  if (in.header.empty()) {
-    out->notes.emplace_back(
-        "the line runs DP attention over its expert-parallel ranks: read as "
-        "plain ep; add --dp-attention to estimate DP attention with its "
-        "expert load imbalance (docs/model.md 7.5)");
-  }
-  return false;
 }
 
 // The speculation a line runs: method, draft tokens and draft model.
@@ -455,9 +440,19 @@ Result<ImportedServing> ImportVllm(const LaunchInput& raw,
   if (!dp) return tl::unexpected(dp.error());
   c.tp = static_cast<int>(*tp);
   // With expert parallelism the DP ranks are one replica (DP attention,
-  // experts over tp x dp); without, each DP rank is a replica.
-  c.ep = a.Has("--enable-expert-parallel") ? static_cast<int>(*dp) : 1;
-  c.dp_attention = c.ep > 1 && ReadsDpAttention(in, &out);
+  // experts over tp x dp); without, each DP rank is a replica. Expert
+  // parallelism without DP ranks splits attention over the tp ranks and
+  // the experts over them (plain ep over tp; docs/model.md 7.5).
+  const bool ep_flag = a.Has("--enable-expert-parallel");
+  if (ep_flag && *dp == 1 && *tp > 1 && out.model.spec.is_moe() &&
+      out.model.spec.moe.num_experts % *tp == 0) {
+    c.ep = static_cast<int>(*tp);
+    c.tp = 1;
+  } else {
+    c.ep = ep_flag ? static_cast<int>(*dp) : 1;
+    // vLLM's DP ranks with expert parallelism run attention data-parallel.
+    c.dp_attention = c.ep > 1;
+  }
   if (auto ok = Replicas(a, sys, &out); !ok) return tl::unexpected(ok.error());
   if (auto ok = VllmSpec(a, cat, &out); !ok) return tl::unexpected(ok.error());
   const long dflt = sys.chip.hbm_capacity.si() >= 70.0 * (1L << 30) &&
@@ -474,7 +469,7 @@ Result<ImportedServing> ImportVllm(const LaunchInput& raw,
   }
   // --max-num-seqs applies per DP rank
   // (docs/serving/data_parallel_deployment.md).
-  c.batch = static_cast<double>(*seqs * c.ep);
+  c.batch = static_cast<double>(*seqs * (ep_flag ? *dp : 1));
   return Finish(a, std::move(out), {"--max-model-len"},
                 {"--max-num-batched-tokens"});
 }
@@ -509,13 +504,19 @@ Result<ImportedServing> ImportSglang(const LaunchInput& in,
     }
     c.tp = static_cast<int>(*tp / *dp);
     c.ep = static_cast<int>(*dp);
-    c.dp_attention = ReadsDpAttention(in, &out);
+    c.dp_attention = true;
   } else {
     c.tp = static_cast<int>(*tp);
-    if (*ep > 1) {
+    if (*ep > 1 && *tp % *ep == 0 && out.model.spec.is_moe() &&
+        out.model.spec.moe.num_experts % *ep == 0) {
+      // --ep-size without DP attention: attention over all tp ranks, the
+      // experts in ep groups of tp / ep (moe_tp x moe_ep = tp).
+      c.tp = static_cast<int>(*tp / *ep);
+      c.ep = static_cast<int>(*ep);
+    } else if (*ep > 1) {
       out.notes.emplace_back(
-          "--ep-size without --enable-dp-attention: experts read as split "
-          "by tensor parallelism over the tp ranks");
+          "--ep-size does not divide --tp-size or the experts: experts read "
+          "as split by tensor parallelism over the tp ranks");
     }
   }
   if (auto ok = Replicas(a, sys, &out); !ok) return tl::unexpected(ok.error());

@@ -1057,7 +1057,10 @@ void VllmServer(LaunchText& out, const model::ModelSpec& m,
   PinGpus(out, role, GpusPerHost(sys));
   out.Command("vllm serve " + ModelPath(m, names, out));
   if (role != nullptr) out.Flag("--port", role->port);
-  out.Flag("--tensor-parallel-size", cfg.tp);
+  // Without DP attention, attention and the dense layers run tensor
+  // parallel over all tp x ep chips (docs/model.md 7.5).
+  const bool dp_ranks = cfg.ep > 1 && cfg.dp_attention;
+  out.Flag("--tensor-parallel-size", dp_ranks ? cfg.tp : cfg.tp * cfg.ep);
   if (cfg.pp > 1) {
     out.Flag("--pipeline-parallel-size", cfg.pp);
     if (ReplicaChips(cfg) > GpusPerHost(sys) &&
@@ -1071,10 +1074,22 @@ void VllmServer(LaunchText& out, const model::ModelSpec& m,
     }
   }
   long seqs = std::lround(std::ceil(cfg.batch));
-  if (cfg.ep > 1) {
+  if (cfg.ep > 1 && !cfg.dp_attention) {
     out.Comment(fmt::format(
-        "ep={}: attention runs data-parallel on {} ranks of tp={}, experts "
-        "are spread over all {} chips of the replica",
+        "ep={}: attention tensor-parallel over all {} chips, experts spread "
+        "over them (vLLM's expert parallelism spans tp x dp)",
+        cfg.ep, cfg.tp * cfg.ep));
+    out.Arg("--enable-expert-parallel");
+    if (cfg.pp == 1 && ReplicaChips(cfg) > GpusPerHost(sys)) {
+      out.Comment(
+          "tensor parallelism spans hosts: start a Ray cluster over them "
+          "first (vLLM docs/serving/parallelism_scaling.md)");
+      out.Flag("--distributed-executor-backend", "ray");
+    }
+  } else if (cfg.ep > 1) {
+    out.Comment(fmt::format(
+        "ep={} with DP attention: attention runs data-parallel on {} ranks "
+        "of tp={}, experts are spread over all {} chips of the replica",
         cfg.ep, cfg.ep, cfg.tp, cfg.tp * cfg.ep));
     out.Flag("--data-parallel-size", cfg.ep);
     out.Arg("--enable-expert-parallel");
@@ -1102,11 +1117,28 @@ void VllmServer(LaunchText& out, const model::ModelSpec& m,
   }
 }
 
+// vLLM's expert parallelism spans every tp x dp rank with whole experts
+// (vllm/distributed/parallel_state.py: the EP group is the TP x DP group),
+// so a plain ep plan with tp > 1 (experts also split over tp) has no line.
+Result<bool> VllmExpressible(const estimate::ServeConfig& cfg) {
+  if (cfg.ep > 1 && cfg.tp > 1 && !cfg.dp_attention) {
+    return InvalidArgument(
+        fmt::format("vLLM's expert parallelism puts whole experts on all "
+                    "tp x ep = {} chips, so experts split over tp={} inside "
+                    "ep={} cannot be written; plan tp=1,ep={}, add "
+                    "--dp-attention, or emit sglang",
+                    cfg.tp * cfg.ep, cfg.tp, cfg.ep, cfg.tp * cfg.ep),
+        "engine");
+  }
+  return true;
+}
+
 Result<std::string> EmitVllm(const model::ModelSpec& m,
                              const ingest::EngineNames& names,
                              const hw::System& sys,
                              const estimate::ServeConfig& cfg,
                              const estimate::ServeEstimate& est) {
+  if (auto ok = VllmExpressible(cfg); !ok) return tl::unexpected(ok.error());
   LaunchText out;
   ServingHeader(out, "vLLM", m, sys, cfg, est);
   VllmServer(out, m, names, sys, cfg, nullptr);
@@ -1153,10 +1185,16 @@ void SglangServer(LaunchText& out, const model::ModelSpec& m,
     out.Flag("--node-rank", "${NODE_RANK}");
     out.Flag("--dist-init-addr", "${MASTER_ADDR}:5000");
   }
-  if (cfg.ep > 1) {
+  if (cfg.ep > 1 && !cfg.dp_attention) {
     out.Comment(fmt::format(
-        "ep={}: SGLang's DP attention ({} attention groups of tp={}) with "
-        "experts over the {} chips",
+        "ep={}: attention tensor-parallel over all {} chips, experts in {} "
+        "groups of tp={}",
+        cfg.ep, cfg.tp * cfg.ep, cfg.ep, cfg.tp));
+    out.Flag("--ep-size", cfg.ep);
+  } else if (cfg.ep > 1) {
+    out.Comment(fmt::format(
+        "ep={} with DP attention: SGLang's DP attention ({} attention groups "
+        "of tp={}) with experts over the {} chips",
         cfg.ep, cfg.ep, cfg.tp, cfg.tp * cfg.ep));
     out.Flag("--ep-size", cfg.tp * cfg.ep);
     out.Arg("--enable-dp-attention");
@@ -1796,6 +1834,11 @@ Result<bool> CheckDisaggPlan(ServeEngine engine,
     }
     if (engine == ServeEngine::kTrtllm) {
       if (auto ok = TrtllmExpressible(*c); !ok) {
+        return tl::unexpected(ok.error());
+      }
+    }
+    if (engine == ServeEngine::kVllm) {
+      if (auto ok = VllmExpressible(*c); !ok) {
         return tl::unexpected(ok.error());
       }
     }

@@ -575,6 +575,14 @@ std::string RowSchemaError(const json& row) {
                          k, row["plan"][k].dump());
     }
   }
+  if (row["plan"].contains("dp_attention") &&
+      !(row["plan"]["dp_attention"].is_boolean() &&
+        row["plan"].value("ep", 1) > 1)) {
+    return fmt::format(
+        "expected plan 'dp_attention' as true or false with an ep above 1, "
+        "found {}",
+        row["plan"]["dp_attention"].dump());
+  }
   if (row.contains("max_batch_cap") &&
       !(row["max_batch_cap"].is_number_integer() &&
         row["max_batch_cap"].get<long>() > 0)) {
@@ -696,6 +704,7 @@ Result<bool> ScoreServingJson(const catalog::Catalog& cat,
   estimate::ServeConfig cfg;
   cfg.tp = row["plan"].value("tp", 1);
   cfg.ep = row["plan"].value("ep", 1);
+  cfg.dp_attention = row["plan"].value("dp_attention", false);
   cfg.dp = std::max(1, sys->num_chips() / (cfg.tp * cfg.ep));
   cfg.weights = *hw::ParseDtype(row.value("weights", "bf16"));
   cfg.kv = *hw::ParseDtype(row.value("kv", "bf16"));
@@ -742,8 +751,10 @@ Result<bool> ScoreServingJson(const catalog::Catalog& cat,
         continue;
       }
       std::string detail = fmt::format(
-          "{} on {}, tp={} ep={}, {}, {} in / {} out, weights {}, KV {}{}{}{}",
-          row.value("model_name", ""), sys->id, cfg.tp, cfg.ep, load->text,
+          "{} on {}, tp={} ep={}{}, {}, {} in / {} out, weights {}, KV "
+          "{}{}{}{}",
+          row.value("model_name", ""), sys->id, cfg.tp, cfg.ep,
+          cfg.dp_attention ? " (DP attention)" : "", load->text,
           FormatNumber(cfg.prompt), FormatNumber(cfg.output),
           hw::DtypeName(cfg.weights), hw::DtypeName(cfg.kv),
           c.contains("statistic")

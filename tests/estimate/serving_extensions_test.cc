@@ -221,6 +221,39 @@ TEST(TensorParallel, MlaDownProjectionsAreWholeOnEveryRank) {
   EXPECT_NEAR(g->weights_bytes.si(), model::CountParams(l).total * 2 / 8, 1);
 }
 
+// Plain ep (no DP attention) is the engines' "EP 8": attention and the
+// dense layers over all 8 chips with the all-reduces of tp=8, no expert
+// all-to-all; MLA's one latent KV head is copied on every chip, and split
+// over the DP ranks with DP attention.
+TEST(ExpertParallel, PlainEpSplitsAttentionOverTheReplica) {
+  const model::ModelSpec m = Model("deepseek-v3");
+  const hw::System sys = System("h200:8x1");
+  ServeConfig tp8 = Base(8, 64);
+  tp8.weights = tp8.kv = hw::Dtype::kFp8;
+  ServeConfig ep8 = tp8;
+  ep8.tp = 1;
+  ep8.ep = 8;
+  auto t = EstimateServing(m, sys, tp8);
+  auto e = EstimateServing(m, sys, ep8);
+  ASSERT_TRUE(t && e);
+  EXPECT_DOUBLE_EQ(e->decode_parts.communication.si(),
+                   t->decode_parts.communication.si());
+  EXPECT_DOUBLE_EQ(e->weights_bytes.si(), t->weights_bytes.si());
+  const double kv = model::KvCacheBytes(m, 64 * (2048 + 512), hw::Dtype::kFp8);
+  EXPECT_NEAR(e->kv_cache_bytes.si(), kv, 1e-6 * kv);
+  ServeConfig dpa = ep8;
+  dpa.dp_attention = true;
+  auto d = EstimateServing(m, sys, dpa);
+  ASSERT_TRUE(d);
+  EXPECT_NEAR(d->kv_cache_bytes.si(), kv / 8, 1e-6 * kv);
+  // GQA: Qwen3-235B's 4 KV heads over 8 chips, two copies of each.
+  const model::ModelSpec q = Model("qwen3-235b-a22b");
+  auto g = EstimateServing(q, sys, ep8);
+  ASSERT_TRUE(g);
+  const double kvq = model::KvCacheBytes(q, 64 * (2048 + 512), hw::Dtype::kFp8);
+  EXPECT_NEAR(g->kv_cache_bytes.si(), kvq / 4, 1e-6 * kvq);
+}
+
 // DeepSeek's decode layout: EP 144 over 256 routed + 32 redundant experts,
 // attention and shared experts DP over the 144 GPUs. Each GPU holds 2
 // routed experts per layer, all the dense weights, and 1/144 of the
@@ -275,8 +308,10 @@ TEST(ExpertParallel, DpAttentionSplitsTheDenseRows) {
   EXPECT_NEAR(b->WeightsBytesPerChip(),
               ((pc.total - pc.experts) + pc.experts / 8) * 2, 1);
   EXPECT_LT(a->WeightsBytesPerChip(), b->WeightsBytesPerChip());
-  // The KV cache is split over the ranks either way (1/ep per chip).
-  EXPECT_DOUBLE_EQ(a->KvBytesPerTokenPerChip(), b->KvBytesPerTokenPerChip());
+  // DP attention splits the KV cache over the 8 ranks' sequences; plain ep
+  // splits it over Qwen3-30B-A3B's 4 KV heads, two copies of each.
+  EXPECT_DOUBLE_EQ(a->KvBytesPerTokenPerChip(),
+                   2 * b->KvBytesPerTokenPerChip());
 }
 
 }  // namespace

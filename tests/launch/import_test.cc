@@ -231,7 +231,7 @@ TEST(ImportTest, ServingRoundTrips) {
        Dtype::kBf16},
       {"vllm", "deepseek-v3", "h200:8x2", 1, 16, 1, 256, 2048, 512, Dtype::kFp8,
        Dtype::kFp8},
-      {"vllm", "qwen3-235b-a22b", "h100:8x2", 2, 8, 1, 128, 2048, 512,
+      {"vllm", "qwen3-235b-a22b", "h100:8x2", 1, 16, 1, 128, 2048, 512,
        Dtype::kFp8, Dtype::kFp8},
       {"vllm", "llama3-8b", "tpu-v6e:2x4", 8, 1, 1, 32, 1024, 256, Dtype::kBf16,
        Dtype::kBf16},
@@ -341,7 +341,7 @@ TEST(ImportTest, ServingExtensionsRoundTrip) {
       {"vllm", "llama3-8b", "h100:8x1", 1, 1, 1, 8, false, 0, K::kNgram, 5, ""},
       {"sglang", "llama3-8b", "h100:8x1", 1, 1, 1, 8, false, 0, K::kNgram, 5,
        ""},
-      {"vllm", "qwen3-235b-a22b", "h100:8x2", 2, 4, 2, 1, false, 0, K::kNone, 0,
+      {"vllm", "qwen3-235b-a22b", "h100:8x2", 1, 8, 2, 1, false, 0, K::kNone, 0,
        ""},
       {"sglang", "qwen3-235b-a22b", "h100:8x2", 2, 4, 2, 1, false, 0, K::kNone,
        0, ""},
@@ -363,8 +363,9 @@ TEST(ImportTest, UsersDpAttentionAndSpeculation) {
   const catalog::Catalog& cat = BuiltinCatalog();
   auto sys = cat.FindSystem("h200:8x1");
   ASSERT_TRUE(sys);
-  // A hand-written line (no scalemodel header) with DP attention reads as
-  // plain ep, with a note; the JSON may have spaces inside its quotes.
+  // A hand-written line (no scalemodel header): vLLM's DP ranks with
+  // expert parallelism run DP attention; the JSON may have spaces inside
+  // its quotes.
   auto v = ImportServing(
       ServeEngine::kVllm,
       {"vllm serve deepseek-ai/DeepSeek-V3 -tp 1 -dp 8 "
@@ -374,9 +375,7 @@ TEST(ImportTest, UsersDpAttentionAndSpeculation) {
       cat, *sys, "");
   ASSERT_TRUE(v) << v.error().ToString();
   EXPECT_EQ(v->config.ep, 8);
-  EXPECT_FALSE(v->config.dp_attention);
-  ASSERT_FALSE(v->notes.empty());
-  EXPECT_NE(v->notes.front().find("--dp-attention"), std::string::npos);
+  EXPECT_TRUE(v->config.dp_attention);
   EXPECT_EQ(v->config.redundant_experts, 32);
   EXPECT_EQ(v->spec, "mtp:2");
   auto s = ImportServing(
@@ -389,7 +388,28 @@ TEST(ImportTest, UsersDpAttentionAndSpeculation) {
   ASSERT_TRUE(s) << s.error().ToString();
   EXPECT_EQ(s->config.ep, 8);
   EXPECT_EQ(s->config.tp, 1);
+  EXPECT_TRUE(s->config.dp_attention);
   EXPECT_EQ(s->spec, "eagle:3");
+  // Expert parallelism without DP ranks: attention over all 8 ranks, the
+  // experts whole on each (plain ep=8), in both engines.
+  auto vp = ImportServing(ServeEngine::kVllm,
+                          {"vllm serve deepseek-ai/DeepSeek-V3 -tp 8 "
+                           "--enable-expert-parallel --max-num-seqs 64"},
+                          cat, *sys, "");
+  ASSERT_TRUE(vp) << vp.error().ToString();
+  EXPECT_EQ(vp->config.tp, 1);
+  EXPECT_EQ(vp->config.ep, 8);
+  EXPECT_FALSE(vp->config.dp_attention);
+  EXPECT_EQ(vp->config.batch, 64);
+  auto sp = ImportServing(
+      ServeEngine::kSglang,
+      {"python3 -m sglang.launch_server --model-path deepseek-ai/DeepSeek-V3 "
+       "--tp 8 --ep 8"},
+      cat, *sys, "");
+  ASSERT_TRUE(sp) << sp.error().ToString();
+  EXPECT_EQ(sp->config.tp, 1);
+  EXPECT_EQ(sp->config.ep, 8);
+  EXPECT_FALSE(sp->config.dp_attention);
   auto bad = ImportServing(
       ServeEngine::kVllm,
       {"vllm serve meta-llama/Llama-3.1-70B -tp 8 --speculative-config "

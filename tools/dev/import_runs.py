@@ -564,6 +564,10 @@ def convert_inference(r):
     else:
         tp, ep = n, 1
     out["plan"] = {"tp": tp, "ep": ep}
+    # The engines' attention data parallelism (TensorRT-LLM
+    # enable_attention_dp), where the source says it ran.
+    if ep > 1 and ("attention-dp" in prec or "attention dp" in notes):
+        out["plan"]["dp_attention"] = True
     out["weights"], out["kv"] = w, kv
     m = r["measured"]
     cases = []
