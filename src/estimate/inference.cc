@@ -775,8 +775,7 @@ Result<std::shared_ptr<StepCostModel::Impl>> BuildImpl(
   // and in peak mode.
   const bool copies = !x->peak && !chip.is_tpu();
   x->kv_shard =
-      (copies ? (m.mla ? 1.0 : std::min<double>(x->g, m.num_kv_heads))
-              : x->g) *
+      (copies ? (m.mla ? 1.0 : std::min<double>(x->g, m.num_kv_heads)) : x->g) *
       (cfg.dp_attention ? cfg.ep : 1);
   if (m.mla) {
     x->replicated_attention =
