@@ -91,6 +91,11 @@ class ServerTest : public ::testing::Test {
     ASSERT_TRUE(server_->Bind(error)) << error;
     thread_ = std::thread([this] { server_->Listen(); });
     client_ = std::make_unique<httplib::Client>("127.0.0.1", server_->port());
+    // The tests check answers, not speed: under the sanitizers on a loaded
+    // CI machine a first request (the catalog's first load, an estimate)
+    // has run past httplib's 5 s read timeout.
+    client_->set_read_timeout(300, 0);
+    client_->set_write_timeout(300, 0);
   }
   void TearDown() override {
     if (server_) server_->Stop();
