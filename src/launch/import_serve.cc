@@ -98,6 +98,15 @@ Result<void> Dtypes(Args& a, const model::ModelSpec& m, ImportedServing* out) {
   return {};
 }
 
+// A parallel size a line gives: 1 to 4096 (as --pipeline-parallel-size).
+Result<void> CheckDegree(long v, const char* flag) {
+  if (v < 1 || v > 4096) {
+    return InvalidArgument(
+        fmt::format("expected {} from 1 to 4096, got {}", flag, v), "from");
+  }
+  return {};
+}
+
 // Replicas: the system's chips over one server's (tp x ep); a server
 // with plain data parallelism (no expert parallelism) runs several.
 Result<void> Replicas(Args& a, const hw::System& sys, ImportedServing* out) {
@@ -438,6 +447,12 @@ Result<ImportedServing> ImportVllm(const LaunchInput& raw,
   auto dp = a.Int("--data-parallel-size", 1);
   if (!tp) return tl::unexpected(tp.error());
   if (!dp) return tl::unexpected(dp.error());
+  for (const auto& [v, flag] : {std::pair{*tp, "--tensor-parallel-size"},
+                                std::pair{*dp, "--data-parallel-size"}}) {
+    if (auto ok = CheckDegree(v, flag); !ok) {
+      return tl::unexpected(ok.error());
+    }
+  }
   c.tp = static_cast<int>(*tp);
   // With expert parallelism the DP ranks are one replica (DP attention,
   // experts over tp x dp); without, each DP rank is a replica. Expert
@@ -491,6 +506,13 @@ Result<ImportedServing> ImportSglang(const LaunchInput& in,
   auto ep = a.Int({"--ep-size", "--ep"}, 1);
   for (const auto* r : {&tp, &dp, &ep}) {
     if (!*r) return tl::unexpected(r->error());
+  }
+  for (const auto& [v, flag] :
+       {std::pair{*tp, "--tp-size"}, std::pair{*dp, "--dp-size"},
+        std::pair{*ep, "--ep-size"}}) {
+    if (auto ok = CheckDegree(v, flag); !ok) {
+      return tl::unexpected(ok.error());
+    }
   }
   if (a.Has("--enable-dp-attention") && *dp > 1) {
     // DP attention: dp groups of tp/dp inside the tp ranks, experts over
