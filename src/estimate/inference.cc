@@ -95,10 +95,10 @@ struct StepCostModel::Impl {
   // (vLLM -tp N --enable-expert-parallel, SGLang --tp N --ep N,
   // TensorRT-LLM tp_size N with moe_ep_size: attention and dense GEMMs
   // split over the N ranks, the routed experts over ep; docs/model.md 7.5).
+  // The collectives are laid out with g as their tp group (the all-reduce
+  // over it is lay.coll[kTpAr]) and ep only with DP attention (the expert
+  // all-to-all); without it a replica's ep chips are part of g.
   double g = 1;
-  // The all-reduce over that group (the tp slot's over tp x ep chips for a
-  // plain ep plan).
-  CollCoef dense_ar;
   double wb = 2;  // bytes per weight
   model::ParamCounts pc;
   double L = 0, D = 0;
@@ -380,7 +380,7 @@ double StepCostModel::Impl::GroupedGemm(double groups, double rows, double cols,
 // g by the ring's steps, 2 (g - 1) of 2 (n - 1) (realistic mode; g within
 // one NVLink domain).
 double StepCostModel::Impl::TpAllReduce(double bytes) const {
-  double t = dense_ar.Time(bytes, peak);
+  double t = lay.coll[kTpAr].Time(bytes, peak);
   if (!peak && !ar_curve.empty() && g <= ar_curve.front().gpus) {
     const double n = ar_curve.front().gpus;
     t = std::max(t, MeasuredAllReduceTime(ar_curve, bytes) * (g - 1) / (n - 1));
@@ -795,24 +795,13 @@ Result<std::shared_ptr<StepCostModel::Impl>> BuildImpl(
           : 1.0;
   x->q = cfg.spec.on() ? cfg.spec.k + 1.0 : 1.0;
   Parallelism par;
-  par.tp = cfg.tp;
-  par.ep = cfg.ep;
+  par.tp = static_cast<int>(x->g);
+  par.ep = cfg.dp_attention ? cfg.ep : 1;
   par.pp = cfg.pp;
   par.dp = cfg.dp;
   auto placement = PlaceParallelism(par, sys);
   if (!placement) return tl::unexpected(placement.error());
   x->lay = BuildCoefficients(sys, *placement, cfg.mode);
-  x->dense_ar = x->lay.coll[kTpAr];
-  if (x->g > cfg.tp) {
-    // Plain ep: the dense group is the replica's tp x ep chips, laid out
-    // innermost as tp then ep are.
-    Parallelism wide = par;
-    wide.tp = cfg.tp * cfg.ep;
-    wide.ep = 1;
-    auto wp = PlaceParallelism(wide, sys);
-    if (!wp) return tl::unexpected(wp.error());
-    x->dense_ar = BuildCoefficients(sys, *wp, cfg.mode).coll[kTpAr];
-  }
   // Coefficients at the reference contexts: exact there, linear around them
   // (sliding-window layers make KV bytes and attention FLOPs sublinear).
   const double ctx = cfg.prompt + cfg.output / 2;
@@ -884,7 +873,7 @@ void Summarize(const StepCostModel::Impl& x, double attn_time,
                  : comp > mem               ? "compute"
                                             : "memory-bandwidth";
   }
-  const CollCoef& ar = x.dense_ar;
+  const CollCoef& ar = x.lay.coll[kTpAr];
   if (x.g > 1 && ar.active && ar.per_byte * cfg.batch * x.D * 2 < ar.latency) {
     est->notes.emplace_back(
         "tensor-parallel all-reduces are latency-bound at this batch");
