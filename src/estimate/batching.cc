@@ -99,23 +99,60 @@ struct Scheduled {
   int tokens;
 };
 
-// The per-replica simulation state and its step loop.
-class Replica {
+// One scheduler's state (a replica's, or one DP rank's with DP attention)
+// and its part of a step: admission, the step's requests, completion.
+class Scheduler {
  public:
-  Replica(const StepCostModel& cost, const SchedulerOptions& opt,
-          double capacity_blocks, std::vector<double>* token_time,
-          uint64_t seed)
+  Scheduler(const StepCostModel& cost, const SchedulerOptions& opt,
+            double capacity_blocks, uint64_t seed)
       : cost_(cost),
         opt_(opt),
         capacity_(capacity_blocks),
-        tt_(token_time),
         rng_(seed),
         lookahead_(cost.spec().on() ? cost.spec().k : 0) {}
 
-  // Runs `reqs` (sorted by arrival for open loop; for closed loop the first
-  // `clients` start at 0 and each finish releases the client's next).
-  void Run(std::vector<Req>* reqs, int clients, Runs* itl,
-           SimulationResult* out, bool record_series);
+  // Takes `reqs` (sorted by arrival for open loop; for closed loop the
+  // first `clients` start at 0 and each finish releases the client's next).
+  void Start(std::vector<Req>* reqs, int clients);
+  // Open loop: requests that have arrived by `now` join the queue; `area`
+  // gains their time in the system before `now`.
+  void Arrive(double now, double* area);
+  // The next open-loop arrival (infinity: none left).
+  double NextArrival() const {
+    return next_ < reqs_->size() ? (*reqs_)[next_].arrival
+                                 : std::numeric_limits<double>::infinity();
+  }
+  // Closed loop: with nothing to run, requests sent meanwhile are here.
+  void TakeSentWhenIdle() {
+    if (Idle() && !sent_.empty()) TakeSent();
+  }
+  bool Idle() const { return running_.empty() && waiting_.empty(); }
+  // Forms this scheduler's part of the next step; the requests sent during
+  // the step's forming reach the queue after it.
+  void ScheduleStep();
+  bool StepEmpty() const { return step_.empty(); }
+  // This scheduler's work in the step; `tokens` and `decode` get its
+  // GEMM tokens and decoding sequences.
+  StepWork Work() const;
+  // The step ended at `now`; multi-step bookkeeping for a decode-only step
+  // (`decode_only`). Returns how many requests finished.
+  int Complete(double now, bool decode_only, Runs* itl);
+  double used() const { return used_; }
+  double capacity() const { return capacity_; }
+  double in_system() const {
+    return static_cast<double>(running_.size() + waiting_.size());
+  }
+  int preemptions() const { return preemptions_; }
+  int requests() const { return static_cast<int>(reqs_->size()); }
+  // Why nothing could run: the head request is larger than the cache.
+  std::string Stuck() const {
+    return "a request of " + FormatNumber((*reqs_)[waiting_[0]].tokens()) +
+           " tokens does not fit " +
+           (cost_.dp_ranks() > 1 ? "a DP rank's" : "the replica's") +
+           " KV cache of " + FormatNumber(capacity_ * opt_.block_tokens) +
+           " tokens";
+  }
+  bool HasWaiting() const { return !waiting_.empty(); }
 
  private:
   int BlocksFor(int tokens) const {
@@ -124,34 +161,35 @@ class Replica {
   bool Grow(int r, int new_computed);
   void Preempt(int r);
   bool Admissible(int r) const;
-  void ScheduleStep(std::vector<Scheduled>* step);
+  void ScheduleInto(std::vector<Scheduled>* step);
   void SchedulePrefillFirst(std::vector<Scheduled>* step, bool admit);
   void AdmitWaiting(std::vector<Scheduled>* step, int* budget);
-  double StepTime(const std::vector<Scheduled>& step, double* tokens,
-                  double* decode) const;
   void Finish(int r, double now);
-  int Complete(const std::vector<Scheduled>& step, double now, Runs* itl);
   int Accepted();
+  void TakeSent() {
+    waiting_.insert(waiting_.end(), sent_.begin(), sent_.end());
+    sent_.clear();
+  }
   bool Decoding(const Req& q, int tokens) const {
     return tokens == 1 && q.generated > 0 && q.computed + 1 == q.tokens();
   }
 
   const StepCostModel& cost_;
-  const SchedulerOptions& opt_;
+  SchedulerOptions opt_;
   double capacity_;
-  std::vector<double>* tt_;
   Rng rng_;        // speculative decoding: accepted draft tokens
   int lookahead_;  // draft tokens per decode step (0: no speculation)
   std::vector<Req>* reqs_ = nullptr;
+  size_t next_ = 0;  // open loop: next arrival
+  std::vector<Scheduled> step_;
   std::deque<int> waiting_;
   int group_left_ = 0;    // multi-step: decode steps left in the run
   bool admitted_ = true;  // the last step could admit waiting requests
   std::vector<int> running_;
   double used_ = 0;
   int preemptions_ = 0;
-  std::vector<int> next_of_client_;  // closed loop: next request index
-  int next_new_ = 0;                 // closed loop: next unsent request
-  std::vector<int> released_;        // closed loop: finished this step
+  int next_new_ = 0;           // closed loop: next unsent request
+  std::vector<int> released_;  // closed loop: finished this step
   // Closed loop: requests sent after their predecessor's last token, not
   // yet at the scheduler (they reach it during the step that follows).
   std::vector<int> sent_;
@@ -169,7 +207,7 @@ class Replica {
 
 // Blocks for `new_computed` tokens of request r; false when the cache
 // cannot hold them even after preempting others.
-bool Replica::Grow(int r, int new_computed) {
+bool Scheduler::Grow(int r, int new_computed) {
   Req& q = (*reqs_)[r];
   int need = BlocksFor(new_computed) - q.blocks;
   while (need > 0 && used_ + need > capacity_) {
@@ -186,7 +224,7 @@ bool Replica::Grow(int r, int new_computed) {
   return true;
 }
 
-void Replica::Preempt(int r) {
+void Scheduler::Preempt(int r) {
   Req& q = (*reqs_)[r];
   used_ -= q.blocks;
   q.blocks = 0;
@@ -198,7 +236,7 @@ void Replica::Preempt(int r) {
 
 // A waiting request can start when a sequence slot and the KV blocks for
 // its first chunk (chunked: at least one token) are free.
-bool Replica::Admissible(int r) const {
+bool Scheduler::Admissible(int r) const {
   const Req& q = (*reqs_)[r];
   if (static_cast<int>(running_.size()) >= opt_.max_num_seqs) return false;
   // Without chunking the whole prompt is computed at once.
@@ -206,8 +244,13 @@ bool Replica::Admissible(int r) const {
   return used_ + BlocksFor(first) <= capacity_;
 }
 
+void Scheduler::ScheduleStep() {
+  ScheduleInto(&step_);
+  TakeSent();
+}
+
 // Forms one step: which requests compute how many tokens.
-void Replica::ScheduleStep(std::vector<Scheduled>* step) {
+void Scheduler::ScheduleInto(std::vector<Scheduled>* step) {
   step->clear();
   int budget = opt_.max_batched_tokens;
   // Multi-step: inside a run of decode steps nothing is admitted.
@@ -242,7 +285,7 @@ void Replica::ScheduleStep(std::vector<Scheduled>* step) {
 
 // Moves waiting requests that fit into the step (whole prompts, or chunks
 // with chunked prefill), first come first served, within `budget` tokens.
-void Replica::AdmitWaiting(std::vector<Scheduled>* step, int* budget) {
+void Scheduler::AdmitWaiting(std::vector<Scheduled>* step, int* budget) {
   while (!waiting_.empty() && *budget > 0 && Admissible(waiting_[0])) {
     int r = waiting_[0];
     Req& q = (*reqs_)[r];
@@ -268,7 +311,7 @@ void Replica::AdmitWaiting(std::vector<Scheduled>* step, int* budget) {
 // and alone (the next chunk of a prompt already started, then new prompts
 // within the budget); when there is none, one decode step of every running
 // sequence (bounded by max_num_seqs, not by the token budget).
-void Replica::SchedulePrefillFirst(std::vector<Scheduled>* step, bool admit) {
+void Scheduler::SchedulePrefillFirst(std::vector<Scheduled>* step, bool admit) {
   int budget = opt_.max_batched_tokens;
   for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
     int r = running_[i];
@@ -290,12 +333,9 @@ void Replica::SchedulePrefillFirst(std::vector<Scheduled>* step, bool admit) {
   }
 }
 
-// The step's time from the cost model: the token-count part from the
-// cache, the context part (KV reads, attention FLOPs) from the work.
-double Replica::StepTime(const std::vector<Scheduled>& step, double* tokens,
-                         double* decode) const {
+StepWork Scheduler::Work() const {
   StepWork w;
-  for (const Scheduled& s : step) {
+  for (const Scheduled& s : step_) {
     const Req& q = (*reqs_)[s.req];
     if (Decoding(q, s.tokens)) {
       w.decode_seqs += 1;
@@ -305,22 +345,10 @@ double Replica::StepTime(const std::vector<Scheduled>& step, double* tokens,
       w.prefill_pairs += s.tokens * (q.computed + s.tokens / 2.0);
     }
   }
-  *tokens = cost_.MatmulTokens(w);
-  *decode = w.decode_seqs;
-  if (cost_.peak() && w.prefill_tokens == 0) return cost_.Cost(w).total().si();
-  const size_t t = static_cast<size_t>(*tokens);
-  double token_time;
-  if (t < tt_->size()) {
-    double& c = (*tt_)[t];
-    if (c < 0) c = cost_.TokenTime(*tokens);
-    token_time = c;
-  } else {
-    token_time = cost_.TokenTime(*tokens);
-  }
-  return std::max(token_time + cost_.ContextTime(w), cost_.HostFloor(w));
+  return w;
 }
 
-void Replica::Finish(int r, double now) {
+void Scheduler::Finish(int r, double now) {
   Req& q = (*reqs_)[r];
   q.finish = now;
   used_ -= q.blocks;
@@ -332,8 +360,13 @@ void Replica::Finish(int r, double now) {
 // The step ends at `now`: its requests' computed tokens advance; each that
 // has computed all its known tokens samples one; finished requests leave
 // (closed loop: their clients send the next). Returns how many finished.
-int Replica::Complete(const std::vector<Scheduled>& step, double now,
-                      Runs* itl) {
+int Scheduler::Complete(double now, bool decode_only, Runs* itl) {
+  // Multi-step: a decode-only step scheduled at a run's boundary starts the
+  // next run.
+  if (opt_.scheduler_steps > 1 && admitted_ && decode_only) {
+    group_left_ = opt_.scheduler_steps - 1;
+  }
+  const std::vector<Scheduled>& step = step_;
   std::vector<Req>& R = *reqs_;
   const int n = static_cast<int>(R.size());
   int finished = 0;
@@ -377,7 +410,7 @@ int Replica::Complete(const std::vector<Scheduled>& step, double now,
 
 // Tokens one verify step yields: 1 + the draft tokens accepted before the
 // first rejection, position i accepted with probability accept[i].
-int Replica::Accepted() {
+int Scheduler::Accepted() {
   const SpecDecode& sp = cost_.spec();
   int got = 1;
   for (int i = 0; i < sp.k; ++i) {
@@ -388,12 +421,10 @@ int Replica::Accepted() {
   return got;
 }
 
-void Replica::Run(std::vector<Req>* reqs, int clients, Runs* itl,
-                  SimulationResult* out, bool record_series) {
+void Scheduler::Start(std::vector<Req>* reqs, int clients) {
   reqs_ = reqs;
   std::vector<Req>& R = *reqs;
   const int n = static_cast<int>(R.size());
-  size_t next = 0;  // open loop: next arrival
   if (clients > 0) {
     for (int c = 0; c < std::min(clients, n); ++c) {
       R[c].client = c;
@@ -401,65 +432,148 @@ void Replica::Run(std::vector<Req>* reqs, int clients, Runs* itl,
       waiting_.push_back(c);
     }
     next_new_ = std::min(clients, n);
-    next = R.size();
+    next_ = R.size();
   }
+}
+
+void Scheduler::Arrive(double now, double* area) {
+  std::vector<Req>& R = *reqs_;
+  while (next_ < R.size() && R[next_].arrival <= now) {
+    *area += now - R[next_].arrival;  // in the system since it arrived
+    waiting_.push_back(static_cast<int>(next_++));
+  }
+}
+
+// One engine: its schedulers (one, or one per DP rank) step in lockstep,
+// each step lasting what the cost model gives for their work together
+// (DP attention: the busiest rank's dense GEMMs and attention bound it).
+class Engine {
+ public:
+  Engine(const StepCostModel& cost, std::vector<double>* token_time)
+      : cost_(cost), tt_(token_time) {}
+  void Run(std::vector<Scheduler>* ranks, Runs* itl, SimulationResult* out,
+           bool record_series);
+
+ private:
+  double StepTime(const StepWork& w) const;
+  const StepCostModel& cost_;
+  std::vector<double>* tt_;
+};
+
+// The step's time from the cost model: the token-count part from the
+// cache, the context part (KV reads, attention FLOPs) from the work.
+double Engine::StepTime(const StepWork& w) const {
+  const double tokens = cost_.MatmulTokens(w);
+  if (cost_.peak() && w.prefill_tokens == 0) return cost_.Cost(w).total().si();
+  const size_t t = static_cast<size_t>(tokens);
+  double token_time;
+  if (t < tt_->size()) {
+    double& c = (*tt_)[t];
+    if (c < 0) c = cost_.TokenTime(tokens);
+    token_time = c;
+  } else {
+    token_time = cost_.TokenTime(tokens);
+  }
+  return std::max(token_time + cost_.ContextTime(w), cost_.HostFloor(w));
+}
+
+void Engine::Run(std::vector<Scheduler>* ranks, Runs* itl,
+                 SimulationResult* out, bool record_series) {
+  std::vector<Scheduler>& S = *ranks;
+  int n = 0;
+  for (const Scheduler& r : S) n += r.requests();
+  double capacity = 0;
+  for (const Scheduler& r : S) capacity += r.capacity();
   double now = 0, area = 0, kv_area = 0;
-  double start = clients > 0 || R.empty() ? 0 : R[0].arrival;
+  double start = std::numeric_limits<double>::infinity();
+  for (const Scheduler& r : S) start = std::min(start, r.NextArrival());
+  if (!std::isfinite(start)) start = 0;  // closed loop: all at 0
   int done = 0;
-  std::vector<Scheduled> step;
   while (done < n) {
-    while (next < R.size() && R[next].arrival <= now) {
-      area += now - R[next].arrival;  // in the system since it arrived
-      waiting_.push_back(static_cast<int>(next++));
+    bool idle = true;
+    for (Scheduler& r : S) {
+      r.Arrive(now, &area);
+      // Closed loop: a client sends its next request when it has the last
+      // token of the one before; an idle engine starts it then, a busy one
+      // has started its next step by the time it arrives (the token's trip
+      // to the client and the request's back take milliseconds), so it
+      // waits for that step to end (docs/model.md 7.3).
+      r.TakeSentWhenIdle();
+      idle = idle && r.Idle();
     }
-    // Closed loop: a client sends its next request when it has the last
-    // token of the one before; an idle engine starts it then, a busy one
-    // has started its next step by the time it arrives (the token's trip to
-    // the client and the request's back take milliseconds), so it waits for
-    // that step to end (docs/model.md 7.3).
-    if (running_.empty() && waiting_.empty() && !sent_.empty()) {
-      waiting_.insert(waiting_.end(), sent_.begin(), sent_.end());
-      sent_.clear();
-    }
-    if (running_.empty() && waiting_.empty()) {
-      now = R[next].arrival;  // idle until the next arrival
+    if (idle) {
+      double next = std::numeric_limits<double>::infinity();
+      for (const Scheduler& r : S) next = std::min(next, r.NextArrival());
+      if (!std::isfinite(next)) {
+        // Cannot happen (a closed loop sends on every finish); never spin.
+        out->feasible = false;
+        out->reason = "the simulation stalled with requests left";
+        return;
+      }
+      now = next;  // idle until the next arrival
       continue;
     }
-    ScheduleStep(&step);
-    waiting_.insert(waiting_.end(), sent_.begin(), sent_.end());
-    sent_.clear();
-    if (step.empty()) {
+    for (Scheduler& r : S) r.ScheduleStep();
+    // The step's work; with ranks, the busiest one's (most GEMM rows, then
+    // most context).
+    StepWork w;
+    double hot_rows = -1, hot_context = -1;
+    int empty = 0;
+    for (Scheduler& r : S) {
+      empty += r.StepEmpty();
+      const StepWork x = r.Work();
+      w.decode_seqs += x.decode_seqs;
+      w.decode_context += x.decode_context;
+      w.prefill_tokens += x.prefill_tokens;
+      w.prefill_pairs += x.prefill_pairs;
+      const double rows = cost_.MatmulTokens(x);
+      if (S.size() > 1 &&
+          (rows > hot_rows ||
+           (rows == hot_rows && x.decode_context > hot_context))) {
+        hot_rows = rows;
+        hot_context = x.decode_context;
+        w.rank_decode_seqs = x.decode_seqs;
+        w.rank_decode_context = x.decode_context;
+        w.rank_prefill_tokens = x.prefill_tokens;
+        w.rank_prefill_pairs = x.prefill_pairs;
+      }
+    }
+    if (empty == static_cast<int>(S.size())) {
       // Nothing fits: the head request is larger than the whole cache.
       out->feasible = false;
-      out->reason = "a request of " + FormatNumber(R[waiting_[0]].tokens()) +
-                    " tokens does not fit the replica's KV cache of " +
-                    FormatNumber(capacity_ * opt_.block_tokens) + " tokens";
+      for (const Scheduler& r : S) {
+        if (r.HasWaiting()) {
+          out->reason = r.Stuck();
+          break;
+        }
+      }
       return;
     }
-    double tokens = 0, decode = 0;
-    const double dt = StepTime(step, &tokens, &decode);
-    // Multi-step: a decode-only step scheduled at a run's boundary starts
-    // the next run.
-    if (opt_.scheduler_steps > 1 && admitted_ && decode == tokens) {
-      group_left_ = opt_.scheduler_steps - 1;
+    const double dt = StepTime(w);
+    const double tokens = cost_.MatmulTokens(w);
+    double in_system = 0, used = 0;
+    for (const Scheduler& r : S) {
+      in_system += r.in_system();
+      used += r.used();
     }
-    const double in_system =
-        static_cast<double>(running_.size() + waiting_.size());
     area += in_system * dt;
-    kv_area += used_ * dt;
-    out->kv_peak_fraction = std::max(out->kv_peak_fraction, used_ / capacity_);
+    kv_area += used * dt;
+    out->kv_peak_fraction = std::max(out->kv_peak_fraction, used / capacity);
     out->max_step_tokens = std::max(out->max_step_tokens, tokens);
-    out->mean_decode_batch += decode;
+    out->mean_decode_batch += w.decode_seqs;
     ++out->steps;
-    if (record_series) out->kv_series.emplace_back(now, used_ / capacity_);
+    if (record_series) out->kv_series.emplace_back(now, used / capacity);
     now += dt;
-    done += Complete(step, now, itl);
+    for (Scheduler& r : S) {
+      const StepWork x = r.Work();
+      done += r.Complete(
+          now, !r.StepEmpty() && cost_.MatmulTokens(x) == x.decode_seqs, itl);
+    }
   }
-  out->preemptions += preemptions_;
+  for (const Scheduler& r : S) out->preemptions += r.preemptions();
   const double end = now;
   out->mean_requests_in_system += area;  // normalized by the caller
-  out->kv_mean_fraction +=
-      end > start ? kv_area / capacity_ / (end - start) : 0;
+  out->kv_mean_fraction += end > start ? kv_area / capacity / (end - start) : 0;
 }
 
 // Percentiles by linear interpolation between order statistics (numpy's
@@ -594,8 +708,9 @@ std::vector<Req> MakeRequests(const Workload& w) {
 }
 
 // Latency and throughput figures from the finished requests.
-void Collect(const std::vector<std::vector<Req>>& per_replica, Runs itl,
-             const Slo& slo, int chips, SimulationResult* out) {
+// per_replica[s] is scheduler s's, of replica (engine) s mod `engines`.
+void Collect(const std::vector<std::vector<Req>>& per_replica, int engines,
+             Runs itl, const Slo& slo, int chips, SimulationResult* out) {
   Runs ttft, tpot, e2e;
   double out_tokens = 0, in_tokens = 0, good = 0;
   for (const auto& reqs : per_replica) {
@@ -617,8 +732,9 @@ void Collect(const std::vector<std::vector<Req>>& per_replica, Runs itl,
     for (const Req& q : per_replica[r]) {
       start = std::min(start, q.arrival);
       end = std::max(end, q.finish);
-      out->request_spans.push_back({q.id, static_cast<int>(r), q.arrival,
-                                    q.first, q.finish, q.prompt, q.output});
+      out->request_spans.push_back({q.id, static_cast<int>(r) % engines,
+                                    q.arrival, q.first, q.finish, q.prompt,
+                                    q.output});
     }
   }
   out->duration_s = out->requests > 0 ? end - start : 0;
@@ -643,6 +759,10 @@ void Collect(const std::vector<std::vector<Req>>& per_replica, Runs itl,
 }  // namespace
 
 bool EngineMixesPrefill(std::string_view engine) {
+  return ToLower(engine).rfind("sglang", 0) != 0;
+}
+
+bool EngineLimitsPerDpRank(std::string_view engine) {
   return ToLower(engine).rfind("sglang", 0) != 0;
 }
 
@@ -755,17 +875,29 @@ Result<SimulationResult> SimulateServing(const StepCostModel& cost,
   out.replicas = replicas;
   // Pipeline parallelism: each replica runs pp virtual engines (vLLM), each
   // its own scheduler over 1/pp of the KV cache, a step passing every stage.
+  // DP attention: each engine runs one scheduler per DP rank over 1/ep of
+  // it, in lockstep (docs/model.md 7.5).
   const int stages = cost.pipeline_stages();
   const int engines = replicas * stages;
+  const int ranks = cost.dp_ranks();
+  const int schedulers = engines * ranks;
   const double block_bytes = cost.KvBytesPerTokenPerChip() * s.block_tokens;
   const double replica_blocks =
       std::floor(cost.KvCapacityBytesPerChip() / block_bytes);
-  const double capacity = std::floor(replica_blocks / stages);
+  const double capacity = std::floor(replica_blocks / stages / ranks);
   out.kv_capacity_tokens = replica_blocks * s.block_tokens;
-  // Requests dealt round-robin to the engines (closed loop: to the
-  // clients, client c on engine c mod engines).
+  // Each rank's limits: the engine's own (TensorRT-LLM, vLLM) or the
+  // server's shared among its ranks (SGLang).
+  SchedulerOptions rank_opt = s;
+  if (ranks > 1 && !s.limits_per_rank) {
+    rank_opt.max_num_seqs = std::max(1, s.max_num_seqs / ranks);
+    rank_opt.max_batched_tokens = std::max(1, s.max_batched_tokens / ranks);
+  }
+  // Requests dealt round-robin to the engines, then to their ranks
+  // (closed loop: to the clients, client c on scheduler c mod schedulers;
+  // scheduler k is rank k / engines of engine k mod engines).
   std::vector<Req> all = MakeRequests(w);
-  std::vector<std::vector<Req>> per(engines);
+  std::vector<std::vector<Req>> per(schedulers);
   const bool closed = w.arrivals == Workload::kConcurrency;
   for (size_t i = 0; i < all.size(); ++i) {
     Req q = all[i];
@@ -773,9 +905,10 @@ Result<SimulationResult> SimulateServing(const StepCostModel& cost,
     const double total = static_cast<double>(q.prompt) + q.output;
     if (BlocksForTokens(total, s.block_tokens) > capacity) {
       out.feasible = false;
-      out.reason = "a request of " + FormatNumber(total) +
-                   " tokens does not fit the replica's KV cache of " +
-                   FormatNumber(capacity * s.block_tokens) + " tokens";
+      out.reason =
+          "a request of " + FormatNumber(total) + " tokens does not fit " +
+          (ranks > 1 ? "a DP rank's" : "the replica's") + " KV cache of " +
+          FormatNumber(capacity * s.block_tokens) + " tokens";
       return out;
     }
     q.computed = std::max(
@@ -783,28 +916,39 @@ Result<SimulationResult> SimulateServing(const StepCostModel& cost,
         std::min(q.prompt - 1,
                  static_cast<int>(std::floor(q.prompt * s.prefix_hit))));
     size_t client = closed ? i % static_cast<size_t>(w.concurrency) : i;
-    per[client % engines].push_back(q);
+    per[client % schedulers].push_back(q);
   }
   // Token-count part of the step time, cached by count (-1: not yet).
   // Counts beyond the cache (huge scheduler limits) are computed each time.
   constexpr int64_t kMaxCached = int64_t{1} << 22;
   std::vector<double> token_time(
       static_cast<size_t>(std::min(
-          static_cast<int64_t>(
-              s.max_batched_tokens +
-              static_cast<double>(s.max_num_seqs) * cost.DecodeQueries() + 1),
+          static_cast<int64_t>((rank_opt.max_batched_tokens +
+                                static_cast<double>(rank_opt.max_num_seqs) *
+                                    cost.DecodeQueries()) *
+                                   ranks +
+                               1),
           kMaxCached)),
       -1.0);
   Runs itl;
-  for (int r = 0; r < engines; ++r) {
-    int clients = 0;
-    if (w.arrivals == Workload::kConcurrency) {
-      clients = w.concurrency / engines + (r < w.concurrency % engines);
-      if (clients == 0) continue;
+  Engine engine(cost, &token_time);
+  for (int e = 0; e < engines; ++e) {
+    std::vector<Scheduler> group;
+    int requests = 0;
+    for (int k = 0; k < ranks; ++k) {
+      const int at = e + k * engines;
+      int clients = 0;
+      if (closed) {
+        clients =
+            w.concurrency / schedulers + (at < w.concurrency % schedulers);
+      }
+      group.emplace_back(cost, rank_opt, capacity,
+                         w.seed ^ (0x9e3779b97f4a7c15ULL * (at + 1)));
+      group.back().Start(&per[at], clients);
+      requests += static_cast<int>(per[at].size());
     }
-    Replica rep(cost, s, capacity, &token_time,
-                w.seed ^ (0x9e3779b97f4a7c15ULL * (r + 1)));
-    rep.Run(&per[r], clients, &itl, &out, r == 0);
+    if (requests == 0) continue;
+    engine.Run(&group, &itl, &out, e == 0);
     if (!out.feasible) return out;
   }
   out.mean_decode_batch /= std::max(1, out.steps);
@@ -818,7 +962,8 @@ Result<SimulationResult> SimulateServing(const StepCostModel& cost,
     }
     out.kv_series = std::move(thin);
   }
-  Collect(per, std::move(itl), slo, cost.chips_per_replica() * replicas, &out);
+  Collect(per, engines, std::move(itl), slo,
+          cost.chips_per_replica() * replicas, &out);
   if (out.preemptions > 0) {
     out.notes.push_back(std::to_string(out.preemptions) +
                         " preemptions (recompute): the KV cache ran full");

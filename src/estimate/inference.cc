@@ -475,8 +475,22 @@ double StepCostModel::Impl::DenseMatmuls(double rows) const {
 // measures DeepSeek-V3 on 8 GB200 with attention DP 8 and round-robin
 // scheduling at 54% average balance (25,664 tokens/s against 39,552 with
 // perfect balance).
+// A simulator that places requests on ranks gives the busiest rank's work
+// (StepWork::rank_*): then the extra is that rank's dense GEMMs and
+// attention (decode KV reads too) over the mean rank's.
 double StepCostModel::Impl::DpAttentionImbalance(const StepWork& w) const {
-  if (peak || !cfg.dp_attention || !(w.prefill_tokens > 0)) return 0;
+  if (peak || !cfg.dp_attention) return 0;
+  if (w.has_rank()) {
+    const double R = cfg.ep;
+    const double rows = w.rank_decode_seqs * q + w.rank_prefill_tokens;
+    const double mean = (w.decode_seqs * q + w.prefill_tokens) / R;
+    const StepWork hot{w.rank_decode_seqs * R, w.rank_decode_context * R,
+                       w.rank_prefill_tokens * R, w.rank_prefill_pairs * R};
+    const double gemm =
+        rows > mean ? DenseMatmuls(rows) - DenseMatmuls(mean) : 0.0;
+    return gemm + std::max(0.0, Attention(hot) - Attention(w));
+  }
+  if (!(w.prefill_tokens > 0)) return 0;
   const double P = w.prefill_tokens;
   const double p = std::max(1.0, cfg.prompt);
   const double hot = std::min(P, std::ceil(P / (p * cfg.ep)) * p);
@@ -573,6 +587,9 @@ double StepCostModel::MatmulTokens(const StepWork& w) const {
 }
 const SpecDecode& StepCostModel::spec() const { return impl_->cfg.spec; }
 int StepCostModel::pipeline_stages() const { return impl_->cfg.pp; }
+int StepCostModel::dp_ranks() const {
+  return impl_->cfg.dp_attention ? impl_->cfg.ep : 1;
+}
 
 // NOLINTNEXTLINE(misc-no-recursion): one level, a draft model has no draft
 StepParts StepCostModel::Cost(const StepWork& w) const {

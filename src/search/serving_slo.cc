@@ -315,6 +315,7 @@ estimate::SchedulerOptions SchedulerOf(const PoolPlan& p,
   s.max_batched_tokens = p.max_batched_tokens;
   s.chunked_prefill = p.chunked_prefill;
   s.mixed_prefill = r.mixed_prefill;
+  s.limits_per_rank = r.limits_per_rank;
   return s;
 }
 

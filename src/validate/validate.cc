@@ -321,6 +321,9 @@ struct ServingLoad {
   // Prompt chunks mixed into decode steps (false: SGLang's prefill-first
   // steps; estimate::EngineMixesPrefill of the row's engine).
   bool mixed_prefill = true;
+  // DP attention: scheduler limits per rank (false: SGLang's, shared;
+  // estimate::EngineLimitsPerDpRank of the row's engine).
+  bool limits_per_rank = true;
   bool mean = false;  // the source reports means, not medians
   // The case's simulation, run once for all the quantities it measured.
   mutable std::shared_ptr<estimate::SimulationResult> simulated;
@@ -362,6 +365,7 @@ Result<estimate::SimulationResult> Simulate(const model::ModelSpec& m,
   sched.max_num_seqs = std::max(256, w.concurrency);
   sched.scheduler_steps = load.scheduler_steps;
   sched.mixed_prefill = load.mixed_prefill;
+  sched.limits_per_rank = load.limits_per_rank;
   return estimate::SimulateServing(*cost, std::max(1, cfg.dp), w, sched, {});
 }
 
@@ -726,6 +730,8 @@ Result<bool> ScoreServingJson(const catalog::Catalog& cat,
       continue;
     }
     load->mixed_prefill = estimate::EngineMixesPrefill(row.value("engine", ""));
+    load->limits_per_rank =
+        estimate::EngineLimitsPerDpRank(row.value("engine", ""));
     // vLLM V0's multi-step scheduling, where the row's launch set it.
     if (row.contains("num_scheduler_steps") &&
         row["num_scheduler_steps"].is_number_integer()) {

@@ -710,6 +710,123 @@ TEST(Simulator, ReplicasShareTheLoad) {
   EXPECT_NEAR(r2.requests_per_s_per_chip / r1.requests_per_s_per_chip, 1, 0.05);
 }
 
+// DeepSeek-V3 on 8 H200 with DP attention over ep = 8: one scheduler per
+// rank, each with 1/8 of the KV cache.
+Result<StepCostModel> DpAttentionCost() {
+  ServeConfig cfg = Config(1, 8, 1, hw::Dtype::kFp8);
+  cfg.dp_attention = true;
+  return StepCostModel::Create(Model("deepseek-v3"), System("h200:8x1"), cfg);
+}
+
+// DP attention: each rank schedules its own requests within its own
+// limits (TensorRT-LLM's max_num_tokens and vLLM's per DP engine), so
+// eight 20,000-token prompts, one per rank, prefill in three steps of
+// 8 x 8,192 tokens; with the limits shared among the ranks (SGLang
+// divides --chunked-prefill-size by dp_size) each rank gets 1,024 per step
+// and the prompts take twenty: the same work in more, smaller steps, each
+// streaming the weights again (about 7% later here, not 7x: the prefill
+// is compute-bound).
+TEST(Simulator, DpAttentionRanksHaveTheirOwnSchedulers) {
+  auto sc = DpAttentionCost();
+  ASSERT_TRUE(sc.has_value()) << sc.error().ToString();
+  EXPECT_EQ(sc->dp_ranks(), 8);
+  Workload w;
+  w.arrivals = Workload::kTrace;
+  for (int i = 0; i < 8; ++i) w.trace.push_back({0, 20000, 2});
+  SchedulerOptions s;
+  s.chunked_prefill = true;
+  s.max_batched_tokens = 8192;
+  SimulationResult own = Simulate(*sc, w, s);
+  EXPECT_EQ(own.max_step_tokens, 8 * 8192);
+  EXPECT_EQ(own.steps, 3 + 1);  // three prefill steps, one decode
+  s.limits_per_rank = false;
+  SimulationResult shared = Simulate(*sc, w, s);
+  EXPECT_EQ(shared.max_step_tokens, 8192);
+  EXPECT_EQ(shared.steps, 20 + 1);
+  EXPECT_GT(shared.ttft_s.p50, own.ttft_s.p50);
+  // Without DP attention the flag changes nothing.
+  auto plain = StepCostModel::Create(Model("llama3-8b"), System("h100:1x1"),
+                                     Config(1, 1, 1));
+  Workload one;
+  one.arrivals = Workload::kTrace;
+  for (int i = 0; i < 4; ++i) one.trace.push_back({0, 20000, 2});
+  SchedulerOptions a;
+  a.chunked_prefill = true;
+  SchedulerOptions b = a;
+  b.limits_per_rank = false;
+  EXPECT_EQ(Simulate(*plain, one, a).ttft_s.p50,
+            Simulate(*plain, one, b).ttft_s.p50);
+}
+
+// A request lives on one rank: one larger than a rank's 1/8 of the KV
+// cache is refused even though the replica's cache would hold it.
+TEST(Simulator, DpAttentionRequestMustFitOneRanksCache) {
+  auto sc = DpAttentionCost();
+  ASSERT_TRUE(sc.has_value());
+  Workload w;
+  w.arrivals = Workload::kTrace;
+  const double capacity =
+      sc->KvCapacityBytesPerChip() / sc->KvBytesPerTokenPerChip();
+  ASSERT_GT(capacity, 40000);
+  const int tokens = static_cast<int>(capacity / 4);
+  w.trace.push_back({0, tokens, 1});
+  auto r = SimulateServing(*sc, 1, w, SchedulerOptions{}, Slo{});
+  ASSERT_TRUE(r.has_value());
+  EXPECT_FALSE(r->feasible);
+  EXPECT_NE(r->reason.find("does not fit a DP rank's KV cache"),
+            std::string::npos)
+      << r->reason;
+}
+
+// Little's law holds with eight ranks stepping together, and uneven ranks
+// cost time: the same requests take longer per token than the step of
+// their mean rank.
+TEST(Simulator, DpAttentionLittlesLawHolds) {
+  auto sc = DpAttentionCost();
+  ASSERT_TRUE(sc.has_value());
+  for (bool per_rank : {true, false}) {
+    Workload w;
+    w.rate_per_s = 20;
+    w.requests = 1500;
+    w.prompt = {LengthDist::kLogNormal, 1500, 1000};
+    w.output = {LengthDist::kUniform, 64, 1024};
+    w.seed = 11;
+    SchedulerOptions s;
+    s.chunked_prefill = true;
+    s.limits_per_rank = per_rank;
+    SimulationResult r = Simulate(*sc, w, s);
+    EXPECT_EQ(r.requests, 1500);
+    EXPECT_NEAR(r.mean_requests_in_system / (r.requests_per_s * r.e2e_s.mean),
+                1, 1e-6);
+    EXPECT_LE(r.kv_peak_fraction, 1.0);
+  }
+}
+
+// The busiest rank bounds the step: work spread evenly costs what the
+// step's totals cost; the same totals with one rank holding twice its
+// share of sequences and context cost more (its dense GEMM rows and KV
+// reads), and in the matmul part.
+TEST(StepCost, DpAttentionBusiestRankBoundsTheStep) {
+  auto sc = DpAttentionCost();
+  ASSERT_TRUE(sc.has_value());
+  StepWork w;
+  w.decode_seqs = 256;
+  w.decode_context = 256 * 3000.0;
+  StepWork even = w;
+  even.rank_decode_seqs = 32;
+  even.rank_decode_context = 32 * 3000.0;
+  StepWork hot = w;
+  hot.rank_decode_seqs = 64;
+  hot.rank_decode_context = 64 * 3000.0;
+  const StepParts base = sc->Cost(w);
+  EXPECT_DOUBLE_EQ(sc->Cost(even).total().si(), base.total().si());
+  const StepParts h = sc->Cost(hot);
+  EXPECT_GT(h.total().si(), base.total().si());
+  EXPECT_GT(h.matmul.si(), base.matmul.si());
+  // The simulator's split: token time + context time carries it too.
+  EXPECT_GT(sc->ContextTime(hot), sc->ContextTime(w));
+}
+
 TEST(Simulator, ParsesDistributionsAndRejectsBadInput) {
   EXPECT_EQ(ParseLengthDist("fixed", 512, "--output-dist")->a, 512);
   EXPECT_EQ(ParseLengthDist("fixed:7", 512, "--output-dist")->a, 7);

@@ -38,6 +38,9 @@ struct ServeSimCli {
   bool chunked_prefill = false, mixed_chunk = false;
   double prefix_hit = 0;
   uint64_t seed = 0;
+  // The engine of a --from line ("vllm", "sglang", "trtllm"): its scheduler
+  // is the one simulated unless --engine names another.
+  std::string from_engine;
   bool given(const CLI::App& app) const {
     for (const char* f :
          {"--requests", "--prompt-dist", "--output-dist", "--max-num-seqs",
@@ -597,16 +600,19 @@ static Result<Output> RunServeSim(const ingest::ImportedModel& m,
   const ServeSimCli& so = o.sim;
   auto w = ParseWorkload(so, &cfg);
   if (!w) return tl::unexpected(w.error());
+  const std::string& engine = o.engine.empty() ? so.from_engine : o.engine;
   estimate::SchedulerOptions sched;
   sched.max_num_seqs = so.max_num_seqs;
   sched.max_batched_tokens = so.max_batched_tokens;
   // SGLang and vLLM V1 chunk prompts whether or not the flag is given.
   sched.chunked_prefill =
-      so.chunked_prefill || estimate::EngineChunksPrefill(o.engine);
+      so.chunked_prefill || estimate::EngineChunksPrefill(engine);
   // SGLang runs prompt work in steps of its own unless told to mix.
-  sched.mixed_prefill =
-      estimate::EngineMixesPrefill(o.engine) || so.mixed_chunk;
+  sched.mixed_prefill = estimate::EngineMixesPrefill(engine) || so.mixed_chunk;
   sched.prefix_hit = so.prefix_hit;
+  // DP attention: SGLang shares its limits among the ranks, the others
+  // apply them per rank.
+  sched.limits_per_rank = estimate::EngineLimitsPerDpRank(engine);
   estimate::Slo slo;
   auto ttft = ParseSlo(so.slo_ttft, "--slo-ttft");
   if (!ttft) return tl::unexpected(ttft.error());
@@ -641,6 +647,8 @@ static Result<Output> RunServeSim(const ingest::ImportedModel& m,
        {"chunked_prefill", sched.chunked_prefill},
        {"mixed_prefill", sched.mixed_prefill},
        {"prefix_hit", sched.prefix_hit},
+       {"dp_ranks", sc->dp_ranks()},
+       {"limits_per_rank", sc->dp_ranks() > 1 && sched.limits_per_rank},
        {"seed", so.seed},
        {"slo_ttft_s", slo.ttft_s > 0 ? Json(slo.ttft_s) : Json(nullptr)},
        {"slo_tpot_s", slo.tpot_s > 0 ? Json(slo.tpot_s) : Json(nullptr)},
@@ -1020,8 +1028,13 @@ static Result<std::vector<std::string>> ApplyServeFrom(
   }
   o->weights = hw::DtypeName(c.weights);
   o->kv = hw::DtypeName(c.kv);
+  o->sim.from_engine = ToLower(launch::ServeEngineName(*engine));
   if (app.count("--max-num-seqs") == 0 && r->batch_given) {
-    o->sim.max_num_seqs = static_cast<int>(c.batch);
+    // The line's cap: per DP rank for vLLM and TensorRT-LLM (the import's
+    // batch is ep ranks' worth), the server's for SGLang.
+    const bool per_rank =
+        c.dp_attention && estimate::EngineLimitsPerDpRank(o->sim.from_engine);
+    o->sim.max_num_seqs = static_cast<int>(c.batch / (per_rank ? c.ep : 1));
   }
   if (app.count("--max-batched-tokens") == 0 && r->max_batched_tokens > 0) {
     o->sim.max_batched_tokens = static_cast<int>(r->max_batched_tokens);

@@ -98,6 +98,14 @@ struct SchedulerOptions {
   // this many decode steps of the same batch; requests that arrive during
   // the run wait for its end to be admitted. 1: every step is scheduled.
   int scheduler_steps = 1;
+  // DP attention (StepCostModel::dp_ranks() > 1): each rank has its own
+  // scheduler, queue and 1/ep of the KV cache, requests dealt to ranks
+  // round-robin, all ranks stepping together. True: max_num_seqs and
+  // max_batched_tokens are each rank's (TensorRT-LLM's max_batch_size and
+  // max_num_tokens per rank; vLLM's flags per DP engine). False: the
+  // server's, divided among its ranks (SGLang divides --chunked-prefill-size
+  // and --max-running-requests by dp_size under --enable-dp-attention).
+  bool limits_per_rank = true;
 };
 
 // Whether the engine a row or a user names ("SGLang v0.5.6.post1",
@@ -115,6 +123,12 @@ bool EngineMixesPrefill(std::string_view engine);
 // TensorRT-LLM (enable_chunked_prefill is off by default) and unknown
 // names.
 bool EngineChunksPrefill(std::string_view engine);
+
+// Whether the engine's scheduler limits are per DP rank under DP attention
+// (SchedulerOptions::limits_per_rank): false for SGLang (server_args.py
+// divides chunked_prefill_size by dp_size; its pool configurator divides
+// max_running_requests), true otherwise.
+bool EngineLimitsPerDpRank(std::string_view engine);
 
 // Service-level objectives for goodput; 0 = none.
 struct Slo {

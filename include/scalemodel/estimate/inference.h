@@ -220,6 +220,18 @@ struct StepWork {
   double decode_context = 0;
   double prefill_tokens = 0;
   double prefill_pairs = 0;
+  // DP attention, from a simulator that places requests on ranks: the
+  // busiest rank's share of the four figures above (the rank with the most
+  // GEMM rows). Zero: not given; the step's prompts are taken to be of the
+  // reference length and spread as evenly as whole prompts go
+  // (docs/model.md 7.5).
+  double rank_decode_seqs = 0;
+  double rank_decode_context = 0;
+  double rank_prefill_tokens = 0;
+  double rank_prefill_pairs = 0;
+  bool has_rank() const {
+    return rank_decode_seqs > 0 || rank_prefill_tokens > 0;
+  }
 };
 
 // The cost of one engine step of a serving replica: the same model
@@ -266,6 +278,10 @@ class StepCostModel {
   const SpecDecode& spec() const;
   // Pipeline stages (virtual engines the simulator runs per replica).
   int pipeline_stages() const;
+  // Schedulers per engine stepping in lockstep: ep with DP attention (one
+  // per DP rank, every rank waiting for the slowest at each expert
+  // all-to-all), else 1.
+  int dp_ranks() const;
   // KV-cache bytes one token of one sequence's context takes on one chip.
   double KvBytesPerTokenPerChip() const;
   // HBM per chip left for the KV cache after the weights and the reserve.

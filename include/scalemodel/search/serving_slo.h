@@ -46,6 +46,9 @@ struct SloPlanRequest {
   // Prompt chunks mixed into decode steps (vLLM); false: SGLang's
   // prefill-first steps (estimate::SchedulerOptions::mixed_prefill).
   bool mixed_prefill = true;
+  // DP attention: scheduler limits per rank (false: SGLang's, shared among
+  // the ranks; estimate::SchedulerOptions::limits_per_rank).
+  bool limits_per_rank = true;
 };
 
 // One pool: `replicas` copies of a tp x ep replica. pp is the hook for
