@@ -18,15 +18,18 @@ int main() {
     const char* model;
     const char* system;
     int tp;
+    int ep;  // > 1: DP attention over ep ranks, fp8 weights and KV
     double rate;
     bool chunked;
     bool mixed;  // false: SGLang's prefill-first steps
   } cases[] = {
-      {"llama3-70b", "h100:8x1", 8, 20, true, true},
-      {"llama3-70b", "h100:8x1", 8, 20, false, true},
-      {"llama3-70b", "h100:8x1", 8, 20, true, false},
-      {"llama3-8b", "h100:1x1", 1, 40, true, true},
-      {"qwen3-30b-a3b", "h100:1x1", 1, 20, true, true},
+      {"llama3-70b", "h100:8x1", 8, 1, 20, true, true},
+      {"llama3-70b", "h100:8x1", 8, 1, 20, false, true},
+      {"llama3-70b", "h100:8x1", 8, 1, 20, true, false},
+      {"llama3-8b", "h100:1x1", 1, 1, 40, true, true},
+      {"qwen3-30b-a3b", "h100:1x1", 1, 1, 20, true, true},
+      // Eight DP-attention ranks, each its own scheduler.
+      {"deepseek-v3", "h200:8x1", 1, 8, 60, true, true},
   };
   std::printf("%-14s %-9s %-8s %9s %8s %8s %8s %10s %10s\n", "model", "system",
               "chunked", "requests", "steps", "wall_s", "cpu_s", "req/s sim",
@@ -37,6 +40,12 @@ int main() {
     if (!m || !s) return 1;
     estimate::ServeConfig cfg;
     cfg.tp = c.tp;
+    if (c.ep > 1) {
+      cfg.ep = c.ep;
+      cfg.dp_attention = true;
+      cfg.weights = hw::Dtype::kFp8;
+      cfg.kv = hw::Dtype::kFp8;
+    }
     cfg.prompt = 2048;
     cfg.output = 512;
     estimate::Workload w;
