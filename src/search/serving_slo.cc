@@ -40,6 +40,12 @@ struct Layout {
   // Engines per replica: one per pipeline stage (docs/model.md 7.6), each
   // with 1/pp of the KV cache.
   int engines() const { return shape.pp; }
+  // A replica's sequence cap as its engine's --max-num-seqs: each DP
+  // rank's share when the engine's limits are per rank.
+  int RankCap(int replica_cap, bool limits_per_rank) const {
+    if (!shape.dp_attention || !limits_per_rank) return replica_cap;
+    return std::max(1, (replica_cap + shape.ep - 1) / shape.ep);
+  }
   PoolPlan Pool(int replicas, int max_num_seqs, int max_batched_tokens,
                 bool chunked) const {
     return {shape.tp,     shape.ep,           shape.pp, replicas,
@@ -68,7 +74,8 @@ std::vector<Layout> Layouts(const model::ModelSpec& spec, const hw::Chip& chip,
       if (!sc) continue;
       const double cap =
           sc->KvCapacityBytesPerChip() / sc->KvBytesPerTokenPerChip();
-      if (!(cap >= tokens * shape.pp)) continue;
+      // A request lives on one engine (a pipeline stage's, a DP rank's).
+      if (!(cap >= tokens * shape.pp * sc->dp_ranks())) continue;
       out.push_back({shape, *sys, *sc, cap});
     }
   }
@@ -183,9 +190,10 @@ struct Candidate {
 };
 
 SloPlan AggregatedPlan(const Layout& l, int replicas, int chunk,
-                       const Estimate& e) {
+                       const Estimate& e, const SloPlanRequest& r) {
   SloPlan p;
-  p.pool = l.Pool(replicas, e.seq_cap, chunk, true);
+  p.pool =
+      l.Pool(replicas, l.RankCap(e.seq_cap, r.limits_per_rank), chunk, true);
   p.chips = p.pool.chips();
   p.estimated_ttft_p99_s = p.ttft_p99_s = e.ttft;
   p.estimated_tpot_p99_s = p.tpot_p99_s = e.tpot;
@@ -206,7 +214,8 @@ void AggregatedCandidates(const std::vector<Layout>& layouts,
         if (!e.ok) continue;
         const double miss = Miss(r, e.ttft, e.tpot);
         if (!best || miss < best->miss) {
-          best = Candidate{AggregatedPlan(l, n, chunk, e), &l, nullptr, miss};
+          best =
+              Candidate{AggregatedPlan(l, n, chunk, e, r), &l, nullptr, miss};
         }
         if (miss <= 1) break;
       }
@@ -287,8 +296,9 @@ void DisaggregatedCandidates(const std::vector<Layout>& layouts,
       // --max-batched-tokens set both): whole prompts in the prefill pool,
       // handed-off requests mixed into decode steps.
       const int budget = std::max(8192, static_cast<int>(P));
-      plan.pool = p.Pool(np, de.seq_cap, budget, false);
-      plan.decode = d.Pool(nd, de.seq_cap, budget, true);
+      const int cap = d.RankCap(de.seq_cap, r.limits_per_rank);
+      plan.pool = p.Pool(np, cap, budget, false);
+      plan.decode = d.Pool(nd, cap, budget, true);
       plan.chips = plan.pool.chips() + plan.decode.chips();
       plan.estimated_ttft_p99_s = plan.ttft_p99_s = ttft;
       plan.estimated_tpot_p99_s = plan.tpot_p99_s = tpot;

@@ -76,6 +76,24 @@ TEST(PlanServingForSlo, MoeSearchesDpAttention) {
     }
   }
   EXPECT_TRUE(dpa);
+  // The caps are the engine's --max-num-seqs: per DP rank (TensorRT-LLM,
+  // vLLM), so ep ranks' worth is the replica's; the server's for SGLang.
+  SloPlanRequest shared = req;
+  shared.limits_per_rank = false;
+  auto s = PlanServingForSlo(Model("deepseek-v3"), Chip("h100"), shared);
+  ASSERT_TRUE(s) << s.error().message;
+  int compared = 0;
+  for (const SloPlan& p : r->plans) {
+    if (!p.pool.dp_attention || p.disaggregated) continue;
+    for (const SloPlan& q : s->plans) {
+      if (q.PlanString() != p.PlanString()) continue;
+      EXPECT_EQ(p.pool.max_num_seqs,
+                (q.pool.max_num_seqs + p.pool.ep - 1) / p.pool.ep)
+          << p.PlanString();
+      ++compared;
+    }
+  }
+  EXPECT_GT(compared, 0);
 }
 
 // Unreachable SLOs (a TPOT below any decode step of a 70B model): a result,

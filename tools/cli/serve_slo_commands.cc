@@ -315,12 +315,13 @@ std::string MissText(const search::SloPlan& p,
   return s;
 }
 
-std::string PoolsText(const search::SloPlan& p) {
-  auto pool = [](const char* name, const search::PoolPlan& q) {
+std::string PoolsText(const search::SloPlan& p, bool limits_per_rank) {
+  auto pool = [&](const char* name, const search::PoolPlan& q) {
     return fmt::format(
         "  {}{} ({} chips): max-num-seqs {}, "
-        "max-batched-tokens {}, chunked prefill {}\n",
+        "max-batched-tokens {}{}, chunked prefill {}\n",
         name, q.PlanString(), q.chips(), q.max_num_seqs, q.max_batched_tokens,
+        q.dp_attention && limits_per_rank ? " (per DP rank)" : "",
         q.chunked_prefill ? "on" : "off");
   };
   if (!p.disaggregated) return pool("", p.pool);
@@ -343,7 +344,7 @@ std::string SloResultText(const search::SloPlanResult& res,
       FormatSeconds(units::Seconds(b.ttft_p99_s)),
       FormatSeconds(units::Seconds(b.tpot_p99_s)),
       CostText(b.cost_per_million_output_tokens_usd));
-  s += PoolsText(b);
+  s += PoolsText(b, r.limits_per_rank);
   if (!res.met) s += "  " + MissText(b, r) + "\n";
   std::vector<std::vector<std::string>> rows = {{"#", "kind", "plan", "chips",
                                                  "TTFT p99", "TPOT p99",
@@ -421,15 +422,18 @@ std::string Continued(std::string cmd) {
   return cmd;
 }
 
-estimate::ServeConfig PoolServeConfig(const estimate::ServeConfig& base,
+// The pool's server as a static batch: its max-num-seqs cap over the
+// replica (ep ranks' caps when the engine's limits are per DP rank).
+estimate::ServeConfig PoolServeConfig(const search::SloPlanRequest& r,
                                       const search::PoolPlan& p) {
-  estimate::ServeConfig c = base;
+  estimate::ServeConfig c = r.base;
   c.tp = p.tp;
   c.ep = p.ep;
   c.pp = p.pp;
   c.dp = p.replicas;
   c.dp_attention = p.dp_attention;
-  c.batch = p.max_num_seqs;
+  c.batch = static_cast<double>(p.max_num_seqs) *
+            (p.dp_attention && r.limits_per_rank ? p.ep : 1);
   return c;
 }
 
@@ -452,8 +456,8 @@ Result<bool> AddSloLaunch(const catalog::Catalog& cat,
   if (!sys) return tl::unexpected(EmitError(sys.error()));
   if (p.disaggregated) {
     launch::DisaggregatedPlan plan;
-    plan.prefill = PoolServeConfig(r.base, p.pool);
-    plan.decode = PoolServeConfig(r.base, p.decode);
+    plan.prefill = PoolServeConfig(r, p.pool);
+    plan.decode = PoolServeConfig(r, p.decode);
     plan.max_batched_tokens = p.pool.max_batched_tokens;
     plan.chunked_prefill = p.pool.chunked_prefill;
     plan.overlap = r.overlap;
@@ -463,7 +467,7 @@ Result<bool> AddSloLaunch(const catalog::Catalog& cat,
     if (!c) return tl::unexpected(EmitError(c.error()));
     return PutCheckedLaunch(*c, out);
   }
-  const estimate::ServeConfig cfg = PoolServeConfig(r.base, p.pool);
+  const estimate::ServeConfig cfg = PoolServeConfig(r, p.pool);
   auto est = estimate::EstimateServing(m.spec, *sys, cfg);
   if (!est) return tl::unexpected(EmitError(est.error()));
   auto c = launch::EmitServingChecked(emit, m, *sys, cfg, *est);
