@@ -476,6 +476,40 @@ TEST(Simulator, AgreesWithStaticFormulaWhenAllArriveAtOnce) {
   }
 }
 
+// The same with DP attention over 8 ranks: a batch of a multiple of 8
+// equal requests is dealt evenly, one scheduler per rank, the ranks
+// stepping together; the static estimate's busiest rank holds the same
+// batch / 8 prompts, so the two agree.
+TEST(Simulator, DpAttentionAgreesWithStaticFormula) {
+  std::srand(::testing::UnitTest::GetInstance()->random_seed());
+  model::ModelSpec m = Model("deepseek-v3");
+  const hw::System sys = System("h200:8x1");
+  for (int trial = 0; trial < 3; ++trial) {
+    ServeConfig cfg = Config(1, 8, 8 * (1 + std::rand() % 16), hw::Dtype::kFp8);
+    cfg.dp_attention = true;
+    cfg.prompt = 64 + std::rand() % 2000;
+    cfg.output = 2 + std::rand() % 100;
+    auto st = EstimateServing(m, sys, cfg);
+    auto sc = StepCostModel::Create(m, sys, cfg);
+    ASSERT_TRUE(st.has_value() && sc.has_value());
+    ASSERT_TRUE(st->feasible) << st->reason;
+    Workload w;
+    w.arrivals = Workload::kTrace;
+    for (int i = 0; i < cfg.batch; ++i) {
+      w.trace.push_back({0, cfg.prompt, cfg.output});
+    }
+    SchedulerOptions s;
+    s.max_num_seqs = static_cast<int>(cfg.batch / 8);
+    s.max_batched_tokens = static_cast<int>(cfg.batch / 8 * cfg.prompt);
+    SimulationResult r = Simulate(*sc, w, s);
+    std::string what = "batch " + std::to_string(cfg.batch) + " prompt " +
+                       std::to_string(cfg.prompt) + " output " +
+                       std::to_string(cfg.output);
+    EXPECT_NEAR(r.ttft_s.p50 / st->ttft.si(), 1, 1e-9) << what;
+    EXPECT_NEAR(r.tpot_s.p50 / st->decode_step.si(), 1, 1e-9) << what;
+  }
+}
+
 // Little's law on the outputs: the time-average number of requests in the
 // system (integrated step by step) equals throughput x mean E2E. Exact up
 // to rounding when the window holds every request from arrival to finish.
