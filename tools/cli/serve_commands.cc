@@ -660,10 +660,15 @@ static Result<Output> RunServeSim(const ingest::ImportedModel& m,
   out.text = fmt::format(
                  "{} on {} ({}): continuous batching, {} requests, {}\nmax {} "
                  "sequences "
-                 "and {} tokens per step, chunked prefill {}, prefix-cache hit "
+                 "and {} tokens per step{}, chunked prefill {}, prefix-cache "
+                 "hit "
                  "{:.0f}%\n\n",
                  m.spec.name, sys.id, o.plan, r->requests, arrivals,
                  sched.max_num_seqs, sched.max_batched_tokens,
+                 sc->dp_ranks() <= 1 ? std::string()
+                 : sched.limits_per_rank
+                     ? fmt::format(" on each of {} DP ranks", sc->dp_ranks())
+                     : fmt::format(" shared among {} DP ranks", sc->dp_ranks()),
                  !sched.chunked_prefill ? "off"
                  : sched.mixed_prefill  ? "on"
                                         : "on (prefill steps alone, SGLang)",
