@@ -802,7 +802,7 @@ TEST(Simulator, DpAttentionRequestMustFitOneRanksCache) {
   const double capacity =
       sc->KvCapacityBytesPerChip() / sc->KvBytesPerTokenPerChip();
   ASSERT_GT(capacity, 40000);
-  const int tokens = static_cast<int>(capacity / 4);
+  const double tokens = std::floor(capacity / 4);
   w.trace.push_back({0, tokens, 1});
   auto r = SimulateServing(*sc, 1, w, SchedulerOptions{}, Slo{});
   ASSERT_TRUE(r.has_value());
