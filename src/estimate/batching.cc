@@ -489,17 +489,23 @@ void Engine::Run(std::vector<Scheduler>* ranks, Runs* itl,
   for (const Scheduler& r : S) start = std::min(start, r.NextArrival());
   if (!std::isfinite(start)) start = 0;  // closed loop: all at 0
   int done = 0;
-  while (done < n) {
+  auto all_idle = [&S] {
     bool idle = true;
-    for (Scheduler& r : S) {
-      r.Arrive(now, &area);
-      // Closed loop: a client sends its next request when it has the last
-      // token of the one before; an idle engine starts it then, a busy one
-      // has started its next step by the time it arrives (the token's trip
-      // to the client and the request's back take milliseconds), so it
-      // waits for that step to end (docs/model.md 7.3).
-      r.TakeSentWhenIdle();
-      idle = idle && r.Idle();
+    for (const Scheduler& r : S) idle = idle && r.Idle();
+    return idle;
+  };
+  while (done < n) {
+    for (Scheduler& r : S) r.Arrive(now, &area);
+    // Closed loop: a client sends its next request when it has the last
+    // token of the one before; an idle engine starts it then, a busy one
+    // (any of its ranks busy: they step together) has started its next
+    // step by the time it arrives (the token's trip to the client and the
+    // request's back take milliseconds), so it waits for that step to end
+    // (docs/model.md 7.3).
+    bool idle = all_idle();
+    if (idle) {
+      for (Scheduler& r : S) r.TakeSentWhenIdle();
+      idle = all_idle();
     }
     if (idle) {
       double next = std::numeric_limits<double>::infinity();
