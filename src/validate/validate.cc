@@ -1083,6 +1083,12 @@ Result<std::shared_ptr<const ValidationReport>> CachedValidation(
     entry = it->second;
   }
   std::call_once(entry->once, [&] {
+    // The built-in catalog's report, computed when scalemodel was built.
+    if (auto pre = internal::PrecomputedReport(cat.fingerprint())) {
+      entry->result =
+          Shared(std::make_shared<const ValidationReport>(std::move(*pre)));
+      return;
+    }
     auto rep = RunValidation(cat);
     if (!rep) {
       entry->result = Shared(tl::unexpected(rep.error()));

@@ -4,6 +4,8 @@
 #ifndef SCALEMODEL_SRC_VALIDATE_VALIDATE_INTERNAL_H_
 #define SCALEMODEL_SRC_VALIDATE_VALIDATE_INTERNAL_H_
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,6 +14,10 @@
 #include "scalemodel/validate/validate.h"
 
 namespace scalemodel::validate::internal {
+
+// The installed precomputed report (InstallPrecomputedValidation) when its
+// fingerprint is `fingerprint` and it reads back; nullopt otherwise.
+std::optional<ValidationReport> PrecomputedReport(uint64_t fingerprint);
 
 // The q-quantile of `v` (linear between order statistics); 0 when empty.
 double Quantile(std::vector<double> v, double q);

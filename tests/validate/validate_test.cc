@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "../testing/catalog.h"
+#include "builtin_validation.h"
 #include "nlohmann/json.hpp"
 #include "scalemodel/validate/crossval.h"
 #include "scalemodel/validate/memory.h"
@@ -124,6 +125,58 @@ TEST(ValidateTest, Issue22RowsAllEvaluate) {
 }
 
 // docs/accuracy.md is generated; it must match what the code predicts now.
+// Two reports that are the same case for case, to the bit, and summarize
+// alike.
+void ExpectSameReport(const ValidationReport& a, const ValidationReport& b) {
+  ASSERT_EQ(a.cases.size(), b.cases.size());
+  for (size_t i = 0; i < a.cases.size(); ++i) {
+    const ValidationCase& x = a.cases[i];
+    const ValidationCase& y = b.cases[i];
+    EXPECT_EQ(x.id, y.id);
+    EXPECT_EQ(x.metric, y.metric) << x.id;
+    EXPECT_EQ(x.predicted, y.predicted) << x.id << " " << x.metric;
+    EXPECT_EQ(x.expected, y.expected) << x.id;
+    EXPECT_EQ(x.rel_error, y.rel_error) << x.id;
+    EXPECT_EQ(x.detail, y.detail) << x.id;
+    EXPECT_EQ(
+        x.group + x.source + x.family + x.chip + x.engine + x.metric_class,
+        y.group + y.source + y.family + y.chip + y.engine + y.metric_class)
+        << x.id;
+  }
+  EXPECT_EQ(a.skipped, b.skipped);
+  ASSERT_EQ(a.serving_by_metric.size(), b.serving_by_metric.size());
+  for (size_t i = 0; i < a.serving_by_metric.size(); ++i) {
+    EXPECT_EQ(a.serving_by_metric[i].median_abs_rel_error,
+              b.serving_by_metric[i].median_abs_rel_error);
+  }
+  ASSERT_EQ(a.by_chip.size(), b.by_chip.size());
+  for (size_t i = 0; i < a.by_chip.size(); ++i) {
+    EXPECT_EQ(a.by_chip[i].group, b.by_chip[i].group);
+    EXPECT_EQ(a.by_chip[i].p90_abs_rel_error, b.by_chip[i].p90_abs_rel_error);
+  }
+}
+
+// The report written at build time (tools/dev/validation_cache_gen.cc) is
+// this build's: reading it back gives what running the validation set
+// gives, and it belongs to the built-in catalog. A JSON round trip is
+// exact, and a damaged text is refused, not half read.
+TEST(ValidateTest, BuildTimeReportIsTheRunsReport) {
+  EXPECT_EQ(BuiltinValidationFingerprint(), BuiltinCatalog().fingerprint());
+  auto pre = ReportFromJson(BuiltinValidationJson());
+  ASSERT_TRUE(pre.has_value()) << pre.error().ToString();
+  ExpectSameReport(*pre, Report());
+  auto back = ReportFromJson(ReportToJson(Report()));
+  ASSERT_TRUE(back.has_value());
+  ExpectSameReport(*back, Report());
+  EXPECT_FALSE(ReportFromJson("{\"cases\": [{\"id\": 1}], \"skipped\": []}"));
+  EXPECT_FALSE(ReportFromJson("not json"));
+  // Installed, CachedValidation serves it for the built-in catalog.
+  InstallBuiltinValidation();
+  auto cached = CachedValidation(BuiltinCatalog());
+  ASSERT_TRUE(cached.has_value());
+  ExpectSameReport(**cached, Report());
+}
+
 TEST(ValidateTest, AccuracyDocIsCurrent) {
   std::ifstream in(std::string(SCALEMODEL_SOURCE_DIR) + "/docs/accuracy.md");
   ASSERT_TRUE(in.good());

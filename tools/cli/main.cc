@@ -7,6 +7,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
+#include <mutex>
 #include <optional>
 #include <ostream>
 #include <sstream>
@@ -15,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "builtin_validation.h"
 #include "commands.h"
 #include "run.h"
 #include "scalemodel/base/strings.h"
@@ -433,6 +435,9 @@ int scalemodel::cli::RunCli(const std::vector<std::string>& args,
     return 2;
   }
   HooksScope scope(&hooks);
+  // The built-in catalog's accuracy report, computed at build time.
+  static std::once_flag installed;
+  std::call_once(installed, validate::InstallBuiltinValidation);
   CLI::App app{kAbout, "scalemodel"};
   app.set_version_flag("--version", "scalemodel 0.1.0");
   app.require_subcommand(1);

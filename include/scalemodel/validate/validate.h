@@ -4,8 +4,10 @@
 #ifndef SCALEMODEL_VALIDATE_VALIDATE_H_
 #define SCALEMODEL_VALIDATE_VALIDATE_H_
 
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "scalemodel/base/error.h"
@@ -70,6 +72,21 @@ Result<std::shared_ptr<const ValidationReport>> CachedValidation(
 // Recomputes the per-group and per-source summaries from report.cases (after
 // a caller narrowed them).
 void Summarize(ValidationReport& report);
+
+// The report as JSON text (its cases and skipped rows; the summaries are
+// recomputed on reading), and back. Doubles are written with 17 significant
+// digits, so a report read back is the same to the bit.
+std::string ReportToJson(const ValidationReport& report);
+Result<ValidationReport> ReportFromJson(std::string_view text);
+
+// A report computed when scalemodel was built, for the built-in catalog
+// (tools/dev/validation_cache_gen.cc; the command line installs it once):
+// CachedValidation then reads it for a catalog whose fingerprint is
+// `fingerprint` instead of running the validation set (about a second, on
+// every `train` and `serve`). A report that cannot be read is run instead.
+// `report_json` must outlive the process's use of CachedValidation.
+void InstallPrecomputedValidation(uint64_t fingerprint,
+                                  std::string_view report_json);
 
 // One published training run from data/validation, ready to estimate: the
 // model (catalog or inline config), the system, and the stated layout.
