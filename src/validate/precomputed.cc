@@ -58,6 +58,7 @@ std::string ReportToJson(const ValidationReport& report) {
         j[f.key] = c.*f.number;
       }
     }
+    j["dp_attention"] = c.dp_attention;
     cases.push_back(std::move(j));
   }
   return json{{"cases", cases}, {"skipped", report.skipped}}.dump();
@@ -80,6 +81,11 @@ Result<ValidationReport> ReportFromJson(std::string_view text) {
   for (const json& j : *cases) {
     if (!j.is_object()) return bad("a case that is not an object");
     ValidationCase c;
+    const auto dpa = j.find("dp_attention");
+    if (dpa == j.end() || !dpa->is_boolean()) {
+      return bad("a case without a boolean 'dp_attention'");
+    }
+    c.dp_attention = dpa->get<bool>();
     for (const CaseField& f : kCaseFields) {
       const auto v = j.find(f.key);
       if (v == j.end())

@@ -775,6 +775,7 @@ Result<bool> ScoreServingJson(const catalog::Catalog& cat,
       report.cases.back().engine = RowEngine(row);
       report.cases.back().metric_class =
           ServingMetricClass(metric, load->max_batch);
+      report.cases.back().dp_attention = cfg.dp_attention;
     }
   }
   return true;

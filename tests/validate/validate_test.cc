@@ -138,6 +138,7 @@ void ExpectSameReport(const ValidationReport& a, const ValidationReport& b) {
     EXPECT_EQ(x.expected, y.expected) << x.id;
     EXPECT_EQ(x.rel_error, y.rel_error) << x.id;
     EXPECT_EQ(x.detail, y.detail) << x.id;
+    EXPECT_EQ(x.dp_attention, y.dp_attention) << x.id;
     EXPECT_EQ(
         x.group + x.source + x.family + x.chip + x.engine + x.metric_class,
         y.group + y.source + y.family + y.chip + y.engine + y.metric_class)

@@ -42,12 +42,41 @@ Result<bool> PutLaunch(const std::string& engine_name,
   return true;
 }
 
+// The published serving points that ran attention data parallel (any chip,
+// any metric): a line for `serve --dp-attention` and its JSON.
+static std::pair<std::string, Json> DpAttentionTrust(
+    const validate::ValidationReport& rep) {
+  std::vector<double> errs;
+  for (const validate::ValidationCase& c : rep.cases) {
+    if (c.dp_attention && validate::IsServingCase(c)) {
+      errs.push_back(c.rel_error);
+    }
+  }
+  if (errs.empty()) return {"", nullptr};
+  std::sort(errs.begin(), errs.end());
+  const double median =
+      errs.size() % 2 == 1
+          ? errs[errs.size() / 2]
+          : (errs[errs.size() / 2 - 1] + errs[errs.size() / 2]) / 2;
+  const std::string text = fmt::format(
+      "- with DP attention: the {} published points served that way read "
+      "{:+.0f}% (median; {:+.0f}% to {:+.0f}%) against their measurements "
+      "(docs/model.md 7.5)\n",
+      errs.size(), 100 * median, 100 * errs.front(), 100 * errs.back());
+  return {text,
+          {{"points", errs.size()},
+           {"median_rel_error", median},
+           {"min_rel_error", errs.front()},
+           {"max_rel_error", errs.back()}}};
+}
+
 // How the realistic model did on the published serving points, per metric
 // that `serve` prints (issue #15): time per output token, TTFT, request
 // latency, throughput. A metric with fewer than 3 points on this chip quotes
 // every chip's.
 static std::pair<std::string, Json> ServingTrust(
-    const validate::ValidationReport& rep, const hw::Chip& chip) {
+    const validate::ValidationReport& rep, const hw::Chip& chip,
+    bool dp_attention) {
   static const std::pair<const char*, const char*> kPrinted[] = {
       {"tpot", "time per output token"},
       {"ttft", "TTFT"},
@@ -84,12 +113,16 @@ static std::pair<std::string, Json> ServingTrust(
                               100 * s.p90_abs_rel_error, s.count,
                               s.count == 1 ? "" : "s", a.scope);
   }
+  auto [dpa_text, dpa_json] =
+      dp_attention ? DpAttentionTrust(rep) : std::pair<std::string, Json>{};
+  text += dpa_text;
   text += fmt::format(
       "`scalemodel validate --filter {}` lists this chip's points; "
       "docs/accuracy.md has them all\n",
       chip.id);
   Json j = {
       {"chip", chip.id}, {"published_runs", total}, {"by_metric", by_metric}};
+  if (!dpa_json.is_null()) j["dp_attention"] = dpa_json;
   return {text, j};
 }
 
@@ -119,12 +152,12 @@ Result<bool> PutCheckedLaunch(const launch::CheckedLaunch& c, Output& out) {
 // --assume-mfu are not predictions of a measurement, so they get none.
 std::pair<std::string, Json> TrustOnChip(const catalog::Catalog& cat,
                                          const hw::Chip& chip, bool training,
-                                         bool applies) {
+                                         bool applies, bool dp_attention) {
   if (!applies) return {"", nullptr};
   auto cached = validate::CachedValidation(cat);
   if (!cached) return {"", nullptr};
   const validate::ValidationReport* rep = cached->get();
-  if (!training) return ServingTrust(*rep, chip);
+  if (!training) return ServingTrust(*rep, chip, dp_attention);
   const validate::GroupSummary* s = nullptr;
   for (const validate::GroupSummary& g : rep->by_chip) {
     if (g.group == chip.id) s = &g;

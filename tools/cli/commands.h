@@ -140,10 +140,13 @@ Result<double> WholeUpTo(const std::string& option, double value,
 // How the realistic model did on the published runs (training runs or
 // serving points) on `chip`: a sentence for the report and a JSON object
 // {chip, published_runs, median_abs_rel_error, p90_abs_rel_error}; nothing
-// when !applies (peak mode, --assume-mfu).
+// when !applies (peak mode, --assume-mfu). `dp_attention` (serving): also
+// how the points served with attention data parallel read (a line and
+// the JSON key dp_attention: points, median/min/max_rel_error).
 std::pair<std::string, report::Json> TrustOnChip(const catalog::Catalog& cat,
                                                  const hw::Chip& chip,
-                                                 bool training, bool applies);
+                                                 bool training, bool applies,
+                                                 bool dp_attention = false);
 
 // Left-aligned text table: first row is the header. A table wider than
 // kTextWidth wraps its widest columns' cells onto more lines.

@@ -32,6 +32,8 @@ struct ValidationCase {
   // class of what was measured (ServingMetricClass).
   std::string engine;
   std::string metric_class;
+  // Serving points served with attention data parallel (the row's plan).
+  bool dp_attention = false;
 };
 
 // A published training run ("gpu", "tpu") or serving point ("inference-*").
