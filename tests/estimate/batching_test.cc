@@ -437,6 +437,14 @@ SimulationResult Simulate(const StepCostModel& sc, const Workload& w,
   return r.value_or(SimulationResult{});
 }
 
+// Little's law on a simulation's outputs: the time-average number of
+// requests in the system equals throughput x mean E2E, exact up to
+// rounding when the window holds every request from arrival to finish.
+void ExpectLittlesLaw(const SimulationResult& r) {
+  EXPECT_NEAR(r.mean_requests_in_system / (r.requests_per_s * r.e2e_s.mean), 1,
+              1e-6);
+}
+
 // Property: every request arriving at once with equal lengths, all in one
 // batch, is the static formula: TTFT = the batch's prefill, TPOT = the
 // decode step at the mean context (KV reads are linear in the context, so
@@ -528,8 +536,7 @@ TEST(Simulator, LittlesLawHolds) {
     s.chunked_prefill = chunked;
     SimulationResult r = Simulate(*sc, w, s);
     EXPECT_EQ(r.requests, 2000);
-    EXPECT_NEAR(r.mean_requests_in_system / (r.requests_per_s * r.e2e_s.mean),
-                1, 1e-6);
+    ExpectLittlesLaw(r);
     // Queueing: latency percentiles are ordered.
     EXPECT_LE(r.ttft_s.p50, r.ttft_s.p90);
     EXPECT_LE(r.ttft_s.p90, r.ttft_s.p99);
@@ -563,8 +570,7 @@ TEST(Simulator, MultiStepRunsDelayAdmission) {
   const double step = a.tpot_s.p50;
   EXPECT_GT(b.ttft_s.p50 - a.ttft_s.p50, 2.5 * step);
   EXPECT_LT(b.ttft_s.p50 - a.ttft_s.p50, 7.5 * step);
-  EXPECT_NEAR(b.mean_requests_in_system / (b.requests_per_s * b.e2e_s.mean), 1,
-              1e-6);
+  ExpectLittlesLaw(b);
   // A run of one step is the plain scheduler.
   SchedulerOptions unit = one;
   unit.scheduler_steps = 1;
@@ -646,8 +652,7 @@ TEST(Simulator, PrefillFirstRunsPromptChunksAlone) {
   EXPECT_LE(b.max_step_tokens, 2048);
   EXPECT_LT(b.ttft_s.p50, a.ttft_s.p50);
   EXPECT_GT(b.tpot_s.mean, a.tpot_s.mean);
-  EXPECT_NEAR(b.mean_requests_in_system / (b.requests_per_s * b.e2e_s.mean), 1,
-              1e-6);
+  ExpectLittlesLaw(b);
   EXPECT_FALSE(EngineMixesPrefill("SGLang v0.5.6.post1"));
   EXPECT_FALSE(EngineMixesPrefill("sglang@0.5.6"));
   EXPECT_TRUE(EngineMixesPrefill("vLLM v0.19.1"));
@@ -697,9 +702,7 @@ TEST(Simulator, ClosedLoopRequestWaitsForTheStepInFlight) {
       << eight.ttft_s.p50 << " " << one.ttft_s.p50 << " " << eight.itl_s.p50;
   EXPECT_LT(wait, 3.0 * eight.itl_s.p50)
       << eight.ttft_s.p50 << " " << one.ttft_s.p50 << " " << eight.itl_s.p50;
-  EXPECT_NEAR(
-      eight.mean_requests_in_system / (eight.requests_per_s * eight.e2e_s.mean),
-      1, 1e-6);
+  ExpectLittlesLaw(eight);
 }
 
 // The same seed gives the same answer; another seed another one.
@@ -812,9 +815,8 @@ TEST(Simulator, DpAttentionRequestMustFitOneRanksCache) {
       << r->reason;
 }
 
-// Little's law holds with eight ranks stepping together, and uneven ranks
-// cost time: the same requests take longer per token than the step of
-// their mean rank.
+// Little's law holds with eight ranks stepping together, with the limits
+// each rank's or shared among them.
 TEST(Simulator, DpAttentionLittlesLawHolds) {
   auto sc = DpAttentionCost();
   ASSERT_TRUE(sc.has_value());
@@ -830,8 +832,7 @@ TEST(Simulator, DpAttentionLittlesLawHolds) {
     s.limits_per_rank = per_rank;
     SimulationResult r = Simulate(*sc, w, s);
     EXPECT_EQ(r.requests, 1500);
-    EXPECT_NEAR(r.mean_requests_in_system / (r.requests_per_s * r.e2e_s.mean),
-                1, 1e-6);
+    ExpectLittlesLaw(r);
     EXPECT_LE(r.kv_peak_fraction, 1.0);
   }
 }
