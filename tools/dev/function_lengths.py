@@ -1,4 +1,4 @@
-#!/ usr / bin / env python3
+#!/usr/bin/env python3
 """Lists functions longer than a limit in C++ sources (issue #14: no function
 in src/estimate or src/search over about 80 lines).
 
@@ -26,8 +26,8 @@ def functions(path):
         code = re.sub(r'"(\\.|[^"\\])*"', '""', code)
         opens, closes = code.count('{'), code.count('}')
         if start is None and opens > closes and not SKIP.match(code):
-#Signature : this line or the ones above it(to the last ';',
-#'}' or blank) hold a '('.
+            # Signature: this line or the ones above it (to the last ';',
+            # '}' or blank) hold a '('.
             j = i
             sig = code
             while j > 0 and '(' not in sig:
@@ -48,8 +48,8 @@ def functions(path):
 
 
 def scope_depth(lines, i, depth):
-#Functions start at namespace or class scope; treat any depth as scope
-#when no function is open(the caller tracks an open function).
+    # Functions start at namespace or class scope; treat any depth as scope
+    # when no function is open (the caller tracks an open function).
     return depth
 
 

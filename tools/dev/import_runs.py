@@ -1,4 +1,4 @@
-#!/ usr / bin / env python3
+#!/usr/bin/env python3
 """Carries the training rows of shared/measured/runs.json into
 data/validation/training_runs.json, normalised for the estimator.
 
@@ -32,7 +32,7 @@ def tpu_shape(chip, n):
             if n % a == 0 and n // a <= 16 and a >= n // a:
                 return "%dx%d" % (n // a, a) if n // a <= a else "%dx%d" % (a, n // a)
         return None
-# 3D tori(v4, v5p) : the most cubic shape of whole 4x4x4 cubes if possible.
+    # 3D tori (v4, v5p): the most cubic shape of whole 4x4x4 cubes if possible.
     best = None
     for x in range(1, 33):
         for y in range(x, 33):
@@ -60,12 +60,12 @@ def gpu_shape(chip, n):
         return "%dx1" % n
     return "8x%d" % (n // 8) if n % 8 == 0 else None
 
-#Megatron - \
-    Bridge performance presets(scripts / performance / configs / deepseek /
-#deepseek_workload_base_configs.py, configs / qwen /
-#qwen3_workload_base_configs.py, as of 2026) applied to a 26.x row only when
-#the row 's layout (tp, pp, vpp, ep, global batch) is the preset' s:
-#(id part, layout, DeepEP - style dedup, moe_a2a_overlap, preset name).
+
+# Megatron-Bridge performance presets (scripts/performance/configs/deepseek/
+# deepseek_workload_base_configs.py, configs/qwen/
+# qwen3_workload_base_configs.py, as of 2026) applied to a 26.x row only when
+# the row's layout (tp, pp, vpp, ep, global batch) is the preset's:
+# (id part, layout, DeepEP-style dedup, moe_a2a_overlap, preset name).
 MBRIDGE_26_PRESETS = [
     ("b200-deepseekv3", (1, 8, 2, 32, 4096), True, True,
      "DeepSeek-V3 B200 FP8-MX V2"),  # moe_flex_dispatcher_backend "deepep"
@@ -73,8 +73,9 @@ MBRIDGE_26_PRESETS = [
      "Qwen3-235B H100 FP8-CS V2"),  # moe_token_dispatcher_type "alltoall"
 ]
 
-#Where each row comes from, for the per - source table of docs / accuracy.md:
-#(id prefix, family), first match wins.
+
+# Where each row comes from, for the per-source table of docs/accuracy.md:
+# (id prefix, family), first match wins.
 FAMILIES = [
     ("megatron2021-zero3", "DeepSpeed ZeRO-3, A100 (Narayanan et al. 2021)"),
     ("megatron2021", "Megatron-LM PTD-P, A100 (Narayanan et al. 2021)"),
@@ -128,18 +129,13 @@ def model_config(m):
     if "llama" in notes or "mixtral" in notes or "qwen" in notes or "maxtext" in notes:
         gpt_style = gpt_style and not gated
     cfg = {
-  "model_type" : "gpt2" if gpt_style else "llama",
-                 "hidden_size" : m["d_model"],
-                                 "num_hidden_layers" : m["layers"],
-                                                       "num_attention_heads"
-      : m["n_heads"],
-        "num_key_value_heads" : m.get("n_kv_heads") or m["n_heads"],
-        "head_dim" : m.get("head_dim") or m["d_model"]  // m["n_heads"],
-            "vocab_size" : m["vocab"],
-        "intermediate_size" : m["d_ff"],
-                              "tie_word_embeddings"
-      : gpt_style,
-        "max_position_embeddings" : m.get("seq_len") or 2048,
+        "model_type": "gpt2" if gpt_style else "llama",
+        "hidden_size": m["d_model"], "num_hidden_layers": m["layers"],
+        "num_attention_heads": m["n_heads"],
+        "num_key_value_heads": m.get("n_kv_heads") or m["n_heads"],
+        "head_dim": m.get("head_dim") or m["d_model"] // m["n_heads"],
+        "vocab_size": m["vocab"], "intermediate_size": m["d_ff"],
+        "tie_word_embeddings": gpt_style, "max_position_embeddings": m.get("seq_len") or 2048,
     }
     moe = m.get("moe")
     if moe:
@@ -167,21 +163,16 @@ def convert(r):
     a = []
     hw = r["hardware"]
     chip = CHIPS.get(hw["chip"])
-    out = {
-  "id" : r["id"],
-         "source" : r["source"],
-                    "confidence" : r.get("confidence"),
-                    "family" : family_of(r["id"]),
-                               "model_name" : r["model"]["name"],
-                                              "chip" : chip,
-                                                       "count" : hw["count"]}
+    out = {"id": r["id"], "source": r["source"], "confidence": r.get("confidence"),
+           "family": family_of(r["id"]),
+           "model_name": r["model"]["name"], "chip": chip, "count": hw["count"]}
     if chip is None:
         out["skip"] = "chip %s is not in the catalog" % hw["chip"]
         return out
     n = hw["count"]
     shape = tpu_shape(chip, n) if chip.startswith("tpu") else gpu_shape(chip, n)
-#"K x v4-N" multislice rows : K slices of N / 2 chips(v4 - N counts
-#TensorCores), joined by DCN, not one big ICI torus.
+    # "K x v4-N" multislice rows: K slices of N/2 chips (v4-N counts
+    # TensorCores), joined by DCN, not one big ICI torus.
     m_slices = re.match(r"(\d+) x v4-(\d+)", hw.get("interconnect") or "")
     if chip == "tpu-v4" and m_slices:
         k, per = int(m_slices.group(1)), int(m_slices.group(2)) // 2
@@ -193,9 +184,9 @@ def convert(r):
         return out
     out["system"] = chip + ":" + shape
     if "configs/gpu/a3/" in r["source"]:
-#MaxText's a3 directory is for A3 High VMs (A3 Mega has its own):
-#GPUDirect - TCPX over 4 x 200 Gb / s NICs per 8 GPUs, not a DGX's
-# 8 x 400 Gb / s InfiniBand.
+        # MaxText's a3 directory is for A3 High VMs (A3 Mega has its own):
+        # GPUDirect-TCPX over 4 x 200 Gb/s NICs per 8 GPUs, not a DGX's
+        # 8 x 400 Gb/s InfiniBand.
         out["system"] = "gcp-a3-high:" + shape
         a.append("A3 High VMs: 4 x 200 Gb/s GPU NICs per 8 GPUs "
                  "(gcp-a3-high), not one 400 Gb/s NIC per GPU")
@@ -208,9 +199,9 @@ def convert(r):
     out["seq"] = r["model"].get("seq_len") or 2048
     p = r["parallelism"]
     other = p.get("other") or ""
-#A MaxText config 's mesh quoted in ' other' ("ici_fsdp 64 x ici_tensor
-# 4, dcn_fsdp 2 "): that layout, its slices and its chip count, which can
-#differ from a table's (then compared per chip, as the tables report).
+    # A MaxText config's mesh quoted in 'other' ("ici_fsdp 64 x ici_tensor
+    # 4, dcn_fsdp 2"): that layout, its slices and its chip count, which can
+    # differ from a table's (then compared per chip, as the tables report).
     mesh = {k + "_" + a: int(v) for k, a, v in
             re.findall(r"\b(ici|dcn)_(fsdp|tensor|data)\D{0,3}(\d+)", other)}
     if chip.startswith("tpu") and mesh:
@@ -233,8 +224,8 @@ def convert(r):
             p = dict(p, tp=g("ici_tensor"),
                      dp=(g("ici_data") * g("dcn_data")),
                      zero_fsdp="FSDP %d" % (g("ici_fsdp") * g("dcn_fsdp")),
-#MaxText's per_device_batch: sequences per chip, so a
-#tensor - parallel group shares tp x that per replica.
+                     # MaxText's per_device_batch: sequences per chip, so a
+                     # tensor-parallel group shares tp x that per replica.
                      micro_batch=p.get("micro_batch") or pdb * g("ici_tensor"),
                      global_batch=p.get("global_batch") or pdb * total)
     m_layout = re.search(r"TP(\d+)/PP(\d+)", other)
@@ -272,17 +263,17 @@ def convert(r):
     if chip.startswith("tpu") and not zf and dp is None and tp * pp * cp * ep == 1:
         fsdp = min(n, 4096 if chip != "tpu-v5e" else 256)
         a.append("no layout given: FSDP over the slice (MaxText default ici_fsdp)")
-#ep is carved out of the data - parallel ranks in Megatron - style layouts.
+    # ep is carved out of the data-parallel ranks in Megatron-style layouts.
     model_par = tp * pp * cp * fsdp
     rest = n // model_par if n % model_par == 0 else None
     if rest is None:
         out["skip"] = "tp*pp*cp*fsdp = %d does not divide %d chips" % (model_par, n)
         return out
     if ep > 1 and rest % ep and ep % tp == 0 and rest % (ep // tp) == 0:
-#Megatron's MoE parallel folding: the expert-parallel group spans
-#the tensor - parallel ranks too(expert TP 1).Modelled as ep / tp
-#with the experts split by tp : the same expert memory and FLOPs per
-#GPU, the dispatch among ep / tp ranks instead of ep.
+        # Megatron's MoE parallel folding: the expert-parallel group spans
+        # the tensor-parallel ranks too (expert TP 1). Modelled as ep / tp
+        # with the experts split by tp: the same expert memory and FLOPs per
+        # GPU, the dispatch among ep / tp ranks instead of ep.
         a.append("ep %d folded over tp %d (expert TP 1) modelled as ep %d "
                  "with experts split by tp" % (ep, tp, ep // tp))
         ep = ep // tp
@@ -299,8 +290,8 @@ def convert(r):
     out["plan"] = {"dp": dp_final, "fsdp": fsdp, "tp": tp, "pp": pp, "ep": ep,
                    "cp": cp, "zero": zero}
     mb = num(p.get("micro_batch"))
-#MaxText recipes quoted in 'other' : per_device_batch is sequences per
-#chip, i.e.our micro batch per replica.
+    # MaxText recipes quoted in 'other': per_device_batch is sequences per
+    # chip, i.e. our micro batch per replica.
     m_pdb = re.search(r"per_device_batch (\d+)", other)
     if mb is None and m_pdb:
         mb = int(m_pdb.group(1))
@@ -324,31 +315,31 @@ def convert(r):
     out["remat_stated"] = bool(p.get("recompute"))
     m_remat = re.search(r"remat (custom|save_dot_except_mlpwi|full|minimal)", other)
     if not p.get("recompute") and m_remat:
-#MaxText remat policies : save_dot_except_mlpwi is our
-#save - dot - except - mlp - in; custom recipes offload a few tensors and
-#recompute the rest(nearest : full).
+        # MaxText remat policies: save_dot_except_mlpwi is our
+        # save-dot-except-mlp-in; custom recipes offload a few tensors and
+        # recompute the rest (nearest: full).
         out["remat"] = {"custom": "full", "save_dot_except_mlpwi":
                         "save-dot-except-mlp-in", "full": "full",
                         "minimal": "save-matmul-outputs"}[m_remat.group(1)]
         out["remat_stated"] = True
         a.append("recipe remat_policy %s read as %s" % (m_remat.group(1), out["remat"]))
-#FlashAttention(Dao et al., May 2022) reached Megatron - LM later; the
-# 2021 - 2022 Megatron papers used kernels that materialise the scores.
+    # FlashAttention (Dao et al., May 2022) reached Megatron-LM later; the
+    # 2021-2022 Megatron papers used kernels that materialise the scores.
     if "Narayanan" in r["source"] or "Korthikanti" in r["source"]:
         out["flash_attention"] = False
         a.append("attention materialises the S x S scores (pre-FlashAttention Megatron, 2021-2022)")
     prec = (p.get("precision") or "").lower()
     out["precision"] = "fp8" if "fp8" in prec else "bf16"
     if "fp8-cs" in prec:
-#Per - tensor current scaling : an amax pass before every cast.
+        # Per-tensor current scaling: an amax pass before every cast.
         out["fp8_recipe"] = "tensorwise"
     elif "fp8-mx" in prec or "mxfp8" in prec:
         out["fp8_recipe"] = "mxfp8"
     elif "blockwise" in prec:
         out["fp8_recipe"] = "blockwise"
     elif "fp8" in prec and "Megatron-Bridge" in r["source"]:
-#Megatron - Bridge's performance scripts default to current scaling
-#(fp8_recipe = "cs" in scripts / performance / configs/*).
+        # Megatron-Bridge's performance scripts default to current scaling
+        # (fp8_recipe="cs" in scripts/performance/configs/*).
         out["fp8_recipe"] = "tensorwise"
         a.append("fp8 recipe not stated: current scaling, the default of "
                  "Megatron-Bridge's performance scripts")
