@@ -99,6 +99,14 @@ struct Scheduled {
   int tokens;
 };
 
+// The reason a request of `tokens` cannot run: one scheduler's KV cache (a
+// replica's, or a DP rank's when `ranks` > 1) holds `capacity_tokens`.
+std::string DoesNotFit(double tokens, double capacity_tokens, int ranks) {
+  return "a request of " + FormatNumber(tokens) + " tokens does not fit " +
+         (ranks > 1 ? "a DP rank's" : "the replica's") + " KV cache of " +
+         FormatNumber(capacity_tokens) + " tokens";
+}
+
 // One scheduler's state (a replica's, or one DP rank's with DP attention)
 // and its part of a step: admission, the step's requests, completion.
 class Scheduler {
@@ -127,16 +135,14 @@ class Scheduler {
     if (Idle() && !sent_.empty()) TakeSent();
   }
   bool Idle() const { return running_.empty() && waiting_.empty(); }
-  // Forms this scheduler's part of the next step; the requests sent during
-  // the step's forming reach the queue after it.
+  // Forms this scheduler's part of the next step and its work; the
+  // requests sent during the step's forming reach the queue after it.
   void ScheduleStep();
   bool StepEmpty() const { return step_.empty(); }
-  // This scheduler's work in the step; `tokens` and `decode` get its
-  // GEMM tokens and decoding sequences.
-  StepWork Work() const;
-  // The step ended at `now`; multi-step bookkeeping for a decode-only step
-  // (`decode_only`). Returns how many requests finished.
-  int Complete(double now, bool decode_only, Runs* itl);
+  // This scheduler's work in the step ScheduleStep formed.
+  const StepWork& Work() const { return work_; }
+  // The step ended at `now`. Returns how many requests finished.
+  int Complete(double now, Runs* itl);
   double used() const { return used_; }
   double capacity() const { return capacity_; }
   double in_system() const {
@@ -146,11 +152,8 @@ class Scheduler {
   int requests() const { return static_cast<int>(reqs_->size()); }
   // Why nothing could run: the head request is larger than the cache.
   std::string Stuck() const {
-    return "a request of " + FormatNumber((*reqs_)[waiting_[0]].tokens()) +
-           " tokens does not fit " +
-           (cost_.dp_ranks() > 1 ? "a DP rank's" : "the replica's") +
-           " KV cache of " + FormatNumber(capacity_ * opt_.block_tokens) +
-           " tokens";
+    return DoesNotFit((*reqs_)[waiting_[0]].tokens(),
+                      capacity_ * opt_.block_tokens, cost_.dp_ranks());
   }
   bool HasWaiting() const { return !waiting_.empty(); }
 
@@ -162,6 +165,7 @@ class Scheduler {
   void Preempt(int r);
   bool Admissible(int r) const;
   void ScheduleInto(std::vector<Scheduled>* step);
+  StepWork StepWorkOf() const;
   void SchedulePrefillFirst(std::vector<Scheduled>* step, bool admit);
   void AdmitWaiting(std::vector<Scheduled>* step, int* budget);
   void Finish(int r, double now);
@@ -182,6 +186,7 @@ class Scheduler {
   std::vector<Req>* reqs_ = nullptr;
   size_t next_ = 0;  // open loop: next arrival
   std::vector<Scheduled> step_;
+  StepWork work_;  // step_'s work, as the cost model takes it
   std::deque<int> waiting_;
   int group_left_ = 0;    // multi-step: decode steps left in the run
   bool admitted_ = true;  // the last step could admit waiting requests
@@ -246,6 +251,7 @@ bool Scheduler::Admissible(int r) const {
 
 void Scheduler::ScheduleStep() {
   ScheduleInto(&step_);
+  work_ = StepWorkOf();
   TakeSent();
 }
 
@@ -333,7 +339,7 @@ void Scheduler::SchedulePrefillFirst(std::vector<Scheduled>* step, bool admit) {
   }
 }
 
-StepWork Scheduler::Work() const {
+StepWork Scheduler::StepWorkOf() const {
   StepWork w;
   for (const Scheduled& s : step_) {
     const Req& q = (*reqs_)[s.req];
@@ -360,9 +366,11 @@ void Scheduler::Finish(int r, double now) {
 // The step ends at `now`: its requests' computed tokens advance; each that
 // has computed all its known tokens samples one; finished requests leave
 // (closed loop: their clients send the next). Returns how many finished.
-int Scheduler::Complete(double now, bool decode_only, Runs* itl) {
+int Scheduler::Complete(double now, Runs* itl) {
   // Multi-step: a decode-only step scheduled at a run's boundary starts the
   // next run.
+  const bool decode_only =
+      !step_.empty() && cost_.MatmulTokens(work_) == work_.decode_seqs;
   if (opt_.scheduler_steps > 1 && admitted_ && decode_only) {
     group_left_ = opt_.scheduler_steps - 1;
   }
@@ -525,9 +533,9 @@ void Engine::Run(std::vector<Scheduler>* ranks, Runs* itl,
     StepWork w;
     double hot_rows = -1, hot_context = -1;
     int empty = 0;
-    for (Scheduler& r : S) {
+    for (const Scheduler& r : S) {
       empty += r.StepEmpty();
-      const StepWork x = r.Work();
+      const StepWork& x = r.Work();
       w.decode_seqs += x.decode_seqs;
       w.decode_context += x.decode_context;
       w.prefill_tokens += x.prefill_tokens;
@@ -545,7 +553,7 @@ void Engine::Run(std::vector<Scheduler>* ranks, Runs* itl,
       }
     }
     if (empty == static_cast<int>(S.size())) {
-      // Nothing fits: the head request is larger than the whole cache.
+      // Nothing fits: a head request is larger than its scheduler's cache.
       out->feasible = false;
       for (const Scheduler& r : S) {
         if (r.HasWaiting()) {
@@ -570,11 +578,7 @@ void Engine::Run(std::vector<Scheduler>* ranks, Runs* itl,
     ++out->steps;
     if (record_series) out->kv_series.emplace_back(now, used / capacity);
     now += dt;
-    for (Scheduler& r : S) {
-      const StepWork x = r.Work();
-      done += r.Complete(
-          now, !r.StepEmpty() && cost_.MatmulTokens(x) == x.decode_seqs, itl);
-    }
+    for (Scheduler& r : S) done += r.Complete(now, itl);
   }
   for (const Scheduler& r : S) out->preemptions += r.preemptions();
   const double end = now;
@@ -764,17 +768,20 @@ void Collect(const std::vector<std::vector<Req>>& per_replica, int engines,
 
 }  // namespace
 
-bool EngineMixesPrefill(std::string_view engine) {
-  return ToLower(engine).rfind("sglang", 0) != 0;
+// "SGLang v0.5.6.post1", "sglang@0.5.6", "sglang".
+static bool IsSglang(std::string_view engine) {
+  return ToLower(engine).rfind("sglang", 0) == 0;
 }
 
+bool EngineMixesPrefill(std::string_view engine) { return !IsSglang(engine); }
+
 bool EngineLimitsPerDpRank(std::string_view engine) {
-  return ToLower(engine).rfind("sglang", 0) != 0;
+  return !IsSglang(engine);
 }
 
 bool EngineChunksPrefill(std::string_view engine) {
+  if (IsSglang(engine)) return true;
   const std::string e = ToLower(engine);
-  if (e.rfind("sglang", 0) == 0) return true;
   if (e.rfind("vllm", 0) != 0) return false;
   // "vllm", "vllm@0.10.1", "vLLM v0.6.0": V1 from 0.8.
   const size_t at = e.find_first_of(" @");
@@ -911,10 +918,7 @@ Result<SimulationResult> SimulateServing(const StepCostModel& cost,
     const double total = static_cast<double>(q.prompt) + q.output;
     if (BlocksForTokens(total, s.block_tokens) > capacity) {
       out.feasible = false;
-      out.reason =
-          "a request of " + FormatNumber(total) + " tokens does not fit " +
-          (ranks > 1 ? "a DP rank's" : "the replica's") + " KV cache of " +
-          FormatNumber(capacity * s.block_tokens) + " tokens";
+      out.reason = DoesNotFit(total, capacity * s.block_tokens, ranks);
       return out;
     }
     q.computed = std::max(
