@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <set>
 #include <sstream>
 
@@ -211,12 +213,26 @@ Result<ImportedModel> NotFoundError(const catalog::Catalog& catalog,
 }  // namespace
 
 std::vector<CatalogModelNames> CatalogNames(const catalog::Catalog& catalog) {
+  // Every lookup of a name that is not a catalog id reads the names of all
+  // the catalog's model files, which parses each file's JSON; a process
+  // keeps the names of the few catalogs it sees (by their fingerprint, as
+  // validate::CachedValidation keys its report).
+  static std::mutex mu;
+  static std::map<uint64_t, std::vector<CatalogModelNames>> cache;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = cache.find(catalog.fingerprint());
+    if (it != cache.end()) return it->second;
+  }
   std::vector<CatalogModelNames> out;
   for (const catalog::DataFile& f : catalog.model_files()) {
     out.push_back(NamesOf(f));
   }
   std::sort(out.begin(), out.end(),
             [](const auto& a, const auto& b) { return a.id < b.id; });
+  std::lock_guard<std::mutex> lock(mu);
+  if (cache.size() >= 8) cache.clear();  // a bound, not an eviction policy
+  cache.emplace(catalog.fingerprint(), out);
   return out;
 }
 

@@ -176,5 +176,29 @@ TEST(ModelNamesTest, CatalogNamesListAliases) {
   EXPECT_TRUE(found);
 }
 
+// The names are kept per catalog (by its fingerprint): a catalog that adds
+// or replaces a model file after the built-in catalog's names were read
+// finds the new name, and the built-in catalog does not.
+TEST(ModelNamesTest, NamesFollowTheCatalog) {
+  EXPECT_EQ(IdOf("acme/Tiny-1B"), IdOf("acme/Tiny-1B"));  // read twice
+  catalog::Catalog custom = BuiltinCatalog();
+  std::string tiny;
+  for (const catalog::DataFile& f : custom.model_files()) {
+    if (f.path.find("llama3-8b.json") != std::string::npos) tiny = f.contents;
+  }
+  ASSERT_FALSE(tiny.empty());
+  const std::string repo = "\"meta-llama/Llama-3.1-8B\"";
+  const size_t at = tiny.find(repo);
+  ASSERT_NE(at, std::string::npos);
+  tiny.replace(at, repo.size(), "\"acme/Tiny-1B\"");
+  ASSERT_TRUE(custom.AddFiles({{"models/tiny-1b.json", tiny}}).has_value());
+  auto found = FindModel(custom, "acme/Tiny-1B");
+  ASSERT_TRUE(found.has_value()) << found.error().ToString();
+  EXPECT_NE(found->resolution.find("is the catalog's tiny-1b"),
+            std::string::npos)
+      << found->resolution;
+  EXPECT_FALSE(FindModel(BuiltinCatalog(), "acme/Tiny-1B").has_value());
+}
+
 }  // namespace
 }  // namespace scalemodel::ingest
