@@ -1,0 +1,480 @@
+#!/usr/bin/env python3
+"""Measures, on one NVIDIA GPU, what the realistic model assumes.
+
+One prepared run for a session that is lent a device (docs/device-checks.md):
+
+    python3 tools/dev/device_checks.py --out "$OUT" --budget 420
+
+Each section times PyTorch kernels on the GPU and appends its rows to
+OUT/device_checks.json as soon as it ends, so a run stopped at its limit
+keeps what it measured. Sections (--only picks some):
+
+  env       GPU name, SMs, clocks, torch and CUDA versions
+  hbm       device-to-device copy and a read-only reduction (the `hbm` fraction)
+  launch    one tiny kernel per CUDA-graph node (the serving model's
+            2.433 us small-kernel floor) and per eager launch (host time)
+  gemm      bf16 and fp8 GEMMs by rows (1 ... 16,384) at real models' shapes
+            (gemm_max, gemm_max_fp8, skinny GEMMs streaming their weights)
+  attention SDPA causal prefill by length and decode by batch and context,
+            per backend (flash = FlashAttention-2, cudnn) (attention_fa2)
+  grouped   torch._grouped_mm bf16 over MoE experts by batch (the fused-MoE
+            fit: floor + touched experts' bytes / (fraction x HBM))
+  decode    a Llama-3-8B-shaped forward of random weights, batch 1 ... 128 at
+            1,024 tokens of context, replayed as a CUDA graph and run eagerly
+            (the decode step; PyTorch's host time per eager kernel)
+
+tools/dev/device_compare.py reads the file back here and sets it beside the
+model's numbers. Timing: CUDA events around CUDA-graph replays of `reps`
+back-to-back calls (what a graph-replayed decode step sees), the median of
+`iters` replays; weights rotate over copies larger than the L2 so that a
+skinny GEMM streams them from HBM as in a real forward.
+"""
+import argparse
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import time
+import traceback
+
+import torch
+
+L2_DEFEAT_BYTES = 256 << 20  # rotate weight copies over at least this much
+RESULTS = {}
+OUT_PATH = None
+DEADLINE = None
+
+
+def save():
+    with open(OUT_PATH, "w") as f:
+        json.dump(RESULTS, f, indent=1)
+
+
+def left():
+    return DEADLINE - time.monotonic()
+
+
+def sync():
+    torch.cuda.synchronize()
+
+
+def time_graph(fn, reps=20, iters=5):
+    """Seconds per call of fn(i), i = 0..reps-1, replayed as one CUDA graph."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for i in range(3):
+            fn(i)
+    torch.cuda.current_stream().wait_stream(s)
+    sync()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        for i in range(reps):
+            fn(i)
+    g.replay()
+    sync()
+    times = []
+    for _ in range(iters):
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        start.record()
+        g.replay()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / 1e3 / reps)
+    del g
+    return statistics.median(times)
+
+
+def time_eager(fn, calls=200):
+    """Wall seconds per call of fn(i) launched eagerly (host and GPU)."""
+    for i in range(5):
+        fn(i)
+    sync()
+    t0 = time.perf_counter()
+    for i in range(calls):
+        fn(i)
+    sync()
+    return (time.perf_counter() - t0) / calls
+
+
+def section_env():
+    p = torch.cuda.get_device_properties(0)
+    env = {
+        "gpu": p.name,
+        "sms": p.multi_processor_count,
+        "memory_bytes": p.total_memory,
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "cudnn": torch.backends.cudnn.version(),
+    }
+    try:
+        q = "clocks.max.sm,clocks.max.mem,power.limit,driver_version"
+        env["nvidia_smi"] = subprocess.run(
+            ["nvidia-smi", "--query-gpu=" + q, "--format=csv,noheader"],
+            capture_output=True, text=True, timeout=20).stdout.strip()
+    except Exception as e:  # noqa: BLE001 - a missing tool is a note
+        env["nvidia_smi"] = "not run: %s" % e
+    RESULTS["env"] = env
+    print("env", env)
+
+
+def section_hbm():
+    rows = []
+    n = 1 << 30  # 1 GiB per buffer
+    a = torch.empty(n, dtype=torch.uint8, device="cuda").random_(0, 255)
+    b = torch.empty_like(a)
+    t = time_graph(lambda i: b.copy_(a), reps=10)
+    rows.append({"kind": "copy", "bytes": 2 * n, "seconds": t,
+                 "bytes_per_s": 2 * n / t})
+    x = a.view(torch.float32)
+    t = time_graph(lambda i: x.sum(), reps=10)
+    rows.append({"kind": "sum", "bytes": n, "seconds": t,
+                 "bytes_per_s": n / t})
+    RESULTS["hbm"] = rows
+    for r in rows:
+        print("hbm %-5s %.0f GB/s" % (r["kind"], r["bytes_per_s"] / 1e9))
+
+
+def section_launch():
+    x = torch.zeros(1, device="cuda")
+    nodes = 1000
+    t_node = time_graph(lambda i: x.add_(1), reps=nodes, iters=5)
+    t_eager = time_eager(lambda i: x.add_(1), calls=5000)
+    w = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
+    v = torch.randn(1, 4096, device="cuda", dtype=torch.bfloat16)
+    t_mm_eager = time_eager(lambda i: torch.mm(v, w), calls=2000)
+    t_mm_graph = time_graph(lambda i: torch.mm(v, w), reps=200)
+    RESULTS["launch"] = {
+        "graph_node_s": t_node, "eager_add_s": t_eager,
+        "eager_mm_1x4096x4096_s": t_mm_eager,
+        "graph_mm_1x4096x4096_s": t_mm_graph,
+    }
+    print("launch", RESULTS["launch"])
+
+
+# (name, n = output features, k = contracting): real models' projections.
+GEMM_SHAPES = [
+    ("llama3-8b qkv", 6144, 4096), ("llama3-8b o", 4096, 4096),
+    ("llama3-8b gate_up", 28672, 4096), ("llama3-8b down", 4096, 14336),
+    ("llama3-70b/tp8 qkv", 1280, 8192), ("llama3-70b/tp8 o", 8192, 1024),
+    ("llama3-70b/tp8 gate_up", 7168, 8192),
+    ("llama3-70b/tp8 down", 8192, 3584),
+]
+GEMM_ROWS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192,
+             16384]
+
+
+def gemm_time(m, n, k, dtype):
+    copies = max(1, min(20, math.ceil(L2_DEFEAT_BYTES / (n * k * 2))))
+    if dtype == "bf16":
+        ws = [torch.randn(n, k, device="cuda", dtype=torch.bfloat16) * 0.02
+              for _ in range(copies)]
+        a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+        fn = lambda i: torch.mm(a, ws[i % copies].t())  # noqa: E731
+    else:
+        f8 = torch.float8_e4m3fn
+        ws = [(torch.randn(n, k, device="cuda") * 0.02).to(f8)
+              for _ in range(copies)]
+        a = torch.randn(m, k, device="cuda").to(f8)
+        one = torch.ones((), device="cuda")
+        fn = lambda i: torch._scaled_mm(  # noqa: E731
+            a, ws[i % copies].t(), scale_a=one, scale_b=one,
+            out_dtype=torch.bfloat16)
+    t = time_graph(fn, reps=20)
+    del ws
+    return t
+
+
+def section_gemm():
+    rows = []
+    RESULTS["gemm"] = rows
+    shapes = GEMM_SHAPES + [("square 8192", 8192, 8192)]
+    for dtype in ("bf16", "fp8"):
+        for name, n, k in shapes:
+            ms = [8192] if name.startswith("square") else GEMM_ROWS
+            for m in ms:
+                if left() < 60:
+                    return
+                row = {"shape": name, "dtype": dtype, "m": m, "n": n, "k": k}
+                try:
+                    mm = m
+                    if dtype == "fp8" and m % 16:
+                        mm = 16  # _scaled_mm wants rows in multiples of 16
+                        row["padded_m"] = mm
+                    row["seconds"] = gemm_time(mm, n, k, dtype)
+                    row["flop_per_s"] = 2.0 * m * n * k / row["seconds"]
+                except Exception as e:  # noqa: BLE001 - recorded, run goes on
+                    row["error"] = str(e).splitlines()[0][:200]
+                rows.append(row)
+                print("gemm %s %-22s m=%-5d %s" % (
+                    dtype, name, m,
+                    "%.2f us %.0f TFLOP/s" % (row["seconds"] * 1e6,
+                                              row["flop_per_s"] / 1e12)
+                    if "seconds" in row else row["error"]))
+            save()
+
+
+def sdpa_backends():
+    from torch.nn.attention import SDPBackend
+    out = [("flash", SDPBackend.FLASH_ATTENTION)]
+    if hasattr(SDPBackend, "CUDNN_ATTENTION"):
+        out.append(("cudnn", SDPBackend.CUDNN_ATTENTION))
+    out.append(("efficient", SDPBackend.EFFICIENT_ATTENTION))
+    return out
+
+
+def section_attention():
+    from torch.nn.attention import sdpa_kernel
+    import torch.nn.functional as F
+    rows = []
+    RESULTS["attention"] = rows
+    hq, hkv, d = 32, 8, 128  # Llama 3 8B
+    for backend, kind in sdpa_backends():
+        for s in (512, 1024, 2048, 4096, 8192, 16384):
+            if left() < 45:
+                return
+            row = {"kind": "prefill", "backend": backend, "seq": s,
+                   "heads": hq, "kv_heads": hkv, "head_dim": d}
+            try:
+                q = torch.randn(1, hq, s, d, device="cuda",
+                                dtype=torch.bfloat16)
+                k = torch.randn(1, hq, s, d, device="cuda",
+                                dtype=torch.bfloat16)
+                v = torch.randn_like(k)
+                with sdpa_kernel([kind]):
+                    t = time_graph(lambda i: F.scaled_dot_product_attention(
+                        q, k, v, is_causal=True), reps=5)
+                row["seconds"] = t
+                # Causal: half of the 4 s^2 h d FLOPs (docs/model.md).
+                row["flop_per_s"] = 2.0 * s * s * hq * d / t
+            except Exception as e:  # noqa: BLE001
+                row["error"] = str(e).splitlines()[0][:200]
+            rows.append(row)
+        for b in (1, 8, 32, 64, 128):
+            for ctx in (1024, 4096, 16384):
+                if left() < 45:
+                    return
+                row = {"kind": "decode", "backend": backend, "batch": b,
+                       "context": ctx, "heads": hq, "kv_heads": hkv,
+                       "head_dim": d}
+                try:
+                    q = torch.randn(b, hq, 1, d, device="cuda",
+                                    dtype=torch.bfloat16)
+                    k = torch.randn(b, hkv, ctx, d, device="cuda",
+                                    dtype=torch.bfloat16)
+                    v = torch.randn_like(k)
+                    row["kv_bytes"] = 2 * b * hkv * ctx * d * 2
+                    try:  # the GQA cache as it is
+                        with sdpa_kernel([kind]):
+                            t = time_graph(
+                                lambda i: F.scaled_dot_product_attention(
+                                    q, k, v, enable_gqa=True), reps=10)
+                        row["gqa"] = True
+                    except Exception:  # noqa: BLE001 - backend lacks GQA
+                        # Each KV head repeated for its query group: the
+                        # kernel reads hq / hkv times the cache's bytes.
+                        kr = k.repeat_interleave(hq // hkv, dim=1)
+                        vr = v.repeat_interleave(hq // hkv, dim=1)
+                        with sdpa_kernel([kind]):
+                            t = time_graph(
+                                lambda i: F.scaled_dot_product_attention(
+                                    q, kr, vr), reps=10)
+                        row["gqa"] = False
+                    row["seconds"] = t
+                except Exception as e:  # noqa: BLE001
+                    row["error"] = str(e).splitlines()[0][:200]
+                rows.append(row)
+        save()
+        print("attention", backend, "done")
+
+
+# (name, experts, top_k, n of the up/gate GEMM, k = hidden): experts as one
+# rank of the serving layout holds them.
+MOE_SHAPES = [
+    ("qwen3-30b-a3b tp1 w13", 128, 8, 1536, 2048),
+    ("qwen3-235b-a22b tp8 w13", 128, 8, 384, 4096),
+    ("deepseek-v3 tp8 w13", 256, 8, 512, 7168),
+]
+
+
+def section_grouped():
+    rows = []
+    RESULTS["grouped"] = rows
+    if not hasattr(torch, "_grouped_mm"):
+        RESULTS["grouped_note"] = "torch._grouped_mm is not in this torch"
+        return
+    gen = torch.Generator().manual_seed(0)
+    for name, e, topk, n, k in MOE_SHAPES:
+        w = torch.randn(e, k, n, device="cuda", dtype=torch.bfloat16) * 0.02
+        w = w.transpose(-2, -1).contiguous().transpose(-2, -1)
+        for b in (1, 2, 4, 8, 16, 32, 64, 128, 256, 1024, 4096):
+            if left() < 30:
+                return
+            row = {"shape": name, "experts": e, "top_k": topk, "n": n, "k": k,
+                   "batch": b}
+            try:
+                picks = torch.stack([torch.randperm(e, generator=gen)[:topk]
+                                     for _ in range(b)]).flatten()
+                counts = torch.bincount(picks, minlength=e)
+                # Each group's rows padded to a multiple of 16, as grouped
+                # GEMM kernels want aligned offsets.
+                padded = ((counts + 15) // 16) * 16
+                offs = torch.cumsum(padded, 0).to(torch.int32).cuda()
+                a = torch.randn(int(padded.sum()), k, device="cuda",
+                                dtype=torch.bfloat16)
+                t = time_graph(lambda i: torch._grouped_mm(a, w, offs=offs),
+                               reps=10)
+                row["seconds"] = t
+                row["touched"] = int((counts > 0).sum())
+                row["touched_weight_bytes"] = row["touched"] * n * k * 2
+            except Exception as ex:  # noqa: BLE001
+                row["error"] = str(ex).splitlines()[0][:200]
+            rows.append(row)
+        del w
+        save()
+        print("grouped", name, "done")
+
+
+class Llama8B:
+    """Llama 3 8B's decode forward in plain PyTorch ops (random weights)."""
+    layers, hidden, heads, kv_heads, head_dim = 32, 4096, 32, 8, 128
+    ffn, vocab = 14336, 128256
+
+    def __init__(self, batch, context):
+        def w(*shape):
+            return torch.randn(*shape, device="cuda",
+                               dtype=torch.bfloat16) * 0.02
+        h, kvd = self.hidden, self.kv_heads * self.head_dim
+        self.b, self.ctx = batch, context
+        self.qkv = [w(h + 2 * kvd, h) for _ in range(self.layers)]
+        self.o = [w(h, h) for _ in range(self.layers)]
+        self.gate_up = [w(2 * self.ffn, h) for _ in range(self.layers)]
+        self.down = [w(h, self.ffn) for _ in range(self.layers)]
+        self.norm = torch.ones(h, device="cuda", dtype=torch.bfloat16)
+        self.head = w(self.vocab, h)
+        self.kc = [torch.zeros(batch, self.kv_heads, context, self.head_dim,
+                               device="cuda", dtype=torch.bfloat16)
+                   for _ in range(self.layers)]
+        self.vc = [torch.zeros_like(c) for c in self.kc]
+        self.x = w(batch, h)
+        self.cos = torch.ones(self.head_dim // 2, device="cuda",
+                              dtype=torch.bfloat16)
+        self.sin = torch.zeros_like(self.cos)
+
+    def rms(self, x):
+        v = x.float().pow(2).mean(-1, keepdim=True)
+        return (x.float() * torch.rsqrt(v + 1e-5)).to(x.dtype) * self.norm
+
+    def rope(self, t):
+        a, b = t[..., ::2], t[..., 1::2]
+        return torch.cat((a * self.cos - b * self.sin,
+                          a * self.sin + b * self.cos), -1)
+
+    def step(self, i=0):
+        import torch.nn.functional as F
+        b, hd = self.b, self.head_dim
+        kvd = self.kv_heads * hd
+        x = self.x
+        for li in range(self.layers):
+            h = self.rms(x)
+            qkv = h @ self.qkv[li].t()
+            q = qkv[:, :self.hidden].view(b, self.heads, 1, hd)
+            k = qkv[:, self.hidden:self.hidden + kvd].view(
+                b, self.kv_heads, 1, hd)
+            v = qkv[:, self.hidden + kvd:].view(b, self.kv_heads, 1, hd)
+            q, k = self.rope(q), self.rope(k)
+            self.kc[li][:, :, -1:, :].copy_(k)
+            self.vc[li][:, :, -1:, :].copy_(v)
+            a = F.scaled_dot_product_attention(
+                q, self.kc[li], self.vc[li], enable_gqa=True)
+            x = x + a.reshape(b, self.hidden) @ self.o[li].t()
+            h = self.rms(x)
+            gu = h @ self.gate_up[li].t()
+            x = x + (F.silu(gu[:, :self.ffn]) * gu[:, self.ffn:]) @ \
+                self.down[li].t()
+        return (self.rms(x) @ self.head.t()).argmax(-1)
+
+
+def count_kernels(fn):
+    """GPU kernels one call of fn launches (torch.profiler), or None."""
+    try:
+        from torch.profiler import ProfilerActivity, profile
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            fn()
+            sync()
+        return sum(1 for e in prof.events()
+                   if e.device_type == torch.autograd.DeviceType.CUDA)
+    except Exception:  # noqa: BLE001 - a count we could not take
+        return None
+
+
+def section_decode():
+    rows = []
+    RESULTS["decode"] = rows
+    ctx = 1024
+    for b in (1, 8, 32, 64, 128):
+        if left() < 40:
+            return
+        row = {"model": "llama3-8b (PyTorch ops, random weights)",
+               "batch": b, "context": ctx}
+        try:
+            m = Llama8B(b, ctx)
+            row["graph_step_s"] = time_graph(m.step, reps=3, iters=5)
+            if b in (1, 32):
+                row["eager_step_s"] = time_eager(m.step, calls=10)
+                row["kernels_per_step"] = count_kernels(m.step)
+            del m
+        except Exception as e:  # noqa: BLE001
+            row["error"] = str(e).splitlines()[0][:200]
+        torch.cuda.empty_cache()
+        rows.append(row)
+        save()
+        print("decode", row)
+
+
+SECTIONS = {"env": section_env, "hbm": section_hbm, "launch": section_launch,
+            "gemm": section_gemm, "attention": section_attention,
+            "grouped": section_grouped, "decode": section_decode}
+
+
+def main():
+    global OUT_PATH, DEADLINE
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default=os.environ.get("OUT", "."),
+                    help="folder for device_checks.json ($OUT)")
+    ap.add_argument("--budget", type=float, default=420,
+                    help="seconds before sections stop starting work")
+    ap.add_argument("--only", default=",".join(SECTIONS),
+                    help="comma-separated sections: " + ",".join(SECTIONS))
+    args = ap.parse_args()
+    DEADLINE = time.monotonic() + args.budget
+    OUT_PATH = os.path.join(args.out, "device_checks.json")
+    if not torch.cuda.is_available():
+        print("error: no CUDA device visible to torch", file=sys.stderr)
+        return 2
+    torch.backends.cuda.matmul.allow_tf32 = False
+    for name in args.only.split(","):
+        if name not in SECTIONS:
+            print("error: unknown section '%s' (have %s)" % (
+                name, ", ".join(SECTIONS)), file=sys.stderr)
+            return 2
+    for name in args.only.split(","):
+        t0 = time.monotonic()
+        try:
+            SECTIONS[name]()
+        except Exception:  # noqa: BLE001 - one broken section, not the run
+            RESULTS.setdefault("errors", {})[name] = traceback.format_exc()
+            print("section %s failed:\n%s" % (name, traceback.format_exc()))
+        RESULTS.setdefault("section_seconds", {})[name] = (
+            time.monotonic() - t0)
+        save()
+        torch.cuda.empty_cache()
+    print("wrote", OUT_PATH)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
