@@ -1116,15 +1116,28 @@ EngineHostOverhead EngineHostTime(std::string_view engine) {
   const std::string text = ToLower(engine);
   const size_t name_end = text.find_first_of(" @");
   const std::string_view name = std::string_view(text).substr(0, name_end);
-  int major = -1, minor = 0;
+  // A release's major and minor numbers; a part of more than five digits
+  // (no engine's) or none reads as an unknown release: no host time.
+  long major = -1, minor = 0;
   if (name_end != std::string::npos) {
     const char* v = text.c_str() + name_end + 1;
     if (*v == 'v') ++v;
-    if (std::sscanf(v, "%d.%d", &major, &minor) < 1) major = -1;
+    auto part = [](const char* s, const char** end) {
+      long x = 0;
+      const char* p = s;
+      while (std::isdigit(static_cast<unsigned char>(*p)) && p - s <= 5) {
+        x = x * 10 + (*p++ - '0');
+      }
+      *end = p;
+      return p == s || p - s > 5 ? -1L : x;
+    };
+    const char* end = v;
+    major = part(v, &end);
+    if (major >= 0 && *end == '.') minor = std::max(0L, part(end + 1, &end));
   }
   EngineHostOverhead out;
   if (major < 0) return out;
-  const int at = major * 1000 + minor;
+  const long at = major * 1000 + std::min(minor, 999L);
   for (const HostTimeRow& r : kHostTime) {
     if (name == r.engine && at >= r.lo && at < r.hi) {
       out.step_s = r.step_s;
@@ -1169,9 +1182,13 @@ Result<EngineHostOverhead> ParseServingEngine(std::string_view text) {
   if (!v.empty() && v[0] == 'v') v.erase(0, 1);
   const bool ok =
       !v.empty() && std::isdigit(static_cast<unsigned char>(v[0])) &&
-      v.size() <= 24 && std::all_of(v.begin(), v.end(), [](unsigned char ch) {
-        return std::isalnum(ch) || ch == '.' || ch == '-' || ch == '+';
-      });
+      v.size() <= 24 &&
+      std::all_of(v.begin(), v.end(),
+                  [](unsigned char ch) {
+                    return std::isalnum(ch) || ch == '.' || ch == '-' ||
+                           ch == '+';
+                  }) &&
+      std::min(v.find_first_not_of("0123456789"), v.size()) <= 5;  // major
   if (!ok) {
     return InvalidArgument("expected a release such as " + name +
                                "@0.5.6 after '@', got '" + std::string(text) +

@@ -116,6 +116,15 @@ Result<long> Args::Int(const std::vector<std::string>& names, long fallback) {
       return InvalidArgument(
           n + ": expected a whole number, got '" + *value + "'", "from");
     }
+    // Beyond 2^53 a double no longer holds every whole number, and beyond
+    // 2^63 the conversion to long is undefined (cli_fuzz: --tp 1e38).
+    if (std::fabs(*v) > 9007199254740992.0) {
+      return InvalidArgument(n +
+                                 ": expected a whole number of at most 2^53, "
+                                 "got '" +
+                                 *value + "'",
+                             "from");
+    }
     return static_cast<long>(*v);
   }
   return fallback;

@@ -334,6 +334,11 @@ TEST(StepCost, UnoverlappedHostTimeOfOlderEngines) {
   EXPECT_EQ(EngineHostTime("TensorRT-LLM v0.5").step_s, 0);
   EXPECT_EQ(EngineHostTime("SGLang").fraction, 0);  // no version: nothing
   EXPECT_FALSE(EngineHostTime("SGLang v0.3.0").source.empty());
+  // A release number no engine has reads as unknown, without overflow
+  // (cli_fuzz: sglang@855555555515.6).
+  EXPECT_EQ(EngineHostTime("sglang@855555555515.6").eager_prefill_op_s, 0);
+  EXPECT_EQ(EngineHostTime("sglang@0.99999999999").eager_prefill_op_s,
+            EngineHostTime("sglang@0.999").eager_prefill_op_s);
 }
 
 // serve --engine: the name is checked, the version is optional, and the
