@@ -304,6 +304,11 @@ tl::unexpected<Error> RowError(const std::string& path, const std::string& id,
       path);
 }
 
+// A measured quantity of the whole run's output rate (not a latency).
+bool IsThroughput(const std::string& metric) {
+  return metric == "tokens_per_s_per_chip" || metric == "output_tokens_per_s";
+}
+
 bool PositiveNumber(const json& v) {
   return v.is_number() && std::isfinite(v.get<double>()) && v.get<double>() > 0;
 }
@@ -313,6 +318,10 @@ struct ServingLoad {
   double batch = 1;          // sequences decoding together
   double prefill_batch = 1;  // prompts prefilled together (TTFT)
   bool max_batch = false;    // "batch": "max"
+  // A "max" case's requests per replica where the source states the run's
+  // request count (0: unbounded): a run of R requests queued at once holds
+  // at most R in flight, and with equal lengths runs in waves of `batch`.
+  double requests = 0;
   // A closed-loop concurrency or a Poisson rate: the case runs through the
   // continuous-batching simulator (estimate/batching.h) instead.
   int concurrency = 0;
@@ -417,6 +426,24 @@ Result<double> PredictServingMetric(const model::ModelSpec& m,
   auto decode = estimate::EstimateServing(m, sys, cfg);
   if (!decode) return tl::unexpected(decode.error());
   if (!decode->feasible) *infeasible = decode->reason;
+  if (load.requests > load.batch && IsThroughput(metric)) {
+    // R requests queued at once with equal lengths: floor(R / B) waves of
+    // B, then one of the rest, each a static batch start to finish.
+    const double full = std::floor(load.requests / load.batch);
+    const double rest = load.requests - full * load.batch;
+    double makespan = full * decode->request_latency.si();
+    if (rest > 0) {
+      cfg.batch = rest;
+      auto tail = estimate::EstimateServing(m, sys, cfg);
+      if (!tail) return tl::unexpected(tail.error());
+      makespan += tail->request_latency.si();
+    }
+    const double per_replica = load.requests * cfg.output / makespan;
+    if (metric == "tokens_per_s_per_chip") {
+      return per_replica / (cfg.tp * cfg.ep * cfg.pp);
+    }
+    if (metric == "output_tokens_per_s") return per_replica * cfg.dp;
+  }
   if (load.prefill_batch == load.batch) {
     // A static batch: the estimate's own figures.
     if (metric == "tpot_s" || metric == "itl_s")
@@ -460,12 +487,27 @@ Result<ServingLoad> ReadLoad(const model::ModelSpec& m, const hw::System& sys,
     if (!probe) return tl::unexpected(probe.error());
     const double fits = std::min(8192.0, probe->max_batch);
     const bool capped = batch_cap > 0 && fits > batch_cap;
-    load.batch = load.prefill_batch = std::max(1.0, capped ? batch_cap : fits);
+    const double runtime = std::max(1.0, capped ? batch_cap : fits);
+    // The run's requests, split over the replicas.
+    if (c.contains("requests")) {
+      load.requests =
+          std::ceil(c["requests"].get<double>() / std::max(1, cfg.dp));
+    }
+    const bool all_at_once = load.requests > 0 && load.requests <= runtime;
+    load.batch = load.prefill_batch = all_at_once ? load.requests : runtime;
     load.max_batch = true;
-    load.text = "batch " + FormatNumber(load.batch) +
-                (capped ? " (the runtime's max_batch_size; " +
-                              FormatNumber(std::floor(fits)) + " would fit)"
-                        : " (the largest that fits)");
+    load.text =
+        "batch " + FormatNumber(load.batch) +
+        (all_at_once ? " (all " + FormatNumber(load.requests) +
+                           " requests of the run at once; " +
+                           FormatNumber(std::floor(runtime)) + " would fit)"
+         : capped ? " (the runtime's max_batch_size; " +
+                        FormatNumber(std::floor(fits)) + " would fit)"
+                  : " (the largest that fits)");
+    if (load.requests > load.batch) {
+      load.text +=
+          fmt::format(", {} requests in waves", FormatNumber(load.requests));
+    }
   } else if (c.contains("batch")) {
     load.batch = load.prefill_batch = c["batch"].get<double>();
     load.text = "batch " + FormatNumber(load.batch);
@@ -497,6 +539,14 @@ std::string CaseSchemaError(const json& c) {
           "{}",
           k, c.contains(k) ? c[k].dump() : "none");
     }
+  }
+  if (c.contains("requests") &&
+      !(c["requests"].is_number_integer() && c["requests"].get<long>() > 0 &&
+        c.value("batch", json()) == "max")) {
+    return fmt::format(
+        "expected 'requests' (the run's request count) as a positive integer "
+        "beside \"batch\": \"max\", found {}",
+        c["requests"].dump());
   }
   int loads = 0;
   for (const char* k : {"batch", "concurrency", "rate"}) {

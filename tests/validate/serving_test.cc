@@ -197,6 +197,56 @@ TEST(ServingValidationTest, SchemaErrorsAreOneSentenceWithTheRowId) {
   }
 }
 
+// A "max" case whose source states the run's request count: no more than
+// that many are in flight (all at once when they fit), and more than fit
+// run in waves of the largest batch, the last one partial.
+TEST(ServingValidationTest, StatedRequestCountBoundsTheLargestBatch) {
+  const char* row = R"({
+    "id": "synthetic-requests", "source": "unit test", "family": "test",
+    "system": "h100:1x1", "model": {"catalog": "llama3-8b"},
+    "plan": {"tp": 1, "ep": 1},
+    "cases": [
+      {"batch": "max", "prompt": 1024, "output": 256,
+       "metric": "tokens_per_s_per_chip", "value": 1000},
+      {"batch": "max", "prompt": 1024, "output": 256, "requests": 20,
+       "metric": "tokens_per_s_per_chip", "value": 1000},
+      {"batch": "max", "prompt": 1024, "output": 256, "requests": 100000,
+       "metric": "tokens_per_s_per_chip", "value": 1000}]})";
+  ValidationReport r;
+  auto ok = ScoreServingRow(BuiltinCatalog(), "test.json", row, r);
+  ASSERT_TRUE(ok) << ok.error().ToString();
+  ASSERT_EQ(r.cases.size(), 3u);
+  const double fits = Estimate(1, 1024, 256).max_batch;
+  ASSERT_GT(fits, 20);
+  ASSERT_LT(fits, 100000);
+  // Unbounded: the largest batch that fits, in steady state.
+  EXPECT_DOUBLE_EQ(r.cases[0].predicted,
+                   Estimate(fits, 1024, 256).tokens_per_s_per_chip);
+  // 20 requests: one static batch of 20.
+  EXPECT_DOUBLE_EQ(r.cases[1].predicted,
+                   Estimate(20, 1024, 256).tokens_per_s_per_chip);
+  EXPECT_NE(r.cases[1].detail.find("all 20 requests of the run at once"),
+            std::string::npos)
+      << r.cases[1].detail;
+  // 100,000 requests: whole waves of the largest batch, then the rest.
+  const double full = std::floor(100000 / fits);
+  const double rest = 100000 - full * fits;
+  const double makespan =
+      full * Estimate(fits, 1024, 256).request_latency.si() +
+      (rest > 0 ? Estimate(rest, 1024, 256).request_latency.si() : 0.0);
+  EXPECT_NEAR(r.cases[2].predicted, 100000 * 256 / makespan,
+              1e-9 * r.cases[2].predicted);
+  EXPECT_LE(r.cases[2].predicted, r.cases[0].predicted);
+  // A request count needs a "max" batch and a positive whole number.
+  EXPECT_NE(SchemaError(R"({"id": "bad-requests", "system": "h100:1x1",
+      "model": {"catalog": "llama3-8b"}, "plan": {"tp": 1}, "cases": [
+      {"batch": 8, "requests": 100, "prompt": 1, "output": 1,
+       "measured": {"tpot_s": 0.01}}]})")
+                .find("expected 'requests' (the run's request count) as a "
+                      "positive integer beside \"batch\": \"max\", found 100"),
+            std::string::npos);
+}
+
 // A closed-loop case whose throughput contradicts its own latencies
 // (Little's law: C = tokens/s x E2E / output) by more than a factor of 1.25
 // is not compared, with the implied concurrency in the reason; its
