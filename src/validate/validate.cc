@@ -343,6 +343,14 @@ struct ServingLoad {
 // first wave, so four waves (at least 24 requests) suffice for medians and
 // means; Poisson arrivals need more for their queueing to average out.
 int SimulatedRequests(const ServingLoad& load) {
+  // The run's own request count where the source states it: its ramp-down
+  // shapes the run's throughput. One client's requests do not interact, so
+  // a one-client run is simulated at least 24 requests long (medians of a
+  // few random lengths would only add noise).
+  if (load.concurrency > 0 && load.requests > 0) {
+    const int n = static_cast<int>(load.requests);
+    return load.concurrency == 1 ? std::max(24, n) : n;
+  }
   return load.rate > 0 ? 200 : std::max(24, 4 * load.concurrency);
 }
 
@@ -513,11 +521,21 @@ Result<ServingLoad> ReadLoad(const model::ModelSpec& m, const hw::System& sys,
     load.text = "batch " + FormatNumber(load.batch);
   } else if (c.contains("concurrency")) {
     load.batch = c["concurrency"].get<double>();
-    load.concurrency = std::max(1, static_cast<int>(std::lround(load.batch)));
+    // The closed loop's cap where the source states it (the run's average
+    // concurrency is below it by the ramp-down), and the run's requests.
+    const bool capped = c.contains("max_concurrency");
+    load.concurrency =
+        capped ? c["max_concurrency"].get<int>()
+               : std::max(1, static_cast<int>(std::lround(load.batch)));
+    if (c.contains("requests")) load.requests = c["requests"].get<double>();
     load.text = fmt::format(
-        "concurrency {} (simulated: continuous batching, chunked prefill, {} "
-        "requests, lengths +-50%)",
-        load.concurrency, SimulatedRequests(load));
+        "concurrency {}{} (simulated: continuous batching, chunked prefill, "
+        "{} requests{}, lengths +-50%)",
+        load.concurrency,
+        capped ? fmt::format(" at most (the run averaged {})",
+                             FormatNumber(load.batch))
+               : std::string(),
+        SimulatedRequests(load), load.requests > 0 ? " as the run sent" : "");
   } else {
     load.rate = c["rate"].get<double>();
     load.text = fmt::format(
@@ -542,11 +560,23 @@ std::string CaseSchemaError(const json& c) {
   }
   if (c.contains("requests") &&
       !(c["requests"].is_number_integer() && c["requests"].get<long>() > 0 &&
-        c.value("batch", json()) == "max")) {
+        c["requests"].get<long>() <= 1000000 &&
+        (c.value("batch", json()) == "max" || c.contains("concurrency")))) {
     return fmt::format(
-        "expected 'requests' (the run's request count) as a positive integer "
-        "beside \"batch\": \"max\", found {}",
+        "expected 'requests' (the run's request count) as a whole number from "
+        "1 to 1000000 beside \"batch\": \"max\" or a concurrency, found {}",
         c["requests"].dump());
+  }
+  if (c.contains("max_concurrency") &&
+      !(c["max_concurrency"].is_number_integer() &&
+        c["max_concurrency"].get<long>() >= 1 &&
+        c["max_concurrency"].get<long>() <= 100000 &&
+        c.contains("concurrency") && PositiveNumber(c["concurrency"]) &&
+        c["max_concurrency"].get<double>() >= c["concurrency"].get<double>())) {
+    return fmt::format(
+        "expected 'max_concurrency' (the closed loop's cap) as a whole number "
+        "no lower than the case's concurrency and at most 100000, found {}",
+        c["max_concurrency"].dump());
   }
   int loads = 0;
   for (const char* k : {"batch", "concurrency", "rate"}) {

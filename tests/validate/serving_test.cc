@@ -243,7 +243,48 @@ TEST(ServingValidationTest, StatedRequestCountBoundsTheLargestBatch) {
       {"batch": 8, "requests": 100, "prompt": 1, "output": 1,
        "measured": {"tpot_s": 0.01}}]})")
                 .find("expected 'requests' (the run's request count) as a "
-                      "positive integer beside \"batch\": \"max\", found 100"),
+                      "whole number from 1 to 1000000 beside \"batch\": "
+                      "\"max\" or a concurrency, found 100"),
+            std::string::npos);
+}
+
+// A closed-loop case that states its cap and its request count (the
+// benchmark's --max-concurrency and --num-prompts) is simulated as that
+// run: the cap, not the run's lower average, and the run's requests (a
+// one-client run at least 24 long).
+TEST(ServingValidationTest, StatedCapAndRequestsAreTheSimulatedRun) {
+  const char* row = R"({
+    "id": "synthetic-cap", "source": "unit test", "family": "test",
+    "engine": "TestEngine v1.2", "system": "h100:1x1",
+    "model": {"catalog": "llama3-8b"}, "plan": {"tp": 1, "ep": 1},
+    "cases": [
+      {"concurrency": 13.7, "max_concurrency": 16, "requests": 80,
+       "prompt": 512, "output": 128,
+       "measured": {"itl_s": 0.015, "output_tokens_per_s": 900}},
+      {"concurrency": 1, "max_concurrency": 1, "requests": 10,
+       "prompt": 512, "output": 128, "measured": {"ttft_s": 0.05}}]})";
+  ValidationReport r;
+  auto ok = ScoreServingRow(BuiltinCatalog(), "test.json", row, r);
+  ASSERT_TRUE(ok) << ok.error().ToString();
+  const estimate::SimulationResult c16 =
+      Simulated(estimate::Workload::kConcurrency, 16, 80);
+  EXPECT_DOUBLE_EQ(Find(r, "synthetic-cap#1.itl_s")->predicted, c16.itl_s.p50);
+  EXPECT_DOUBLE_EQ(Find(r, "synthetic-cap#1.output_tokens_per_s")->predicted,
+                   c16.throughput_output_tokens_per_s);
+  EXPECT_NE(Find(r, "synthetic-cap#1.itl_s")
+                ->detail.find("concurrency 16 at most (the run averaged 13.7)"),
+            std::string::npos)
+      << Find(r, "synthetic-cap#1.itl_s")->detail;
+  EXPECT_DOUBLE_EQ(
+      Find(r, "synthetic-cap#2")->predicted,
+      Simulated(estimate::Workload::kConcurrency, 1, 24).ttft_s.p50);
+  // A cap below the case's concurrency is refused with one sentence.
+  EXPECT_NE(SchemaError(R"({"id": "bad-cap", "system": "h100:1x1",
+      "model": {"catalog": "llama3-8b"}, "plan": {"tp": 1}, "cases": [
+      {"concurrency": 14, "max_concurrency": 8, "prompt": 1, "output": 1,
+       "measured": {"tpot_s": 0.01}}]})")
+                .find("expected 'max_concurrency' (the closed loop's cap) as "
+                      "a whole number no lower than the case's concurrency"),
             std::string::npos);
 }
 
