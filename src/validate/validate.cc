@@ -334,6 +334,9 @@ struct ServingLoad {
   // estimate::EngineLimitsPerDpRank of the row's engine).
   bool limits_per_rank = true;
   bool mean = false;  // the source reports means, not medians
+  // Simulated lengths: uniform within +-spread of the stated means (the
+  // case's `spread` where its source states one, else 50%).
+  double spread = 0.5;
   // The case's simulation, run once for all the quantities it measured.
   mutable std::shared_ptr<estimate::SimulationResult> simulated;
   std::string text;  // how the load was read, for the setup column
@@ -373,10 +376,9 @@ Result<estimate::SimulationResult> Simulate(const model::ModelSpec& m,
   // With one fixed length closed-loop clients would stay in lockstep and
   // every TTFT would wait for a whole wave's prefill, which no benchmark
   // with varied lengths does.
-  w.prompt = {estimate::LengthDist::kUniform, 0.5 * cfg.prompt,
-              1.5 * cfg.prompt};
-  w.output = {estimate::LengthDist::kUniform, 0.5 * cfg.output,
-              1.5 * cfg.output};
+  const double lo = 1 - load.spread, hi = 1 + load.spread;
+  w.prompt = {estimate::LengthDist::kUniform, lo * cfg.prompt, hi * cfg.prompt};
+  w.output = {estimate::LengthDist::kUniform, lo * cfg.output, hi * cfg.output};
   estimate::SchedulerOptions sched;
   sched.chunked_prefill = true;
   sched.max_num_seqs = std::max(256, w.concurrency);
@@ -489,6 +491,7 @@ Result<ServingLoad> ReadLoad(const model::ModelSpec& m, const hw::System& sys,
                              estimate::ServeConfig cfg, const json& c,
                              double batch_cap) {
   ServingLoad load;
+  if (c.contains("spread")) load.spread = c["spread"].get<double>();
   if (c.contains("batch") && c["batch"].is_string()) {
     cfg.batch = 1;
     auto probe = estimate::EstimateServing(m, sys, cfg);
@@ -530,18 +533,20 @@ Result<ServingLoad> ReadLoad(const model::ModelSpec& m, const hw::System& sys,
     if (c.contains("requests")) load.requests = c["requests"].get<double>();
     load.text = fmt::format(
         "concurrency {}{} (simulated: continuous batching, chunked prefill, "
-        "{} requests{}, lengths +-50%)",
+        "{} requests{}, lengths +-{}%)",
         load.concurrency,
         capped ? fmt::format(" at most (the run averaged {})",
                              FormatNumber(load.batch))
                : std::string(),
-        SimulatedRequests(load), load.requests > 0 ? " as the run sent" : "");
+        SimulatedRequests(load), load.requests > 0 ? " as the run sent" : "",
+        FormatNumber(100 * load.spread));
   } else {
     load.rate = c["rate"].get<double>();
     load.text = fmt::format(
         "rate {}/s (simulated: Poisson arrivals, continuous batching, "
-        "chunked prefill, {} requests, lengths +-50%)",
-        FormatNumber(load.rate), SimulatedRequests(load));
+        "chunked prefill, {} requests, lengths +-{}%)",
+        FormatNumber(load.rate), SimulatedRequests(load),
+        FormatNumber(100 * load.spread));
   }
   load.mean = c.value("statistic", "") == "mean";
   return load;
@@ -566,6 +571,15 @@ std::string CaseSchemaError(const json& c) {
         "expected 'requests' (the run's request count) as a whole number from "
         "1 to 1000000 beside \"batch\": \"max\" or a concurrency, found {}",
         c["requests"].dump());
+  }
+  if (c.contains("spread") &&
+      !(c["spread"].is_number() && c["spread"].get<double>() >= 0 &&
+        c["spread"].get<double>() < 1 &&
+        (c.contains("concurrency") || c.contains("rate")))) {
+    return fmt::format(
+        "expected 'spread' (the lengths' half-range as a fraction of their "
+        "means) from 0 to below 1 beside a concurrency or a rate, found {}",
+        c["spread"].dump());
   }
   if (c.contains("max_concurrency") &&
       !(c["max_concurrency"].is_number_integer() &&

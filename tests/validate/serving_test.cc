@@ -278,6 +278,14 @@ TEST(ServingValidationTest, StatedCapAndRequestsAreTheSimulatedRun) {
   EXPECT_DOUBLE_EQ(
       Find(r, "synthetic-cap#2")->predicted,
       Simulated(estimate::Workload::kConcurrency, 1, 24).ttft_s.p50);
+  // A spread outside [0, 1) is refused with one sentence.
+  EXPECT_NE(SchemaError(R"({"id": "bad-spread", "system": "h100:1x1",
+      "model": {"catalog": "llama3-8b"}, "plan": {"tp": 1}, "cases": [
+      {"concurrency": 8, "spread": 1.5, "prompt": 1, "output": 1,
+       "measured": {"tpot_s": 0.01}}]})")
+                .find("expected 'spread' (the lengths' half-range as a "
+                      "fraction of their means) from 0 to below 1"),
+            std::string::npos);
   // A cap below the case's concurrency is refused with one sentence.
   EXPECT_NE(SchemaError(R"({"id": "bad-cap", "system": "h100:1x1",
       "model": {"catalog": "llama3-8b"}, "plan": {"tp": 1}, "cases": [
