@@ -354,6 +354,9 @@ int SimulatedRequests(const ServingLoad& load) {
     const int n = static_cast<int>(load.requests);
     return load.concurrency == 1 ? std::max(24, n) : n;
   }
+  if (load.rate > 0 && load.requests > 0) {
+    return static_cast<int>(load.requests);
+  }
   return load.rate > 0 ? 200 : std::max(24, 4 * load.concurrency);
 }
 
@@ -542,10 +545,12 @@ Result<ServingLoad> ReadLoad(const model::ModelSpec& m, const hw::System& sys,
         FormatNumber(100 * load.spread));
   } else {
     load.rate = c["rate"].get<double>();
+    if (c.contains("requests")) load.requests = c["requests"].get<double>();
     load.text = fmt::format(
         "rate {}/s (simulated: Poisson arrivals, continuous batching, "
-        "chunked prefill, {} requests, lengths +-{}%)",
+        "chunked prefill, {} requests{}, lengths +-{}%)",
         FormatNumber(load.rate), SimulatedRequests(load),
+        load.requests > 0 ? " as the run sent" : "",
         FormatNumber(100 * load.spread));
   }
   load.mean = c.value("statistic", "") == "mean";
@@ -566,10 +571,12 @@ std::string CaseSchemaError(const json& c) {
   if (c.contains("requests") &&
       !(c["requests"].is_number_integer() && c["requests"].get<long>() > 0 &&
         c["requests"].get<long>() <= 1000000 &&
-        (c.value("batch", json()) == "max" || c.contains("concurrency")))) {
+        (c.value("batch", json()) == "max" || c.contains("concurrency") ||
+         c.contains("rate")))) {
     return fmt::format(
         "expected 'requests' (the run's request count) as a whole number from "
-        "1 to 1000000 beside \"batch\": \"max\" or a concurrency, found {}",
+        "1 to 1000000 beside \"batch\": \"max\", a concurrency or a rate, "
+        "found {}",
         c["requests"].dump());
   }
   if (c.contains("spread") &&

@@ -244,7 +244,7 @@ TEST(ServingValidationTest, StatedRequestCountBoundsTheLargestBatch) {
        "measured": {"tpot_s": 0.01}}]})")
                 .find("expected 'requests' (the run's request count) as a "
                       "whole number from 1 to 1000000 beside \"batch\": "
-                      "\"max\" or a concurrency, found 100"),
+                      "\"max\", a concurrency or a rate, found 100"),
             std::string::npos);
 }
 
