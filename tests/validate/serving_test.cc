@@ -159,6 +159,14 @@ std::string SchemaError(const std::string& row) {
   return ok ? "" : ok.error().ToString();
 }
 
+// The schema error of a row holding one case, given as JSON.
+std::string CaseError(const std::string& case_json) {
+  return SchemaError(
+      R"({"id": "bad-case", "system": "h100:1x1", "model": {"catalog":
+      "llama3-8b"}, "plan": {"tp": 1}, "cases": [)" +
+      case_json + "]}");
+}
+
 TEST(ServingValidationTest, SchemaErrorsAreOneSentenceWithTheRowId) {
   const std::string head =
       R"({"id": "bad-row", "system": "h100:1x1", "model": {"catalog":
@@ -238,10 +246,8 @@ TEST(ServingValidationTest, StatedRequestCountBoundsTheLargestBatch) {
               1e-9 * r.cases[2].predicted);
   EXPECT_LE(r.cases[2].predicted, r.cases[0].predicted);
   // A request count needs a "max" batch and a positive whole number.
-  EXPECT_NE(SchemaError(R"({"id": "bad-requests", "system": "h100:1x1",
-      "model": {"catalog": "llama3-8b"}, "plan": {"tp": 1}, "cases": [
-      {"batch": 8, "requests": 100, "prompt": 1, "output": 1,
-       "measured": {"tpot_s": 0.01}}]})")
+  EXPECT_NE(CaseError(R"({"batch": 8, "requests": 100, "prompt": 1,
+      "output": 1, "measured": {"tpot_s": 0.01}})")
                 .find("expected 'requests' (the run's request count) as a "
                       "whole number from 1 to 1000000 beside \"batch\": "
                       "\"max\", a concurrency or a rate, found 100"),
@@ -279,18 +285,14 @@ TEST(ServingValidationTest, StatedCapAndRequestsAreTheSimulatedRun) {
       Find(r, "synthetic-cap#2")->predicted,
       Simulated(estimate::Workload::kConcurrency, 1, 24).ttft_s.p50);
   // A spread outside [0, 1) is refused with one sentence.
-  EXPECT_NE(SchemaError(R"({"id": "bad-spread", "system": "h100:1x1",
-      "model": {"catalog": "llama3-8b"}, "plan": {"tp": 1}, "cases": [
-      {"concurrency": 8, "spread": 1.5, "prompt": 1, "output": 1,
-       "measured": {"tpot_s": 0.01}}]})")
+  EXPECT_NE(CaseError(R"({"concurrency": 8, "spread": 1.5, "prompt": 1,
+      "output": 1, "measured": {"tpot_s": 0.01}})")
                 .find("expected 'spread' (the lengths' half-range as a "
                       "fraction of their means) from 0 to below 1"),
             std::string::npos);
   // A cap below the case's concurrency is refused with one sentence.
-  EXPECT_NE(SchemaError(R"({"id": "bad-cap", "system": "h100:1x1",
-      "model": {"catalog": "llama3-8b"}, "plan": {"tp": 1}, "cases": [
-      {"concurrency": 14, "max_concurrency": 8, "prompt": 1, "output": 1,
-       "measured": {"tpot_s": 0.01}}]})")
+  EXPECT_NE(CaseError(R"({"concurrency": 14, "max_concurrency": 8,
+      "prompt": 1, "output": 1, "measured": {"tpot_s": 0.01}})")
                 .find("expected 'max_concurrency' (the closed loop's cap) as "
                       "a whole number no lower than the case's concurrency"),
             std::string::npos);
