@@ -210,11 +210,11 @@ TEST(RealisticEfficiency, CatalogValuesByChip) {
        10},
       // MI300X: measured GEMM (MAMF bf16; Azure hipBLASLt fp8) and HBM
       // (Azure BabelStream copy); the rest H100's, labelled as assumptions.
-      {"mi300x", 0.511, 0.468, 128, 256, 304, 8.2, 0.58, 0.335, true, 0.783,
+      {"mi300x", 0.511, 0.468, 128, 256, 304, 8.2, 0.38, 0.171, true, 0.783,
        10},
       // MI325X, MI355X: measured bf16 GEMM (MAMF); the rest H100's, labelled
       // as assumptions.
-      {"mi325x", 0.600, 0.709, 128, 256, 304, 5, 0.58, 0.335, true, 0.87, 10},
+      {"mi325x", 0.600, 0.709, 128, 256, 304, 5, 0.38, 0.171, true, 0.87, 10},
       {"mi355x", 0.622, 0.709, 128, 256, 256, 5, 0.58, 0.335, true, 0.87, 10},
       // L40S and Trainium2 borrow H100's too (their own SM count; Trainium2
       // has no wave quantization).
