@@ -337,6 +337,11 @@ struct ServingLoad {
   // Simulated lengths: uniform within +-spread of the stated means (the
   // case's `spread` where its source states one, else 50%).
   double spread = 0.5;
+  // The engine's step limits where the source states them (0: the
+  // simulation's defaults): sequences and tokens per step, per DP rank
+  // where the engine counts them so.
+  int max_num_seqs = 0;
+  int max_batched_tokens = 0;
   // The case's simulation, run once for all the quantities it measured.
   mutable std::shared_ptr<estimate::SimulationResult> simulated;
   std::string text;  // how the load was read, for the setup column
@@ -384,7 +389,11 @@ Result<estimate::SimulationResult> Simulate(const model::ModelSpec& m,
   w.output = {estimate::LengthDist::kUniform, lo * cfg.output, hi * cfg.output};
   estimate::SchedulerOptions sched;
   sched.chunked_prefill = true;
-  sched.max_num_seqs = std::max(256, w.concurrency);
+  sched.max_num_seqs =
+      load.max_num_seqs > 0 ? load.max_num_seqs : std::max(256, w.concurrency);
+  if (load.max_batched_tokens > 0) {
+    sched.max_batched_tokens = load.max_batched_tokens;
+  }
   sched.scheduler_steps = load.scheduler_steps;
   sched.mixed_prefill = load.mixed_prefill;
   sched.limits_per_rank = load.limits_per_rank;
@@ -495,6 +504,8 @@ Result<ServingLoad> ReadLoad(const model::ModelSpec& m, const hw::System& sys,
                              double batch_cap) {
   ServingLoad load;
   if (c.contains("spread")) load.spread = c["spread"].get<double>();
+  load.max_num_seqs = c.value("max_num_seqs", 0);
+  load.max_batched_tokens = c.value("max_batched_tokens", 0);
   if (c.contains("batch") && c["batch"].is_string()) {
     cfg.batch = 1;
     auto probe = estimate::EstimateServing(m, sys, cfg);
@@ -553,6 +564,15 @@ Result<ServingLoad> ReadLoad(const model::ModelSpec& m, const hw::System& sys,
         load.requests > 0 ? " as the run sent" : "",
         FormatNumber(100 * load.spread));
   }
+  if (load.max_num_seqs > 0 || load.max_batched_tokens > 0) {
+    load.text += fmt::format(
+        " with the run's step limits:{}{}",
+        load.max_num_seqs > 0 ? fmt::format(" {} sequences", load.max_num_seqs)
+                              : std::string(),
+        load.max_batched_tokens > 0
+            ? fmt::format(" {} tokens", load.max_batched_tokens)
+            : std::string());
+  }
   load.mean = c.value("statistic", "") == "mean";
   return load;
 }
@@ -578,6 +598,17 @@ std::string CaseSchemaError(const json& c) {
         "1 to 1000000 beside \"batch\": \"max\", a concurrency or a rate, "
         "found {}",
         c["requests"].dump());
+  }
+  for (const char* k : {"max_num_seqs", "max_batched_tokens"}) {
+    if (c.contains(k) && !(c[k].is_number_integer() && c[k].get<long>() >= 1 &&
+                           c[k].get<long>() <= 1000000 &&
+                           (c.contains("concurrency") || c.contains("rate")))) {
+      return fmt::format(
+          "expected '{}' (the engine's step limit the source ran with) as a "
+          "whole number from 1 to 1000000 beside a concurrency or a rate, "
+          "found {}",
+          k, c[k].dump());
+    }
   }
   if (c.contains("spread") &&
       !(c["spread"].is_number() && c["spread"].get<double>() >= 0 &&

@@ -284,6 +284,12 @@ TEST(ServingValidationTest, StatedCapAndRequestsAreTheSimulatedRun) {
   EXPECT_DOUBLE_EQ(
       Find(r, "synthetic-cap#2")->predicted,
       Simulated(estimate::Workload::kConcurrency, 1, 24).ttft_s.p50);
+  // A step limit must be a positive whole number.
+  EXPECT_NE(CaseError(R"({"concurrency": 8, "max_batched_tokens": 0,
+      "prompt": 1, "output": 1, "measured": {"tpot_s": 0.01}})")
+                .find("expected 'max_batched_tokens' (the engine's step limit "
+                      "the source ran with) as a whole number from 1"),
+            std::string::npos);
   // A spread outside [0, 1) is refused with one sentence.
   EXPECT_NE(CaseError(R"({"concurrency": 8, "spread": 1.5, "prompt": 1,
       "output": 1, "measured": {"tpot_s": 0.01}})")
