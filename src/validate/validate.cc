@@ -309,6 +309,15 @@ bool IsThroughput(const std::string& metric) {
   return metric == "tokens_per_s_per_chip" || metric == "output_tokens_per_s";
 }
 
+// A replica's output tokens/s as the throughput `metric` states it: per
+// chip of the replica, or over all replicas.
+double ThroughputAs(const std::string& metric, double per_replica,
+                    const estimate::ServeConfig& cfg) {
+  return metric == "tokens_per_s_per_chip"
+             ? per_replica / (cfg.tp * cfg.ep * cfg.pp)
+             : per_replica * cfg.dp;
+}
+
 bool PositiveNumber(const json& v) {
   return v.is_number() && std::isfinite(v.get<double>()) && v.get<double>() > 0;
 }
@@ -318,9 +327,10 @@ struct ServingLoad {
   double batch = 1;          // sequences decoding together
   double prefill_batch = 1;  // prompts prefilled together (TTFT)
   bool max_batch = false;    // "batch": "max"
-  // A "max" case's requests per replica where the source states the run's
-  // request count (0: unbounded): a run of R requests queued at once holds
-  // at most R in flight, and with equal lengths runs in waves of `batch`.
+  // The run's request count where the source states it (0: none): per
+  // replica for a "max" case (R requests queued at once hold at most R in
+  // flight, and with equal lengths run in waves of `batch`), the simulated
+  // run's length for a concurrency or a rate.
   double requests = 0;
   // A closed-loop concurrency or a Poisson rate: the case runs through the
   // continuous-batching simulator (estimate/batching.h) instead.
@@ -355,14 +365,18 @@ int SimulatedRequests(const ServingLoad& load) {
   // shapes the run's throughput. One client's requests do not interact, so
   // a one-client run is simulated at least 24 requests long (medians of a
   // few random lengths would only add noise).
-  if (load.concurrency > 0 && load.requests > 0) {
+  if (load.requests > 0) {
     const int n = static_cast<int>(load.requests);
     return load.concurrency == 1 ? std::max(24, n) : n;
   }
-  if (load.rate > 0 && load.requests > 0) {
-    return static_cast<int>(load.requests);
-  }
   return load.rate > 0 ? 200 : std::max(24, 4 * load.concurrency);
+}
+
+// The simulated run's length and lengths, for a case's setup text.
+std::string SimulatedRunText(const ServingLoad& load) {
+  return fmt::format("{} requests{}, lengths +-{}%", SimulatedRequests(load),
+                     load.requests > 0 ? " as the run sent" : "",
+                     FormatNumber(100 * load.spread));
 }
 
 // Runs a concurrency or rate case's simulation (SimulatedMetric).
@@ -460,11 +474,7 @@ Result<double> PredictServingMetric(const model::ModelSpec& m,
       if (!tail) return tl::unexpected(tail.error());
       makespan += tail->request_latency.si();
     }
-    const double per_replica = load.requests * cfg.output / makespan;
-    if (metric == "tokens_per_s_per_chip") {
-      return per_replica / (cfg.tp * cfg.ep * cfg.pp);
-    }
-    if (metric == "output_tokens_per_s") return per_replica * cfg.dp;
+    return ThroughputAs(metric, load.requests * cfg.output / makespan, cfg);
   }
   if (load.prefill_batch == load.batch) {
     // A static batch: the estimate's own figures.
@@ -486,10 +496,7 @@ Result<double> PredictServingMetric(const model::ModelSpec& m,
   if (metric == "tpot_s" || metric == "itl_s") return step;
   if (metric == "ttft_s") return ttft;
   if (metric == "e2e_s") return e2e;
-  if (metric == "tokens_per_s_per_chip") {
-    return per_replica / (cfg.tp * cfg.ep);
-  }
-  if (metric == "output_tokens_per_s") return per_replica * cfg.dp;
+  if (IsThroughput(metric)) return ThroughputAs(metric, per_replica, cfg);
   return 1.0 / step;
 }
 
@@ -503,6 +510,7 @@ Result<ServingLoad> ReadLoad(const model::ModelSpec& m, const hw::System& sys,
                              estimate::ServeConfig cfg, const json& c,
                              double batch_cap) {
   ServingLoad load;
+  const double run_requests = c.value("requests", 0.0);
   if (c.contains("spread")) load.spread = c["spread"].get<double>();
   load.max_num_seqs = c.value("max_num_seqs", 0);
   load.max_batched_tokens = c.value("max_batched_tokens", 0);
@@ -514,10 +522,7 @@ Result<ServingLoad> ReadLoad(const model::ModelSpec& m, const hw::System& sys,
     const bool capped = batch_cap > 0 && fits > batch_cap;
     const double runtime = std::max(1.0, capped ? batch_cap : fits);
     // The run's requests, split over the replicas.
-    if (c.contains("requests")) {
-      load.requests =
-          std::ceil(c["requests"].get<double>() / std::max(1, cfg.dp));
-    }
+    load.requests = std::ceil(run_requests / std::max(1, cfg.dp));
     const bool all_at_once = load.requests > 0 && load.requests <= runtime;
     load.batch = load.prefill_batch = all_at_once ? load.requests : runtime;
     load.max_batch = true;
@@ -544,25 +549,22 @@ Result<ServingLoad> ReadLoad(const model::ModelSpec& m, const hw::System& sys,
     load.concurrency =
         capped ? c["max_concurrency"].get<int>()
                : std::max(1, static_cast<int>(std::lround(load.batch)));
-    if (c.contains("requests")) load.requests = c["requests"].get<double>();
+    load.requests = run_requests;
     load.text = fmt::format(
         "concurrency {}{} (simulated: continuous batching, chunked prefill, "
-        "{} requests{}, lengths +-{}%)",
+        "{})",
         load.concurrency,
         capped ? fmt::format(" at most (the run averaged {})",
                              FormatNumber(load.batch))
                : std::string(),
-        SimulatedRequests(load), load.requests > 0 ? " as the run sent" : "",
-        FormatNumber(100 * load.spread));
+        SimulatedRunText(load));
   } else {
     load.rate = c["rate"].get<double>();
-    if (c.contains("requests")) load.requests = c["requests"].get<double>();
+    load.requests = run_requests;
     load.text = fmt::format(
         "rate {}/s (simulated: Poisson arrivals, continuous batching, "
-        "chunked prefill, {} requests{}, lengths +-{}%)",
-        FormatNumber(load.rate), SimulatedRequests(load),
-        load.requests > 0 ? " as the run sent" : "",
-        FormatNumber(100 * load.spread));
+        "chunked prefill, {})",
+        FormatNumber(load.rate), SimulatedRunText(load));
   }
   if (load.max_num_seqs > 0 || load.max_batched_tokens > 0) {
     load.text += fmt::format(
@@ -588,11 +590,12 @@ std::string CaseSchemaError(const json& c) {
           k, c.contains(k) ? c[k].dump() : "none");
     }
   }
+  // Fields that only a simulated case (a concurrency or a rate) takes.
+  const bool simulated = c.contains("concurrency") || c.contains("rate");
   if (c.contains("requests") &&
       !(c["requests"].is_number_integer() && c["requests"].get<long>() > 0 &&
         c["requests"].get<long>() <= 1000000 &&
-        (c.value("batch", json()) == "max" || c.contains("concurrency") ||
-         c.contains("rate")))) {
+        (c.value("batch", json()) == "max" || simulated))) {
     return fmt::format(
         "expected 'requests' (the run's request count) as a whole number from "
         "1 to 1000000 beside \"batch\": \"max\", a concurrency or a rate, "
@@ -601,8 +604,7 @@ std::string CaseSchemaError(const json& c) {
   }
   for (const char* k : {"max_num_seqs", "max_batched_tokens"}) {
     if (c.contains(k) && !(c[k].is_number_integer() && c[k].get<long>() >= 1 &&
-                           c[k].get<long>() <= 1000000 &&
-                           (c.contains("concurrency") || c.contains("rate")))) {
+                           c[k].get<long>() <= 1000000 && simulated)) {
       return fmt::format(
           "expected '{}' (the engine's step limit the source ran with) as a "
           "whole number from 1 to 1000000 beside a concurrency or a rate, "
@@ -612,8 +614,7 @@ std::string CaseSchemaError(const json& c) {
   }
   if (c.contains("spread") &&
       !(c["spread"].is_number() && c["spread"].get<double>() >= 0 &&
-        c["spread"].get<double>() < 1 &&
-        (c.contains("concurrency") || c.contains("rate")))) {
+        c["spread"].get<double>() < 1 && simulated)) {
     return fmt::format(
         "expected 'spread' (the lengths' half-range as a fraction of their "
         "means) from 0 to below 1 beside a concurrency or a rate, found {}",
