@@ -180,24 +180,68 @@ double GemmMaxFor(const ChipEfficiency& eff, hw::Dtype compute) {
   return eff.gemm_max;
 }
 
+double SkinnyTileRows(double rows) {
+  for (double t : {8.0, 16.0, 32.0, 64.0}) {
+    if (rows <= t) return t;
+  }
+  return 128;
+}
+
+namespace {
+
+// q of one tile shape: the output padded to whole tm x tn tiles, then a
+// partial last wave of tiles over `units` SMs costing a whole wave. Fewer
+// rows than the tile: the smallest skinny tile that covers them and split-K
+// instead of waves (cuBLASLt enumerates 8x8 ... 64x64 tiles besides the
+// 128-row ones: nvmath cublasLt.MatmulTile, efficiency.md 1.3).
+double OneTileQuantization(double m, double n, double groups, double tm,
+                           double tn, double units, bool skinny) {
+  if (skinny && m < tm) {
+    tm = SkinnyTileRows(m);
+    units = 0;
+  }
+  const double a = std::ceil(m / tm), b = std::ceil(n / tn);
+  double q = (m * n) / (a * tm * b * tn);
+  if (units > 0) {
+    const double tiles = groups * a * b;
+    q *= tiles / (std::ceil(tiles / units) * units);
+  }
+  return q;
+}
+
+// The CTA tiles a GPU GEMM library chooses among besides the catalog's
+// largest one (cuBLASLt's and CUTLASS's Hopper SM90 tile shapes, nvmath
+// cublasLt.MatmulTile). Measured on an H200 (docs/device-checks.md, 2026-12-04,
+// 303 cuBLAS GEMMs at eight model shapes and 13 held-out ones, 1 to 16,384
+// rows): the best q over this menu put the model within 8.6% median / 26%
+// p90 of the held-out bf16 times, against 15.8% / 170% for the 128 x 256
+// tile alone, which wrongly leaves 132 SMs to a handful of tiles at 128 to
+// 1,024 rows.
+constexpr double kGpuTiles[][2] = {{64, 64}, {64, 128}, {128, 128}, {256, 128}};
+
+}  // namespace
+
+double TileQuantization(const ChipEfficiency& eff, double m, double n,
+                        double groups) {
+  if (eff.units <= 0) {
+    return OneTileQuantization(m, n, groups, eff.tile_m, eff.tile_n, 0, false);
+  }
+  double q = OneTileQuantization(m, n, groups, eff.tile_m, eff.tile_n,
+                                 eff.units, true);
+  for (const auto& t : kGpuTiles) {
+    q = std::max(
+        q, OneTileQuantization(m, n, groups, t[0], t[1], eff.units, true));
+  }
+  return q;
+}
+
 units::Seconds GemmTime(const hw::Chip& chip, const ChipEfficiency& eff,
                         double m, double n, double k, const GemmFormat& f) {
   if (m <= 0 || n <= 0 || k <= 0) return units::Seconds(0);
   double peak = chip.Peak(f.compute).si();
   if (peak <= 0) peak = chip.Peak(hw::Dtype::kBf16).si();
   double e = GemmMaxFor(eff, f.compute);
-  double q = 1;
-  if (f.quantize) {
-    // Tile quantization: the output is covered by whole tiles.
-    double tm = std::ceil(m / eff.tile_m), tn = std::ceil(n / eff.tile_n);
-    q = (m * n) / (tm * eff.tile_m * tn * eff.tile_n);
-    // Wave quantization: a partial wave of tiles costs a whole one.
-    if (eff.units > 0) {
-      double tiles = tm * tn;
-      double waves = std::ceil(tiles / eff.units);
-      q *= tiles / (waves * eff.units);
-    }
-  }
+  const double q = f.quantize ? TileQuantization(eff, m, n) : 1.0;
   const roofline::MatmulWork w =
       roofline::Work(m, n, k, f.a_bytes, f.w_bytes, f.out_bytes);
   return eff.op_overhead +

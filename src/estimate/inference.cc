@@ -27,19 +27,6 @@ hw::Dtype ComputeDtypeFor(const hw::Chip& chip, hw::Dtype w) {
   return hw::Dtype::kBf16;
 }
 
-// Output-tile rows a GEMM library picks for a skinny GEMM of `rows` rows:
-// the smallest power-of-two tile of at least 8 rows that covers them
-// (cuBLASLt enumerates 8x8 ... 64x64 tiles besides the 128-row ones:
-// nvmath cublasLt.MatmulTile, efficiency.md 1.3; vLLM's fused-MoE configs
-// start at BLOCK_SIZE_M 16). Padding is then at most 2x, never the 128x of
-// a one-row GEMM on a 128-row tile.
-double SkinnyTileRows(double rows) {
-  for (double t : {8.0, 16.0, 32.0, 64.0}) {
-    if (rows <= t) return t;
-  }
-  return 128;
-}
-
 // The start-up of one small GPU kernel in a stream of back-to-back launches:
 // 2.555 us (A100 80GB), 2.433 us (H200), 1.6 us (L40), fitted by gpu-benches
 // (te42kyfo/gpu-benches gpu-small-kernels, 10,000 launches of an
@@ -154,15 +141,15 @@ struct StepCostModel::Impl {
     double E = m.moe.num_experts, k = m.moe.top_k;
     return E * (1 - std::pow(1 - k / E, tokens));
   }
-  // One realistic GEMM without a launch cost (that is per step). Skinny
-  // GEMMs (fewer rows than the catalog tile) get a small tile and split-K,
-  // so no wave quantization: they stream their weights.
+  // One realistic GEMM without a launch cost (that is per step). On a GPU
+  // the library's best tile (TileQuantization: skinny GEMMs take a small
+  // tile and split-K and stream their weights); on a TPU fewer rows than
+  // the MXU tile pad only to a skinny tile.
   double Gemm(double rows, double cols, double inner) const {
     ChipEfficiency e = eff;
     e.op_overhead = units::Seconds(0);
-    if (rows < e.tile_m) {
+    if (rows < e.tile_m && e.units <= 0) {
       e.tile_m = static_cast<int>(SkinnyTileRows(rows));
-      e.units = 0;
     }
     return GemmTime(chip(), e, rows, cols, inner,
                     GemmFormat{compute, 2, wb, 2, true})
@@ -175,6 +162,7 @@ struct StepCostModel::Impl {
   double TpAllReduce(double bytes) const;
   double Comm(double tokens) const;
   double RealisticMatmuls(double tokens) const;
+  double Elementwise(double tokens) const;
   double DenseMatmuls(double rows) const;
   double DpAttentionImbalance(const StepWork& w) const;
   double PeakMatmuls(double tokens) const;
@@ -339,9 +327,9 @@ void ServeMemory(const StepCostModel::Impl& x, ServeEstimate* est) {
 // One grouped GEMM (vLLM/SGLang fused MoE, TensorRT-LLM and DeepGEMM
 // grouped GEMMs): every expert streams its own weights and pads its rows to
 // whole tiles, but the tiles of all experts share the SMs, so waves are
-// counted over the whole group, not per expert. Skinny experts (fewer rows
-// than the catalog tile) take a small tile and split-K as Gemm does: no
-// wave quantization.
+// counted over the whole group, not per expert, at the library's best tile
+// (TileQuantization). Skinny experts (fewer rows than the catalog tile)
+// take a small tile and split-K as Gemm does: no wave quantization.
 double StepCostModel::Impl::GroupedGemm(double groups, double rows, double cols,
                                         double inner) const {
   if (!(groups > 0) || !(rows > 0)) return 0;
@@ -360,17 +348,11 @@ double StepCostModel::Impl::GroupedGemm(double groups, double rows, double cols,
   }
   if (peak || rows < eff.tile_m) return groups * Gemm(rows, cols, inner);
   const double e = GemmMaxFor(eff, compute);
-  const double tm = std::ceil(rows / eff.tile_m);
-  const double tn = std::ceil(cols / eff.tile_n);
-  const double tiles = groups * tm * tn;
-  double q = (rows * cols) / (tm * eff.tile_m * tn * eff.tile_n);
-  if (eff.units > 0) {
-    q *= tiles / (std::ceil(tiles / eff.units) * eff.units);
-  }
+  const double tq = TileQuantization(eff, rows, cols, groups);
   const double flops = groups * 2 * rows * cols * inner;
   const double bytes =
       groups * (rows * inner * 2 + inner * cols * wb + rows * cols * 2);
-  return std::max(flops / (e * q * C), bytes / W);
+  return std::max(flops / (e * tq * C), bytes / W);
 }
 
 // A tensor-parallel all-reduce of `bytes` over the dense group g: the
@@ -435,6 +417,37 @@ double StepCostModel::Impl::RealisticMatmuls(double all_tokens) const {
   }
   return DenseMatmuls(DenseRows(all_tokens)) + moe_layers * moe +
          Logits(all_tokens);
+}
+
+// The memory-bound kernels of one forward over `tokens` tokens (realistic
+// mode): per token and layer the activation elements the training model
+// streams (ElementwiseElems, docs/model.md 5.2: 10 D for the two fused
+// residual-add RMSNorms' reads and writes, 3 F for the gated activation's,
+// 2 (N + K) H for rotary embedding and the KV-cache store), in bf16 at the
+// achievable HBM bandwidth. Each chip normalizes its rows' whole hidden
+// vector (tensor parallelism replicates the norms) and holds 1/g of the
+// heads and MLP; the routed experts' activations are split over tp x ep.
+double StepCostModel::Impl::Elementwise(double tokens) const {
+  if (peak || !(tokens > 0)) return 0;
+  const double rows = DenseRows(tokens);
+  const double attn =
+      10 * D + 2.0 * (m.num_heads + m.num_kv_heads) * m.head_dim / g;
+  const double dense_mlp = 3.0 * m.ffn / g;
+  double moe = 0;
+  if (m.is_moe()) {
+    // Routed: every token's top_k experts' activations, over all chips.
+    moe = 3.0 * m.moe.top_k * m.moe.expert_ffn * tokens /
+          (cfg.tp * cfg.ep * rows);
+    if (m.moe.num_shared_experts > 0) {
+      const double fs =
+          (m.moe.shared_ffn > 0 ? m.moe.shared_ffn : m.moe.expert_ffn) *
+          m.moe.num_shared_experts;
+      moe += 3.0 * fs / g;
+    }
+  }
+  const double elems =
+      L * attn + (L - moe_layers) * dense_mlp + moe_layers * moe;
+  return rows * elems * 2 / W;
 }
 
 // The GEMMs of the dense group at `rows` rows per chip: attention
@@ -554,7 +567,7 @@ double StepCostModel::TokenTime(double tokens) const {
   const Impl& x = *impl_;
   if (!(tokens > 0)) return 0;
   return ((x.peak ? x.PeakMatmuls(tokens) : x.RealisticMatmuls(tokens)) +
-          x.Comm(tokens)) *
+          x.Elementwise(tokens) + x.Comm(tokens)) *
          (1 + x.host_fraction);
 }
 
@@ -600,13 +613,15 @@ StepParts StepCostModel::Cost(const StepWork& w) const {
   if (tokens > 0) {
     p.matmul = units::Seconds(x.peak ? x.PeakMatmuls(tokens)
                                      : x.RealisticMatmuls(tokens));
+    p.elementwise = units::Seconds(x.Elementwise(tokens));
     p.communication = units::Seconds(x.Comm(tokens));
   }
   // DP attention's busiest rank: its extra GEMM and attention time.
   p.matmul = p.matmul + units::Seconds(x.DpAttentionImbalance(w));
   p.attention = units::Seconds(x.Attention(w));
   // The engine's unoverlapped host time (EngineHostTime) is overhead too.
-  const double gpu = (p.matmul + p.communication + p.attention).si() + x.fixed;
+  const double gpu =
+      (p.matmul + p.elementwise + p.communication + p.attention).si() + x.fixed;
   p.overhead = units::Seconds(x.fixed + x.host_step + x.host_fraction * gpu);
   p.draft = units::Seconds(x.DraftTime(w));
   // An eager prefill step lasts at least the host's launch time: the
@@ -946,9 +961,9 @@ Result<ServeEstimate> EstimateServing(const model::ModelSpec& m,
   StepParts step = sc->Cost(decode);
   est.spec_tokens_per_step = E;
   est.spec_step = step.total();
-  est.decode_parts = {step.matmul / E, step.attention / E,
-                      step.communication / E, step.overhead / E,
-                      step.draft / E};
+  est.decode_parts = {step.matmul / E,      step.attention / E,
+                      step.elementwise / E, step.communication / E,
+                      step.overhead / E,    step.draft / E};
   est.decode_step = est.decode_parts.total();
   est.expert_imbalance = x.imbalance;
   const double Bq = B * x.q;
@@ -963,9 +978,9 @@ Result<ServeEstimate> EstimateServing(const model::ModelSpec& m,
   StepWork prefill{0, 0, B * cfg.prompt, B * cfg.prompt * cfg.prompt / 2};
   StepParts pre = sc->Cost(prefill);
   const double fill = (2.0 * cfg.pp - 1) / cfg.pp;
-  est.prefill_parts = {pre.matmul * fill, pre.attention * fill,
-                       pre.communication * fill, pre.overhead * fill,
-                       pre.draft * fill};
+  est.prefill_parts = {pre.matmul * fill,      pre.attention * fill,
+                       pre.elementwise * fill, pre.communication * fill,
+                       pre.overhead * fill,    pre.draft * fill};
   est.prefill_time = est.prefill_parts.total();
   double attn_time = x.q * decode.decode_context * x.decode_flops_per_key /
                      x.chip().Peak(hw::Dtype::kBf16).si();

@@ -404,6 +404,7 @@ Json ToJson(const estimate::SimulationResult& r) {
 Json ToJson(const estimate::StepParts& p) {
   Json j = {{"matmul_s", p.matmul.si()},
             {"attention_s", p.attention.si()},
+            {"elementwise_s", p.elementwise.si()},
             {"communication_s", p.communication.si()},
             {"overhead_s", p.overhead.si()}};
   if (p.draft.si() > 0) j["draft_s"] = p.draft.si();

@@ -530,6 +530,7 @@ double EmitStep(Timeline* t, const estimate::StepParts& parts, double at,
       flops * share, bytes * share);
   put(0, what + " attention", parts.attention.si(), "memory",
       flops * (1 - share), bytes * (1 - share));
+  put(0, what + " elementwise", parts.elementwise.si(), "memory", 0, 0);
   put(1, what + " collectives (exposed)", parts.communication.si(), "network",
       0, 0);
   put(0, what + " step overhead", parts.overhead.si(), "host", 0, 0);

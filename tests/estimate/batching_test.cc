@@ -62,18 +62,20 @@ TEST(StepCost, BreakdownSumsExactly) {
                                  Config(c.tp, c.ep, b, c.weights, mode));
         ASSERT_TRUE(e.has_value()) << e.error().ToString();
         const StepParts& p = e->decode_parts;
-        EXPECT_EQ(e->decode_step.si(), p.matmul.si() + p.attention.si() +
-                                           p.communication.si() +
-                                           p.overhead.si())
+        EXPECT_EQ(e->decode_step.si(),
+                  p.matmul.si() + p.attention.si() + p.elementwise.si() +
+                      p.communication.si() + p.overhead.si())
             << c.model << " batch " << b;
         const StepParts& q = e->prefill_parts;
-        EXPECT_EQ(e->prefill_time.si(), q.matmul.si() + q.attention.si() +
-                                            q.communication.si() +
-                                            q.overhead.si());
+        EXPECT_EQ(e->prefill_time.si(),
+                  q.matmul.si() + q.attention.si() + q.elementwise.si() +
+                      q.communication.si() + q.overhead.si());
+        if (mode == Mode::kRealistic) EXPECT_GT(q.elementwise.si(), 0);
         report::Json j = report::ToJson(*e);
         const report::Json& d = j["decode_breakdown"];
         EXPECT_EQ(j["decode_step_time_s"].get<double>(),
                   d["matmul_s"].get<double>() + d["attention_s"].get<double>() +
+                      d["elementwise_s"].get<double>() +
                       d["communication_s"].get<double>() +
                       d["overhead_s"].get<double>());
       }

@@ -41,47 +41,52 @@ struct GemmCase {
   const char* why;
 };
 
+// GPUs take the best q over the catalog tile and the menu 64x64, 64x128,
+// 128x128, 256x128 (TileQuantization; measured on an H200, docs/model.md
+// 5.2); rows below a tile's rows take a skinny tile without waves.
 const GemmCase kGemmCases[] = {
-    // 64 x 32 = 2048 tiles, ceil(2048/132) = 16 waves: q = 2048/2112 =
-    // 0.969697; 2 x 8192^3 = 1.0995e12 FLOP / (0.803 x 0.969697 x 989.5e12)
-    // = 1427.03 us; bytes 6 x 8192^2 = 4.03e8 / (0.87 x 3.35e12) = 138 us.
-    {"h100", 8192, 8192, 8192, hw::Dtype::kBf16, 1.43202783479e-3,
-     "5 us + 1427.03 us (math)"},
-    // 32 x 16 = 512 tiles, 4 waves: q = 512/528 = 0.969697 again;
+    // 64x64 tiles: 128 x 128 = 16384 tiles, ceil(16384/132) = 125 waves:
+    // q = 16384/16500 = 0.992970 (128x256: 2048/2112 = 0.969697);
+    // 2 x 8192^3 = 1.0995e12 FLOP / (0.803 x 0.992970 x 989.5e12) =
+    // 1393.582 us; bytes 6 x 8192^2 = 4.03e8 / (0.87 x 3.35e12) = 138 us.
+    {"h100", 8192, 8192, 8192, hw::Dtype::kBf16, 1.39858186991e-3,
+     "5 us + 1393.582 us (math)"},
+    // Every tile gives 0.969697 (e.g. 128x256: 512 tiles, 4 waves);
     // 1.374e11 / (0.803 x 0.969697 x 989.5e12) = 178.378 us.
     {"h100", 4096, 4096, 4096, hw::Dtype::kBf16, 1.83378479348e-4,
      "5 us + 178.378 us"},
-    // Skinny: 16 rows fill 1/8 of a 128-row tile, and 32 tiles 32/132 of a
-    // wave: q = 0.125 x 32/132 = 0.030303; 2.147e9 / (0.803 x 0.030303 x
-    // 989.5e12) = 89.189 us (memory: 1.347e8 B / 2.9145e12 = 46.2 us).
-    {"h100", 16, 8192, 8192, hw::Dtype::kBf16, 9.41892396741e-5,
-     "5 us + 89.189 us"},
-    // Not a tile multiple: ceil(1000/128) = 8, ceil(1000/256) = 4, q =
-    // 1e6 / (1024 x 1024) x 32/132 = 0.231194; 2e9 / (0.803 x 0.231194 x
-    // 989.5e12) = 10.887 us.
-    {"h100", 1000, 1000, 1000, hw::Dtype::kBf16, 1.58873583587e-5,
-     "5 us + 10.887 us"},
-    // fp8: 2 x 8192^3 / (0.709 x 0.969697 x 1979e12) = 808.112 us.
-    {"h100", 8192, 8192, 8192, hw::Dtype::kFp8, 8.13112377527e-4,
-     "5 us + 808.112 us"},
-    // fp8 skinny: 2.147e9 / (0.709 x 0.030303 x 1979e12) = 50.507 us.
-    {"h100", 16, 8192, 8192, hw::Dtype::kFp8, 5.55070235954e-5,
-     "5 us + 50.507 us"},
-    // 64 x 64 = 4096 tiles, ceil(4096/108) = 38 waves: q = 4096/4104 =
-    // 0.998051; 1.0995e12 / (0.869 x 0.998051 x 312e12) = 4063.24 us.
+    // Skinny: 16 rows take a 16-row tile and split-K (no waves), q = 1;
+    // math 2.703 us, memory 1.347e8 B / 2.9145e12 = 46.232 us.
+    {"h100", 16, 8192, 8192, hw::Dtype::kBf16, 5.12316061074e-5,
+     "5 us + 46.232 us (memory)"},
+    // Not a tile multiple: 64x128 tiles, ceil(1000/64) = 16, ceil(1000/128)
+    // = 8: q = 1e6 / (1024 x 1024) x 128/132 = 0.924775; 2e9 / (0.803 x
+    // 0.924775 x 989.5e12) = 2.722 us.
+    {"h100", 1000, 1000, 1000, hw::Dtype::kBf16, 7.72183958966e-6,
+     "5 us + 2.722 us"},
+    // fp8: 2 x 8192^3 / (0.709 x 0.992970 x 1979e12) = 789.172 us.
+    {"h100", 8192, 8192, 8192, hw::Dtype::kFp8, 7.94172243679e-4,
+     "5 us + 789.172 us"},
+    // fp8 skinny: memory, 6.737e7 B / 2.9145e12 = 23.161 us.
+    {"h100", 16, 8192, 8192, hw::Dtype::kFp8, 2.81607754332e-5,
+     "5 us + 23.161 us (memory)"},
+    // 256x128 tiles: 32 x 64 = 2048 tiles, ceil(2048/108) = 19 waves: q =
+    // 2048/2052 = 0.998051 (as 128x128's 4096/4104); 1.0995e12 / (0.869 x
+    // 0.998051 x 312e12) = 4063.24 us.
     {"a100", 8192, 8192, 8192, hw::Dtype::kBf16, 4.06824360237e-3,
      "5 us + 4063.24 us"},
-    // 8 x 8 tiles of 128: q = 1e6/1024^2 x 64/108 = 0.565140; 2e9 /
-    // (0.869 x 0.565140 x 312e12) = 13.053 us.
-    {"a100", 1000, 1000, 1000, hw::Dtype::kBf16, 1.80526688501e-5,
-     "5 us + 13.053 us"},
-    // 2048 tiles, ceil(2048/148) = 14 waves: q = 2048/2072 = 0.988417;
-    // 1.0995e12 / (0.776 x 0.988417 x 2.25e15) = 637.111 us.
-    {"b200", 8192, 8192, 8192, hw::Dtype::kBf16, 6.4211141447e-4,
-     "5 us + 637.111 us"},
-    // fp8: 1.0995e12 / (0.763 x 0.988417 x 4.5e15) = 323.983 us.
-    {"b200", 8192, 8192, 8192, hw::Dtype::kFp8, 3.2898326188e-4,
-     "5 us + 323.983 us"},
+    // 64x64 tiles: 16 x 16 = 256 tiles, 3 waves of 108: q = 1e6/1024^2 x
+    // 256/324 = 0.753520; 2e9 / (0.869 x 0.753520 x 312e12) = 9.790 us.
+    {"a100", 1000, 1000, 1000, hw::Dtype::kBf16, 1.47895016376e-5,
+     "5 us + 9.790 us"},
+    // 64x64 tiles: 16384 tiles, ceil(16384/148) = 111 waves: q =
+    // 16384/16428 = 0.997322; 1.0995e12 / (0.776 x 0.997322 x 2.25e15) =
+    // 631.423 us.
+    {"b200", 8192, 8192, 8192, hw::Dtype::kBf16, 6.36422919698e-4,
+     "5 us + 631.423 us"},
+    // fp8: 1.0995e12 / (0.763 x 0.997322 x 4.5e15) = 321.091 us.
+    {"b200", 8192, 8192, 8192, hw::Dtype::kFp8, 3.26090554184e-4,
+     "5 us + 321.091 us"},
     // TPU: no waves, 8192 is a tile multiple, q = 1: 1.0995e12 / (0.792 x
     // 459e12) = 3024.558 us.
     {"tpu-v5p", 8192, 8192, 8192, hw::Dtype::kBf16, 3.02655829476e-03,
@@ -281,12 +286,13 @@ TEST(GemmTime, Fp4UsesTheChipsFp4Fraction) {
   ChipEfficiency eff = RealisticEfficiencyAtBoost(b200);
   eff.op_overhead = units::Seconds(0);
   const double m = 1024, n = 7168, k = 4608;
-  const double q = 224.0 / 296.0;
+  // 64x64 tiles: 16 x 112 = 1792 tiles, 13 waves of 148 (TileQuantization).
+  const double q = 1792.0 / 1924.0;
   const double flops = 2 * m * n * k;
   const GemmFormat fp4{hw::Dtype::kFp4, 0.5, 0.5, 2, true};
   const double t = GemmTime(b200, eff, m, n, k, fp4).si();
   EXPECT_DOUBLE_EQ(t, flops / (0.495 * q * 9e15));
-  EXPECT_NEAR(flops / t / 1e12, 3370.4, 10);
+  EXPECT_NEAR(flops / t / 1e12, 4149.4, 10);
   // fp8 at the same shape keeps fp8's fraction of the fp8 peak.
   const GemmFormat fp8{hw::Dtype::kFp8, 1, 1, 2, true};
   EXPECT_DOUBLE_EQ(GemmTime(b200, eff, m, n, k, fp8).si(),

@@ -149,10 +149,12 @@ static Result<estimate::ServeConfig> ParseServeCommon(
 // "matmul 5.96 ms + attention 2.07 ms + ...": the parts of a step, which
 // add up to it.
 static std::string PartsText(const estimate::StepParts& p) {
-  return fmt::format("matmul {} + attention {} + communication {} + fixed {}",
-                     FormatSeconds(p.matmul), FormatSeconds(p.attention),
-                     FormatSeconds(p.communication),
-                     FormatSeconds(p.overhead)) +
+  return fmt::format(
+             "matmul {} + attention {} + elementwise {} + communication {} + "
+             "fixed {}",
+             FormatSeconds(p.matmul), FormatSeconds(p.attention),
+             FormatSeconds(p.elementwise), FormatSeconds(p.communication),
+             FormatSeconds(p.overhead)) +
          (p.draft.si() > 0 ? " + draft " + FormatSeconds(p.draft) : "");
 }
 

@@ -363,16 +363,27 @@ std::string SloResultText(const search::SloPlanResult& res,
 }
 
 // A system spelling of `chips` chips for serve: GPUs as NVLink domains of
-// the largest size dividing the count; TPUs as the search's slice. Empty
-// when there is none.
-std::string SystemOf(const hw::Chip& chip, int chips) {
+// the largest size dividing the count that holds whole replicas of
+// `group` chips (tp x ep), or whole domains of a larger replica, so that
+// the plan's mesh lays onto it (12 chips of tp=4 replicas: 4x3, not 6x2);
+// TPUs as the search's slice. Empty when there is none.
+std::string SystemOf(const hw::Chip& chip, int chips, int group) {
   if (chip.is_tpu() || !chip.nvlink) {
     auto sys = search::SystemOfChips(chip, chips);
     return sys ? sys->id : "";
   }
+  auto lays = [&](int k) {
+    return chips % k == 0 && (group <= k ? k % group == 0 : group % k == 0);
+  };
   int k = std::min(chips, chip.nvlink->domain_size);
-  while (chips % k != 0) --k;
+  while (k > 1 && !lays(k)) --k;
   return fmt::format("{}:{}x{}", chip.id, k, chips / k);
+}
+
+// The largest replica of the plan's pools, in chips (tp x ep).
+int ReplicaChips(const search::SloPlan& p) {
+  const int pool = p.pool.tp * p.pool.ep;
+  return p.disaggregated ? std::max(pool, p.decode.tp * p.decode.ep) : pool;
 }
 
 // The serve command that simulates `p` again with the search's workload.
@@ -380,7 +391,7 @@ std::string ServeCommand(const search::SloPlan& p,
                          const search::SloPlanRequest& r,
                          const std::string& model, const hw::Chip& chip,
                          const std::string& engine) {
-  const std::string sys = SystemOf(chip, p.chips);
+  const std::string sys = SystemOf(chip, p.chips, ReplicaChips(p));
   if (sys.empty()) return "";
   std::string s = "scalemodel serve --model " + model + " --system " + sys;
   if (p.disaggregated) {
@@ -452,7 +463,7 @@ Result<bool> AddSloLaunch(const catalog::Catalog& cat,
         "--emit");
   }
   const search::SloPlan& p = res.plans[0];
-  auto sys = cat.FindSystem(SystemOf(chip, p.chips));
+  auto sys = cat.FindSystem(SystemOf(chip, p.chips, ReplicaChips(p)));
   if (!sys) return tl::unexpected(EmitError(sys.error()));
   if (p.disaggregated) {
     launch::DisaggregatedPlan plan;

@@ -22,6 +22,14 @@ keeps what it measured. Sections (--only picks some):
   decode    a Llama-3-8B-shaped forward of random weights, batch 1 ... 128 at
             1,024 tokens of context, replayed as a CUDA graph and run eagerly
             (the decode step; PyTorch's host time per eager kernel)
+  prefill   the same forward over one prompt of 128 ... 16,384 tokens
+            (the prefill step behind TTFT)
+  gemm_holdout  bf16/fp8 GEMMs at shapes and rows kept out of any fit to
+            `gemm` (a held-out check of the GEMM rule)
+  sustained 8192^3 bf16 GEMMs back to back for 8 s with clocks and power
+            (burst vs sustained GEMM rate)
+  hbm_sweep read and copy by array size, 4 MB ... 1 GB
+  small     decode-sized RMSNorm and SiLU*mul kernels in a CUDA graph
 
 tools/dev/device_compare.py reads the file back here and sets it beside the
 model's numbers. Timing: CUDA events around CUDA-graph replays of `reps`
@@ -398,6 +406,32 @@ class Llama8B:
         return (self.rms(x) @ self.head.t()).argmax(-1)
 
 
+    def prefill(self, s):
+        """One sequence of s prompt tokens: the whole forward, causal."""
+        import torch.nn.functional as F
+        hd, kvd = self.head_dim, self.kv_heads * self.head_dim
+        x = self.px[:s]
+        for li in range(self.layers):
+            h = self.rms(x)
+            qkv = h @ self.qkv[li].t()
+            q = qkv[:, :self.hidden].view(s, self.heads, hd).transpose(0, 1)
+            k = qkv[:, self.hidden:self.hidden + kvd].view(
+                s, self.kv_heads, hd).transpose(0, 1)
+            v = qkv[:, self.hidden + kvd:].view(
+                s, self.kv_heads, hd).transpose(0, 1)
+            q, k = self.rope(q), self.rope(k)
+            a = F.scaled_dot_product_attention(
+                q.unsqueeze(0), k.unsqueeze(0), v.unsqueeze(0).contiguous(),
+                is_causal=True, enable_gqa=True)
+            x = x + a[0].transpose(0, 1).reshape(s, self.hidden) @ \
+                self.o[li].t()
+            h = self.rms(x)
+            gu = h @ self.gate_up[li].t()
+            x = x + (F.silu(gu[:, :self.ffn]) * gu[:, self.ffn:]) @ \
+                self.down[li].t()
+        return (self.rms(x[-1:]) @ self.head.t()).argmax(-1)
+
+
 def count_kernels(fn):
     """GPU kernels one call of fn launches (torch.profiler), or None."""
     try:
@@ -435,9 +469,174 @@ def section_decode():
         print("decode", row)
 
 
+# Shapes kept out of any fit to `gemm`'s rows (a held-out check of a GEMM
+# rule): Llama 3 70B at TP 4, Qwen3-32B at TP 1, Llama 3 405B at TP 8, and
+# Llama 3 8B's output head; rows between the powers of two too.
+HOLDOUT_SHAPES = [
+    ("llama3-70b/tp4 qkv", 2560, 8192), ("llama3-70b/tp4 o", 8192, 2048),
+    ("llama3-70b/tp4 gate_up", 14336, 8192),
+    ("llama3-70b/tp4 down", 8192, 7168),
+    ("qwen3-32b qkv", 10240, 5120), ("qwen3-32b o", 5120, 8192),
+    ("qwen3-32b gate_up", 51200, 5120), ("qwen3-32b down", 5120, 25600),
+    ("llama3-405b/tp8 qkv", 2304, 16384), ("llama3-405b/tp8 o", 16384, 2048),
+    ("llama3-405b/tp8 gate_up", 13312, 16384),
+    ("llama3-405b/tp8 down", 16384, 6656),
+    ("llama3-8b head", 128256, 4096),
+]
+HOLDOUT_ROWS = [1, 16, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 2048,
+                4096, 8192]
+
+
+def section_gemm_holdout():
+    rows = []
+    RESULTS["gemm_holdout"] = rows
+    for dtype in ("bf16", "fp8"):
+        for name, n, k in HOLDOUT_SHAPES:
+            for m in HOLDOUT_ROWS:
+                if left() < 60:
+                    return
+                row = {"shape": name, "dtype": dtype, "m": m, "n": n, "k": k}
+                try:
+                    mm = m
+                    if dtype == "fp8" and m % 16:
+                        mm = 16
+                        row["padded_m"] = mm
+                    row["seconds"] = gemm_time(mm, n, k, dtype)
+                    row["flop_per_s"] = 2.0 * m * n * k / row["seconds"]
+                except Exception as e:  # noqa: BLE001
+                    row["error"] = str(e).splitlines()[0][:200]
+                rows.append(row)
+            save()
+        print("gemm_holdout", dtype, "done")
+
+
+def section_sustained():
+    """8192^3 bf16 GEMMs back to back for ~8 s, with clocks and power."""
+    n = 8192
+    a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+    ws = [torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+          for _ in range(4)]
+    smi = None
+    try:
+        smi = subprocess.Popen(
+            ["nvidia-smi", "--query-gpu=clocks.sm,power.draw,temperature.gpu",
+             "--format=csv,noheader,nounits", "-lms", "250"],
+            stdout=subprocess.PIPE, text=True)
+    except Exception:  # noqa: BLE001 - no sampling then
+        smi = None
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        for i in range(3):
+            torch.mm(a, ws[i % 4])
+    sync()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        for i in range(10):
+            torch.mm(a, ws[i % 4])
+    series = []
+    t_end = time.monotonic() + 8
+    while time.monotonic() < t_end:
+        st = torch.cuda.Event(enable_timing=True)
+        en = torch.cuda.Event(enable_timing=True)
+        st.record()
+        g.replay()
+        en.record()
+        en.synchronize()
+        series.append(10 * 2.0 * n ** 3 / (st.elapsed_time(en) / 1e3))
+    samples = []
+    if smi is not None:
+        smi.terminate()
+        try:
+            out = smi.communicate(timeout=5)[0]
+            samples = [ln.strip() for ln in out.splitlines() if ln.strip()]
+        except Exception:  # noqa: BLE001
+            pass
+    k = max(1, len(series) // 8)
+    RESULTS["sustained"] = {
+        "shape": "8192^3 bf16 torch.mm, 10 per graph replay",
+        "replays": len(series),
+        "first_flop_per_s": statistics.median(series[:k]),
+        "last_flop_per_s": statistics.median(series[-k:]),
+        "series_flop_per_s": series[::max(1, len(series) // 64)],
+        "nvidia_smi_sm_mhz_w_c": samples,
+    }
+    del g
+    print("sustained first %.0f last %.0f TFLOP/s" % (
+        RESULTS["sustained"]["first_flop_per_s"] / 1e12,
+        RESULTS["sustained"]["last_flop_per_s"] / 1e12))
+
+
+def section_hbm_sweep():
+    """Read (sum) and copy by array size, buffers rotated past the L2."""
+    rows = []
+    RESULTS["hbm_sweep"] = rows
+    for mb in (4, 16, 64, 256, 1024):
+        nbytes = mb << 20
+        copies = max(1, math.ceil((1 << 30) / nbytes))
+        xs = [torch.randn(nbytes // 4, device="cuda") for _ in range(copies)]
+        ys = [torch.empty_like(x) for x in xs]
+        t_sum = time_graph(lambda i: xs[i % copies].sum(), reps=20)
+        t_copy = time_graph(lambda i: ys[i % copies].copy_(xs[i % copies]),
+                            reps=20)
+        rows.append({"bytes": nbytes, "sum_s": t_sum, "copy_s": t_copy,
+                     "sum_bytes_per_s": nbytes / t_sum,
+                     "copy_bytes_per_s": 2 * nbytes / t_copy})
+        print("hbm_sweep %5d MB sum %.0f GB/s copy %.0f GB/s" % (
+            mb, nbytes / t_sum / 1e9, 2 * nbytes / t_copy / 1e9))
+        del xs, ys
+    save()
+
+
+def section_small():
+    """Decode-sized non-GEMM kernels in a CUDA graph (RMSNorm, SiLU*mul)."""
+    import torch.nn.functional as F
+    rows = []
+    RESULTS["small"] = rows
+    h, f = 4096, 14336
+    wn = torch.ones(h, device="cuda", dtype=torch.bfloat16)
+    for b in (1, 8, 32, 128, 512):
+        x = torch.randn(b, h, device="cuda", dtype=torch.bfloat16)
+        gu = torch.randn(b, 2 * f, device="cuda", dtype=torch.bfloat16)
+        t_norm = time_graph(lambda i: F.rms_norm(x, (h,), wn, 1e-5),
+                            reps=100)
+        t_act = time_graph(lambda i: F.silu(gu[:, :f]) * gu[:, f:], reps=100)
+        rows.append({"batch": b, "rms_norm_s": t_norm, "silu_mul_s": t_act})
+    save()
+    print("small", rows)
+
+
+def section_prefill():
+    rows = []
+    RESULTS["prefill"] = rows
+    m = Llama8B(1, 16)
+    m.px = torch.randn(16384, m.hidden, device="cuda",
+                       dtype=torch.bfloat16) * 0.02
+    for s in (128, 512, 1024, 2048, 4096, 8192, 16384):
+        if left() < 40:
+            break
+        row = {"model": "llama3-8b (PyTorch ops, random weights)",
+               "batch": 1, "prompt": s}
+        try:
+            row["graph_prefill_s"] = time_graph(
+                lambda i: m.prefill(s), reps=2, iters=3)
+            if s in (128, 2048):
+                row["eager_prefill_s"] = time_eager(
+                    lambda i: m.prefill(s), calls=5)
+        except Exception as e:  # noqa: BLE001
+            row["error"] = str(e).splitlines()[0][:200]
+        rows.append(row)
+        save()
+        print("prefill", row)
+    del m
+    torch.cuda.empty_cache()
+
+
 SECTIONS = {"env": section_env, "hbm": section_hbm, "launch": section_launch,
             "gemm": section_gemm, "attention": section_attention,
-            "grouped": section_grouped, "decode": section_decode}
+            "grouped": section_grouped, "decode": section_decode,
+            "prefill": section_prefill, "gemm_holdout": section_gemm_holdout,
+            "sustained": section_sustained, "hbm_sweep": section_hbm_sweep,
+            "small": section_small}
 
 
 def main():

@@ -109,6 +109,19 @@ struct GemmFormat {
   bool quantize = true;
 };
 
+// Output-tile rows a GEMM library picks for a skinny GEMM of `rows` rows:
+// the smallest of 8, 16, 32 and 64 rows that covers them, else 128.
+double SkinnyTileRows(double rows);
+
+// Tile x wave quantization q of `groups` GEMMs of [m, n] outputs run as one
+// kernel whose tiles share the SMs (groups = 1: a plain GEMM). On a GPU
+// (eff.units > 0) the best q of the catalog tile and the library's menu of
+// CTA tiles (64x64, 64x128, 128x128, 256x128), each at a skinny tile and
+// without waves where m is below its rows; elsewhere the catalog tile
+// alone (TPU MXU padding). docs/model.md 5.2.
+double TileQuantization(const ChipEfficiency& eff, double m, double n,
+                        double groups = 1);
+
 // Time of one GEMM [m, k] x [k, n] on `chip`: the roofline of
 // roofline::Work(m, n, k, ...) against the achievable rates,
 //   t = overhead + max(2mnk / (e * q * peak), bytes / (hbm * BW)),

@@ -161,12 +161,16 @@ struct StepParts {
   // Paged-KV reads of the decoding sequences (or their attention FLOPs, the
   // larger) plus the prefill tokens' attention FLOPs.
   units::Seconds attention;
+  // The memory-bound kernels between the GEMMs (residual-add RMSNorms,
+  // rotary embedding, the gated activation, the KV-cache store): their
+  // activation bytes at the achievable HBM bandwidth (docs/model.md 7.2).
+  units::Seconds elementwise;
   units::Seconds communication;  // collectives not hidden behind the rest
   units::Seconds overhead;       // the fixed per-step cost
   // Speculative decoding's drafting (k draft passes); 0 without it.
   units::Seconds draft;
   units::Seconds total() const {
-    return matmul + attention + communication + overhead + draft;
+    return matmul + attention + elementwise + communication + overhead + draft;
   }
 };
 
