@@ -30,6 +30,9 @@ keeps what it measured. Sections (--only picks some):
             (burst vs sustained GEMM rate)
   hbm_sweep read and copy by array size, 4 MB ... 1 GB
   small     decode-sized RMSNorm and SiLU*mul kernels in a CUDA graph
+  compiled  the Llama-3-8B forward with each layer torch.compile'd (fused
+            elementwise kernels, as vLLM's compiled forward), decode batch
+            1 ... 256 and prefill 128 ... 8,192 tokens, as CUDA graphs
 
 tools/dev/device_compare.py reads the file back here and sets it beside the
 model's numbers. Timing: CUDA events around CUDA-graph replays of `reps`
@@ -631,12 +634,114 @@ def section_prefill():
     torch.cuda.empty_cache()
 
 
+def section_compiled():
+    """Llama-3-8B decode and prefill with each decoder layer compiled by
+    torch.compile (Inductor fuses the norms, rotary embedding, activation
+    and residual adds into a few Triton kernels between the cuBLAS GEMMs
+    and the attention kernel, as vLLM's compiled forward does), replayed as
+    a CUDA graph: an engine-like step to set beside the model's."""
+    import torch.nn.functional as F
+    m = Llama8B(1, 16)
+    H, hd, nq, nk, ff = m.hidden, m.head_dim, m.heads, m.kv_heads, m.ffn
+    kvd = nk * hd
+
+    def rope(t, cos, sin):
+        a, b = t[..., ::2], t[..., 1::2]
+        return torch.cat((a * cos - b * sin, a * sin + b * cos), -1)
+
+    def mlp(x, norm, gu_w, d_w):
+        h = F.rms_norm(x, (H,), norm, 1e-5)
+        gu = h @ gu_w.t()
+        return x + (F.silu(gu[:, :ff]) * gu[:, ff:]) @ d_w.t()
+
+    def layer_decode(x, qkv_w, o_w, gu_w, d_w, kc, vc, norm, cos, sin):
+        b = x.shape[0]
+        h = F.rms_norm(x, (H,), norm, 1e-5)
+        qkv = h @ qkv_w.t()
+        q = rope(qkv[:, :H].view(b, nq, 1, hd), cos, sin)
+        a = F.scaled_dot_product_attention(q, kc, vc, enable_gqa=True)
+        x = x + a.reshape(b, H) @ o_w.t()
+        return mlp(x, norm, gu_w, d_w)
+
+    def layer_prefill(x, qkv_w, o_w, gu_w, d_w, norm, cos, sin):
+        s = x.shape[0]
+        h = F.rms_norm(x, (H,), norm, 1e-5)
+        qkv = h @ qkv_w.t()
+        q = rope(qkv[:, :H].view(s, nq, hd).transpose(0, 1), cos, sin)
+        k = rope(qkv[:, H:H + kvd].view(s, nk, hd).transpose(0, 1), cos, sin)
+        v = qkv[:, H + kvd:].view(s, nk, hd).transpose(0, 1)
+        a = F.scaled_dot_product_attention(
+            q.unsqueeze(0), k.unsqueeze(0), v.unsqueeze(0), is_causal=True,
+            enable_gqa=True)
+        x = x + a[0].transpose(0, 1).reshape(s, H) @ o_w.t()
+        return mlp(x, norm, gu_w, d_w)
+
+    dec = torch.compile(layer_decode, dynamic=True, fullgraph=True)
+    pre = torch.compile(layer_prefill, dynamic=True, fullgraph=True)
+    out = {"decode": [], "prefill": []}
+    RESULTS["compiled"] = out
+    ctx = 1024
+    for b in (1, 8, 32, 64, 128, 256):
+        if left() < 60:
+            break
+        row = {"batch": b, "context": ctx}
+        try:
+            kc = [torch.randn(b, nk, ctx, hd, device="cuda",
+                              dtype=torch.bfloat16) for _ in range(m.layers)]
+            vc = [torch.randn_like(c) for c in kc]
+            x0 = torch.randn(b, H, device="cuda", dtype=torch.bfloat16)
+
+            def step(i, kc=kc, vc=vc, x0=x0):
+                x = x0
+                for li in range(m.layers):
+                    x = dec(x, m.qkv[li], m.o[li], m.gate_up[li], m.down[li],
+                            kc[li], vc[li], m.norm, m.cos, m.sin)
+                return (F.rms_norm(x, (H,), m.norm, 1e-5) @
+                        m.head.t()).argmax(-1)
+            t0 = time.monotonic()
+            step(0)
+            sync()
+            row["first_call_s"] = time.monotonic() - t0
+            row["graph_step_s"] = time_graph(step, reps=3, iters=5)
+            row["kernels_per_step"] = count_kernels(lambda: step(0))
+            del kc, vc
+        except Exception as e:  # noqa: BLE001
+            row["error"] = str(e).splitlines()[0][:300]
+        torch.cuda.empty_cache()
+        out["decode"].append(row)
+        save()
+        print("compiled decode", row)
+    px = torch.randn(8192, H, device="cuda", dtype=torch.bfloat16)
+    for sl in (128, 512, 1024, 2048, 4096, 8192):
+        if left() < 45:
+            break
+        row = {"batch": 1, "prompt": sl}
+        try:
+            def fwd(i, sl=sl):
+                x = px[:sl]
+                for li in range(m.layers):
+                    x = pre(x, m.qkv[li], m.o[li], m.gate_up[li], m.down[li],
+                            m.norm, m.cos, m.sin)
+                return (F.rms_norm(x[-1:], (H,), m.norm, 1e-5) @
+                        m.head.t()).argmax(-1)
+            t0 = time.monotonic()
+            fwd(0)
+            sync()
+            row["first_call_s"] = time.monotonic() - t0
+            row["graph_prefill_s"] = time_graph(fwd, reps=2, iters=3)
+        except Exception as e:  # noqa: BLE001
+            row["error"] = str(e).splitlines()[0][:300]
+        out["prefill"].append(row)
+        save()
+        print("compiled prefill", row)
+
+
 SECTIONS = {"env": section_env, "hbm": section_hbm, "launch": section_launch,
             "gemm": section_gemm, "attention": section_attention,
             "grouped": section_grouped, "decode": section_decode,
             "prefill": section_prefill, "gemm_holdout": section_gemm_holdout,
             "sustained": section_sustained, "hbm_sweep": section_hbm_sweep,
-            "small": section_small}
+            "small": section_small, "compiled": section_compiled}
 
 
 def main():

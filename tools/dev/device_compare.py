@@ -69,14 +69,34 @@ def lstsq_line(xs, ys):
     return my - b * mx, b
 
 
-def serve_step(binary, chip, batch, context):
+def serve_step(binary, chip, batch, context, phase="decode"):
     out = subprocess.run(
         [binary, "--json", "serve", "--model", "llama3-8b", "--system",
          chip + ":1x1", "--batch", str(batch), "--prompt", str(context),
          "--output", "1"], capture_output=True, text=True, check=True).stdout
     d = json.loads(out)
-    b = d["decode_breakdown"]
+    b = d[phase + "_breakdown"]
     return sum(b.values()), b
+
+
+def gemm_table(rows, p, eff):
+    print("GEMMs: weight streaming = weight bytes / time / HBM peak "
+          "(what a skinny GEMM is bound by), compute = FLOP/s / the "
+          "dtype's peak; catalog gemm_max %s, gemm_max_fp8 %s, hbm %s.\n"
+          % (eff.get("gemm_max"), eff.get("gemm_max_fp8"), eff.get("hbm")))
+    print("| dtype | shape | m | us | weight streaming | compute |")
+    print("|---|---|---:|---:|---:|---:|")
+    for g in rows:
+        if "seconds" not in g:
+            print("| %s | %s | %d | %s | | |" % (
+                g["dtype"], g["shape"], g["m"], g.get("error")))
+            continue
+        wb = 1 if g["dtype"] == "fp8" else 2
+        stream = g["n"] * g["k"] * wb / g["seconds"] / p["hbm"]
+        comp = g["flop_per_s"] / p[g["dtype"]]
+        print("| %s | %s | %d | %.2f | %.3f | %.3f |" % (
+            g["dtype"], g["shape"], g["m"], g["seconds"] * 1e6, stream, comp))
+    print()
 
 
 def main():
@@ -116,25 +136,64 @@ def main():
                                       ln["graph_mm_1x4096x4096_s"] * 1e6,
                                       eff.get("op_overhead")))
 
-    if r.get("gemm"):
-        print("GEMMs: weight streaming = weight bytes / time / HBM peak "
-              "(what a skinny GEMM is bound by), compute = FLOP/s / the "
-              "dtype's peak; catalog gemm_max %s, gemm_max_fp8 %s, hbm %s.\n"
-              % (eff.get("gemm_max"), eff.get("gemm_max_fp8"),
-                 eff.get("hbm")))
-        print("| dtype | shape | m | us | weight streaming | compute |")
-        print("|---|---|---:|---:|---:|---:|")
-        for g in r["gemm"]:
-            if "seconds" not in g:
-                print("| %s | %s | %d | %s | | |" % (
-                    g["dtype"], g["shape"], g["m"], g.get("error")))
+    if r.get("sustained"):
+        st = r["sustained"]
+        clocks = [int(x.split(",")[0]) for x in
+                  st.get("nvidia_smi_sm_mhz_w_c", [])[2:] if x.strip()]
+        print("Sustained %s: first replays %.0f TFLOP/s (%.3f of peak), last "
+              "%.0f TFLOP/s (%.3f) over %d replays; SM clock after the "
+              "first 0.5 s %s MHz (nvidia-smi every 250 ms). The realistic "
+              "mode's sustained GEMM fraction: gemm_max x base/boost clock.\n"
+              % (st["shape"], st["first_flop_per_s"] / 1e12,
+                 st["first_flop_per_s"] / p["bf16"],
+                 st["last_flop_per_s"] / 1e12,
+                 st["last_flop_per_s"] / p["bf16"], st["replays"],
+                 "%d-%d" % (min(clocks), max(clocks)) if clocks else "?"))
+
+    if r.get("hbm_sweep"):
+        print("| array | sum GB/s | of peak | copy GB/s (read + write) | of "
+              "peak |")
+        print("|---:|---:|---:|---:|---:|")
+        for h in r["hbm_sweep"]:
+            print("| %d MB | %.0f | %.3f | %.0f | %.3f |" % (
+                h["bytes"] >> 20, h["sum_bytes_per_s"] / 1e9,
+                h["sum_bytes_per_s"] / p["hbm"], h["copy_bytes_per_s"] / 1e9,
+                h["copy_bytes_per_s"] / p["hbm"]))
+        print()
+
+    if r.get("small"):
+        print("| batch | RMSNorm (4096) us | SiLU x mul (14336) us |")
+        print("|---:|---:|---:|")
+        for h in r["small"]:
+            print("| %d | %.2f | %.2f |" % (h["batch"], h["rms_norm_s"] * 1e6,
+                                            h["silu_mul_s"] * 1e6))
+        print()
+
+    for key in ("gemm", "gemm_holdout"):
+        if r.get(key):
+            gemm_table(r[key], p, eff)
+
+    if r.get("prefill"):
+        print("Prefill of one prompt through the same PyTorch forward "
+              "(CUDA graph), against `scalemodel serve ... --batch 1 "
+              "--prompt S --output 1`'s prefill.\n")
+        print("| prompt | measured ms | predicted ms | error | predicted "
+              "parts |")
+        print("|---:|---:|---:|---:|---|")
+        for d in r["prefill"]:
+            if "graph_prefill_s" not in d:
                 continue
-            wb = 1 if g["dtype"] == "fp8" else 2
-            stream = g["n"] * g["k"] * wb / g["seconds"] / p["hbm"]
-            comp = g["flop_per_s"] / p[g["dtype"]]
-            print("| %s | %s | %d | %.2f | %.3f | %.3f |" % (
-                g["dtype"], g["shape"], g["m"], g["seconds"] * 1e6, stream,
-                comp))
+            try:
+                pred, parts = serve_step(a.scalemodel, a.chip, 1,
+                                         d["prompt"], "prefill")
+            except (OSError, subprocess.CalledProcessError) as e:
+                pred, parts = float("nan"), {"error": str(e)}
+            print("| %d | %.2f | %.2f | %+.1f%% | %s |" % (
+                d["prompt"], d["graph_prefill_s"] * 1e3, pred * 1e3,
+                (pred / d["graph_prefill_s"] - 1) * 100,
+                ", ".join("%s %.2f" % (k.replace("_s", ""), v * 1e3)
+                          for k, v in parts.items()
+                          if isinstance(v, (int, float)))))
         print()
 
     if r.get("attention"):
@@ -215,6 +274,38 @@ def main():
         print("\nSGLang 0.5's eager prefill is modelled at %.1f us per "
               "Python-level op (docs/model.md 7.2); PyTorch's own eager "
               "launch above is its floor.\n" % (EAGER_OP_S * 1e6))
+
+    if r.get("compiled"):
+        c = r["compiled"]
+        print("The Llama-3-8B forward with each layer compiled by "
+              "torch.compile (fused elementwise kernels between the cuBLAS "
+              "GEMMs and the attention kernel, as vLLM's compiled forward), "
+              "replayed as a CUDA graph, against `scalemodel serve --model "
+              "llama3-8b --system %s:1x1` (decode: --batch B --prompt "
+              "CONTEXT; prefill: --batch 1 --prompt S).\n" % a.chip)
+        print("| step | measured ms | predicted ms | error | kernels | "
+              "predicted parts |")
+        print("|---|---:|---:|---:|---:|---|")
+        for d in c.get("decode", []) + c.get("prefill", []):
+            t = d.get("graph_step_s", d.get("graph_prefill_s"))
+            if t is None:
+                continue
+            phase = "decode" if "context" in d else "prefill"
+            what = ("decode batch %d at %d" % (d["batch"], d["context"])
+                    if phase == "decode" else "prefill %d" % d["prompt"])
+            try:
+                pred, parts = serve_step(
+                    a.scalemodel, a.chip, d["batch"],
+                    d["context"] if phase == "decode" else d["prompt"], phase)
+            except (OSError, subprocess.CalledProcessError) as e:
+                pred, parts = float("nan"), {"error": str(e)}
+            print("| %s | %.2f | %.2f | %+.1f%% | %s | %s |" % (
+                what, t * 1e3, pred * 1e3, (pred / t - 1) * 100,
+                d.get("kernels_per_step", ""),
+                ", ".join("%s %.2f" % (k.replace("_s", ""), v * 1e3)
+                          for k, v in parts.items()
+                          if isinstance(v, (int, float)))))
+        print()
 
     if r.get("errors"):
         print("Sections that failed: %s" % ", ".join(r["errors"]))
