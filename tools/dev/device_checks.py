@@ -71,6 +71,17 @@ def sync():
     torch.cuda.synchronize()
 
 
+def replay_seconds(g):
+    """Seconds of one replay of CUDA graph g (CUDA events around it)."""
+    start = torch.cuda.Event(enable_timing=True)
+    end = torch.cuda.Event(enable_timing=True)
+    start.record()
+    g.replay()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) / 1e3
+
+
 def time_graph(fn, reps=20, iters=5):
     """Seconds per call of fn(i), i = 0..reps-1, replayed as one CUDA graph."""
     s = torch.cuda.Stream()
@@ -86,15 +97,7 @@ def time_graph(fn, reps=20, iters=5):
             fn(i)
     g.replay()
     sync()
-    times = []
-    for _ in range(iters):
-        start = torch.cuda.Event(enable_timing=True)
-        end = torch.cuda.Event(enable_timing=True)
-        start.record()
-        g.replay()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) / 1e3 / reps)
+    times = [replay_seconds(g) / reps for _ in range(iters)]
     del g
     return statistics.median(times)
 
@@ -199,6 +202,21 @@ def gemm_time(m, n, k, dtype):
     return t
 
 
+def gemm_row(name, dtype, m, n, k):
+    """One timed GEMM as a result row (an error recorded, not raised)."""
+    row = {"shape": name, "dtype": dtype, "m": m, "n": n, "k": k}
+    try:
+        mm = m
+        if dtype == "fp8" and m % 16:
+            mm = 16  # _scaled_mm wants rows in multiples of 16
+            row["padded_m"] = mm
+        row["seconds"] = gemm_time(mm, n, k, dtype)
+        row["flop_per_s"] = 2.0 * m * n * k / row["seconds"]
+    except Exception as e:  # noqa: BLE001 - recorded, run goes on
+        row["error"] = str(e).splitlines()[0][:200]
+    return row
+
+
 def section_gemm():
     rows = []
     RESULTS["gemm"] = rows
@@ -209,16 +227,7 @@ def section_gemm():
             for m in ms:
                 if left() < 60:
                     return
-                row = {"shape": name, "dtype": dtype, "m": m, "n": n, "k": k}
-                try:
-                    mm = m
-                    if dtype == "fp8" and m % 16:
-                        mm = 16  # _scaled_mm wants rows in multiples of 16
-                        row["padded_m"] = mm
-                    row["seconds"] = gemm_time(mm, n, k, dtype)
-                    row["flop_per_s"] = 2.0 * m * n * k / row["seconds"]
-                except Exception as e:  # noqa: BLE001 - recorded, run goes on
-                    row["error"] = str(e).splitlines()[0][:200]
+                row = gemm_row(name, dtype, m, n, k)
                 rows.append(row)
                 print("gemm %s %-22s m=%-5d %s" % (
                     dtype, name, m,
@@ -498,17 +507,7 @@ def section_gemm_holdout():
             for m in HOLDOUT_ROWS:
                 if left() < 60:
                     return
-                row = {"shape": name, "dtype": dtype, "m": m, "n": n, "k": k}
-                try:
-                    mm = m
-                    if dtype == "fp8" and m % 16:
-                        mm = 16
-                        row["padded_m"] = mm
-                    row["seconds"] = gemm_time(mm, n, k, dtype)
-                    row["flop_per_s"] = 2.0 * m * n * k / row["seconds"]
-                except Exception as e:  # noqa: BLE001
-                    row["error"] = str(e).splitlines()[0][:200]
-                rows.append(row)
+                rows.append(gemm_row(name, dtype, m, n, k))
             save()
         print("gemm_holdout", dtype, "done")
 
@@ -539,13 +538,7 @@ def section_sustained():
     series = []
     t_end = time.monotonic() + 8
     while time.monotonic() < t_end:
-        st = torch.cuda.Event(enable_timing=True)
-        en = torch.cuda.Event(enable_timing=True)
-        st.record()
-        g.replay()
-        en.record()
-        en.synchronize()
-        series.append(10 * 2.0 * n ** 3 / (st.elapsed_time(en) / 1e3))
+        series.append(10 * 2.0 * n ** 3 / replay_seconds(g))
     samples = []
     if smi is not None:
         smi.terminate()
@@ -634,6 +627,15 @@ def section_prefill():
     torch.cuda.empty_cache()
 
 
+def wall_seconds(fn):
+    """Wall seconds of one call fn(0) to its GPU work's end (a first call:
+    torch.compile's compilation included)."""
+    t0 = time.monotonic()
+    fn(0)
+    sync()
+    return time.monotonic() - t0
+
+
 def section_compiled():
     """Llama-3-8B decode and prefill with each decoder layer compiled by
     torch.compile (Inductor fuses the norms, rotary embedding, activation
@@ -698,10 +700,7 @@ def section_compiled():
                             kc[li], vc[li], m.norm, m.cos, m.sin)
                 return (F.rms_norm(x, (H,), m.norm, 1e-5) @
                         m.head.t()).argmax(-1)
-            t0 = time.monotonic()
-            step(0)
-            sync()
-            row["first_call_s"] = time.monotonic() - t0
+            row["first_call_s"] = wall_seconds(step)
             row["graph_step_s"] = time_graph(step, reps=3, iters=5)
             row["kernels_per_step"] = count_kernels(lambda: step(0))
             del kc, vc
@@ -724,10 +723,7 @@ def section_compiled():
                             m.norm, m.cos, m.sin)
                 return (F.rms_norm(x[-1:], (H,), m.norm, 1e-5) @
                         m.head.t()).argmax(-1)
-            t0 = time.monotonic()
-            fwd(0)
-            sync()
-            row["first_call_s"] = time.monotonic() - t0
+            row["first_call_s"] = wall_seconds(fwd)
             row["graph_prefill_s"] = time_graph(fwd, reps=2, iters=3)
         except Exception as e:  # noqa: BLE001
             row["error"] = str(e).splitlines()[0][:300]
