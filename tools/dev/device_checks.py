@@ -33,6 +33,8 @@ keeps what it measured. Sections (--only picks some):
   compiled  the Llama-3-8B forward with each layer torch.compile'd (fused
             elementwise kernels, as vLLM's compiled forward), decode batch
             1 ... 256 and prefill 128 ... 8,192 tokens, as CUDA graphs
+  compiled_70b_tp8  the same for one rank's slice of Llama 3 70B at TP 8
+            (the step without its all-reduces)
 
 tools/dev/device_compare.py reads the file back here and sets it beside the
 model's numbers. Timing: CUDA events around CUDA-graph replays of `reps`
@@ -363,14 +365,21 @@ class Llama8B:
     layers, hidden, heads, kv_heads, head_dim = 32, 4096, 32, 8, 128
     ffn, vocab = 14336, 128256
 
-    def __init__(self, batch, context):
+    def __init__(self, batch, context, **dims):
+        """dims override the shapes (layers, hidden, heads, kv_heads,
+        head_dim, ffn, vocab): another dense model, or one rank's slice of
+        one under tensor parallelism."""
+        for k, v in dims.items():
+            setattr(self, k, v)
+
         def w(*shape):
             return torch.randn(*shape, device="cuda",
                                dtype=torch.bfloat16) * 0.02
         h, kvd = self.hidden, self.kv_heads * self.head_dim
+        self.qs = self.heads * self.head_dim
         self.b, self.ctx = batch, context
-        self.qkv = [w(h + 2 * kvd, h) for _ in range(self.layers)]
-        self.o = [w(h, h) for _ in range(self.layers)]
+        self.qkv = [w(self.qs + 2 * kvd, h) for _ in range(self.layers)]
+        self.o = [w(h, self.qs) for _ in range(self.layers)]
         self.gate_up = [w(2 * self.ffn, h) for _ in range(self.layers)]
         self.down = [w(h, self.ffn) for _ in range(self.layers)]
         self.norm = torch.ones(h, device="cuda", dtype=torch.bfloat16)
@@ -401,22 +410,21 @@ class Llama8B:
         for li in range(self.layers):
             h = self.rms(x)
             qkv = h @ self.qkv[li].t()
-            q = qkv[:, :self.hidden].view(b, self.heads, 1, hd)
-            k = qkv[:, self.hidden:self.hidden + kvd].view(
+            q = qkv[:, :self.qs].view(b, self.heads, 1, hd)
+            k = qkv[:, self.qs:self.qs + kvd].view(
                 b, self.kv_heads, 1, hd)
-            v = qkv[:, self.hidden + kvd:].view(b, self.kv_heads, 1, hd)
+            v = qkv[:, self.qs + kvd:].view(b, self.kv_heads, 1, hd)
             q, k = self.rope(q), self.rope(k)
             self.kc[li][:, :, -1:, :].copy_(k)
             self.vc[li][:, :, -1:, :].copy_(v)
             a = F.scaled_dot_product_attention(
                 q, self.kc[li], self.vc[li], enable_gqa=True)
-            x = x + a.reshape(b, self.hidden) @ self.o[li].t()
+            x = x + a.reshape(b, self.qs) @ self.o[li].t()
             h = self.rms(x)
             gu = h @ self.gate_up[li].t()
             x = x + (F.silu(gu[:, :self.ffn]) * gu[:, self.ffn:]) @ \
                 self.down[li].t()
         return (self.rms(x) @ self.head.t()).argmax(-1)
-
 
     def prefill(self, s):
         """One sequence of s prompt tokens: the whole forward, causal."""
@@ -426,16 +434,16 @@ class Llama8B:
         for li in range(self.layers):
             h = self.rms(x)
             qkv = h @ self.qkv[li].t()
-            q = qkv[:, :self.hidden].view(s, self.heads, hd).transpose(0, 1)
-            k = qkv[:, self.hidden:self.hidden + kvd].view(
+            q = qkv[:, :self.qs].view(s, self.heads, hd).transpose(0, 1)
+            k = qkv[:, self.qs:self.qs + kvd].view(
                 s, self.kv_heads, hd).transpose(0, 1)
-            v = qkv[:, self.hidden + kvd:].view(
+            v = qkv[:, self.qs + kvd:].view(
                 s, self.kv_heads, hd).transpose(0, 1)
             q, k = self.rope(q), self.rope(k)
             a = F.scaled_dot_product_attention(
                 q.unsqueeze(0), k.unsqueeze(0), v.unsqueeze(0).contiguous(),
                 is_causal=True, enable_gqa=True)
-            x = x + a[0].transpose(0, 1).reshape(s, self.hidden) @ \
+            x = x + a[0].transpose(0, 1).reshape(s, self.qs) @ \
                 self.o[li].t()
             h = self.rms(x)
             gu = h @ self.gate_up[li].t()
@@ -636,16 +644,20 @@ def wall_seconds(fn):
     return time.monotonic() - t0
 
 
-def section_compiled():
+def section_compiled(m=None, key="compiled", serve=None,
+                     batches=(1, 8, 32, 64, 128, 256),
+                     prompts=(128, 512, 1024, 2048, 4096, 8192)):
     """Llama-3-8B decode and prefill with each decoder layer compiled by
     torch.compile (Inductor fuses the norms, rotary embedding, activation
     and residual adds into a few Triton kernels between the cuBLAS GEMMs
     and the attention kernel, as vLLM's compiled forward does), replayed as
-    a CUDA graph: an engine-like step to set beside the model's."""
+    a CUDA graph: an engine-like step to set beside the model's. `m` another
+    model's shapes (a Llama8B with dims), `serve` the scalemodel serve
+    arguments it stands for (device_compare.py)."""
     import torch.nn.functional as F
-    m = Llama8B(1, 16)
+    m = m or Llama8B(1, 16)
     H, hd, nq, nk, ff = m.hidden, m.head_dim, m.heads, m.kv_heads, m.ffn
-    kvd = nk * hd
+    kvd, QS = nk * hd, m.qs
 
     def rope(t, cos, sin):
         a, b = t[..., ::2], t[..., 1::2]
@@ -660,30 +672,33 @@ def section_compiled():
         b = x.shape[0]
         h = F.rms_norm(x, (H,), norm, 1e-5)
         qkv = h @ qkv_w.t()
-        q = rope(qkv[:, :H].view(b, nq, 1, hd), cos, sin)
+        q = rope(qkv[:, :QS].view(b, nq, 1, hd), cos, sin)
         a = F.scaled_dot_product_attention(q, kc, vc, enable_gqa=True)
-        x = x + a.reshape(b, H) @ o_w.t()
+        x = x + a.reshape(b, QS) @ o_w.t()
         return mlp(x, norm, gu_w, d_w)
 
     def layer_prefill(x, qkv_w, o_w, gu_w, d_w, norm, cos, sin):
         s = x.shape[0]
         h = F.rms_norm(x, (H,), norm, 1e-5)
         qkv = h @ qkv_w.t()
-        q = rope(qkv[:, :H].view(s, nq, hd).transpose(0, 1), cos, sin)
-        k = rope(qkv[:, H:H + kvd].view(s, nk, hd).transpose(0, 1), cos, sin)
-        v = qkv[:, H + kvd:].view(s, nk, hd).transpose(0, 1)
+        q = rope(qkv[:, :QS].view(s, nq, hd).transpose(0, 1), cos, sin)
+        k = rope(qkv[:, QS:QS + kvd].view(s, nk, hd).transpose(0, 1), cos,
+                 sin)
+        v = qkv[:, QS + kvd:].view(s, nk, hd).transpose(0, 1)
         a = F.scaled_dot_product_attention(
             q.unsqueeze(0), k.unsqueeze(0), v.unsqueeze(0), is_causal=True,
             enable_gqa=True)
-        x = x + a[0].transpose(0, 1).reshape(s, H) @ o_w.t()
+        x = x + a[0].transpose(0, 1).reshape(s, QS) @ o_w.t()
         return mlp(x, norm, gu_w, d_w)
 
     dec = torch.compile(layer_decode, dynamic=True, fullgraph=True)
     pre = torch.compile(layer_prefill, dynamic=True, fullgraph=True)
     out = {"decode": [], "prefill": []}
-    RESULTS["compiled"] = out
+    if serve:
+        out["serve"] = serve
+    RESULTS[key] = out
     ctx = 1024
-    for b in (1, 8, 32, 64, 128, 256):
+    for b in batches:
         if left() < 60:
             break
         row = {"batch": b, "context": ctx}
@@ -709,9 +724,9 @@ def section_compiled():
         torch.cuda.empty_cache()
         out["decode"].append(row)
         save()
-        print("compiled decode", row)
+        print(key, "decode", row)
     px = torch.randn(8192, H, device="cuda", dtype=torch.bfloat16)
-    for sl in (128, 512, 1024, 2048, 4096, 8192):
+    for sl in prompts:
         if left() < 45:
             break
         row = {"batch": 1, "prompt": sl}
@@ -729,7 +744,23 @@ def section_compiled():
             row["error"] = str(e).splitlines()[0][:300]
         out["prefill"].append(row)
         save()
-        print("compiled prefill", row)
+        print(key, "prefill", row)
+
+
+def section_compiled_70b_tp8():
+    """One rank's slice of Llama 3 70B under TP 8 (80 layers, 8 query heads
+    and 1 KV head of 128, FFN 3,584, a 16,032-row output head), compiled as
+    `compiled`: the step without its all-reduces, against the model's TP 8
+    step less its communication."""
+    m = Llama8B(1, 16, layers=80, hidden=8192, heads=8, kv_heads=1,
+                ffn=3584, vocab=16032)
+    section_compiled(m, "compiled_llama3_70b_tp8",
+                     {"model": "llama3-70b", "system": "h200:8x1",
+                      "plan": "tp=8", "less": "communication_s"},
+                     batches=(1, 8, 32, 64, 128, 256),
+                     prompts=(128, 512, 2048, 8192))
+    del m
+    torch.cuda.empty_cache()
 
 
 SECTIONS = {"env": section_env, "hbm": section_hbm, "launch": section_launch,
@@ -737,7 +768,8 @@ SECTIONS = {"env": section_env, "hbm": section_hbm, "launch": section_launch,
             "grouped": section_grouped, "decode": section_decode,
             "prefill": section_prefill, "gemm_holdout": section_gemm_holdout,
             "sustained": section_sustained, "hbm_sweep": section_hbm_sweep,
-            "small": section_small, "compiled": section_compiled}
+            "small": section_small, "compiled": section_compiled,
+            "compiled_70b_tp8": section_compiled_70b_tp8}
 
 
 def main():

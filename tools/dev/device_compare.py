@@ -69,13 +69,22 @@ def lstsq_line(xs, ys):
     return my - b * mx, b
 
 
-def serve_step(binary, chip, batch, context, phase="decode"):
+def serve_step(binary, chip, batch, context, phase="decode", serve=None):
+    """The model's step: `serve --json` at this batch and context (prompt),
+    for llama3-8b on one chip or `serve`'s model, system and plan; its
+    breakdown less serve["less"] (a part the measurement did not run)."""
+    serve = serve or {"model": "llama3-8b", "system": chip + ":1x1"}
+    args = [binary, "--json", "serve", "--model", serve["model"], "--system",
+            serve["system"]]
+    if serve.get("plan"):
+        args += ["--plan", serve["plan"]]
     out = subprocess.run(
-        [binary, "--json", "serve", "--model", "llama3-8b", "--system",
-         chip + ":1x1", "--batch", str(batch), "--prompt", str(context),
-         "--output", "1"], capture_output=True, text=True, check=True).stdout
+        args + ["--batch", str(batch), "--prompt", str(context),
+                "--output", "1"], capture_output=True, text=True,
+        check=True).stdout
     d = json.loads(out)
-    b = d[phase + "_breakdown"]
+    b = {k: v for k, v in d[phase + "_breakdown"].items()
+         if k != serve.get("less")}
     return sum(b.values()), b
 
 
@@ -275,14 +284,19 @@ def main():
               "Python-level op (docs/model.md 7.2); PyTorch's own eager "
               "launch above is its floor.\n" % (EAGER_OP_S * 1e6))
 
-    if r.get("compiled"):
-        c = r["compiled"]
-        print("The Llama-3-8B forward with each layer compiled by "
-              "torch.compile (fused elementwise kernels between the cuBLAS "
-              "GEMMs and the attention kernel, as vLLM's compiled forward), "
-              "replayed as a CUDA graph, against `scalemodel serve --model "
-              "llama3-8b --system %s:1x1` (decode: --batch B --prompt "
-              "CONTEXT; prefill: --batch 1 --prompt S).\n" % a.chip)
+    for key in sorted(k for k in r if k.startswith("compiled")):
+        c = r[key]
+        serve = c.get("serve")
+        what_model = ("`scalemodel serve --model %s --system %s --plan %s`, "
+                      "its %s left out" % (serve["model"], serve["system"],
+                                           serve["plan"], serve["less"])
+                      if serve else "`scalemodel serve --model llama3-8b "
+                      "--system %s:1x1`" % a.chip)
+        print("%s: the forward with each layer compiled by torch.compile "
+              "(fused elementwise kernels between the cuBLAS GEMMs and the "
+              "attention kernel, as vLLM's compiled forward), replayed as a "
+              "CUDA graph, against %s (decode: --batch B --prompt CONTEXT; "
+              "prefill: --batch 1 --prompt S).\n" % (key, what_model))
         print("| step | measured ms | predicted ms | error | kernels | "
               "predicted parts |")
         print("|---|---:|---:|---:|---:|---|")
@@ -296,7 +310,8 @@ def main():
             try:
                 pred, parts = serve_step(
                     a.scalemodel, a.chip, d["batch"],
-                    d["context"] if phase == "decode" else d["prompt"], phase)
+                    d["context"] if phase == "decode" else d["prompt"], phase,
+                    serve)
             except (OSError, subprocess.CalledProcessError) as e:
                 pred, parts = float("nan"), {"error": str(e)}
             print("| %s | %.2f | %.2f | %+.1f%% | %s | %s |" % (
