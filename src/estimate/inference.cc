@@ -34,6 +34,15 @@ hw::Dtype ComputeDtypeFor(const hw::Chip& chip, hw::Dtype w) {
 // whose catalog file gives no `kernel_launch` of its own (MI300X: 4.5 us).
 constexpr double kSmallKernelFloor = 2.433e-6;
 
+// The fixed time of one decode attention kernel over a paged KV cache,
+// beyond streaming its KV at the achievable HBM rate: 6.15 us, the median
+// of (measured time - KV bytes / (0.90 x 4.8 TB/s)) over the ten
+// measurements with at most 150 MB of KV of PyTorch's cuDNN SDPA decode on
+// an H200 (batch 1-128, context 1K-16K, GQA 32/8 heads of 128; 3.2-9.1 us;
+// docs/device-checks.md, 2026-12-04); FlashAttention-2's were larger. A
+// GPU's attention kernel costs at least this or its small-kernel time.
+constexpr double kAttentionKernelFloor = 6.15e-6;
+
 // The chip's small-kernel start-up: its catalog `kernel_launch`, else
 // Hopper's.
 double SmallKernelTime(const ChipEfficiency& e) {
@@ -735,8 +744,9 @@ namespace {
 // (op_overhead: XLA's measured dot table, 5 us on H100/B200; efficiency.md
 // 1.2). On a GPU the rest of a layer's kernels too, at the measured start-up
 // of back-to-back small kernels (SmallKernelTime): two fused residual-add
-// RMSNorms, rotary embedding, the attention kernel and the gated
-// activation; a MoE layer adds top-k routing, the token sort by expert
+// RMSNorms, rotary embedding and the gated activation, and the attention
+// kernel at no less than its measured floor (kAttentionKernelFloor); a MoE
+// layer adds top-k routing, the token sort by expert
 // (moe_align_block_size) and the weighted sum of the experts' outputs
 // (vLLM's and SGLang's Llama and Qwen3-MoE layers). On a TPU, XLA fuses
 // those into the GEMMs: four kernels per layer.
@@ -744,15 +754,18 @@ namespace {
 // experts cost that kernel's fixed time instead: it replaces the two
 // grouped GEMMs' floors and the top-k, sort, activation and sum kernels, so
 // the layer keeps QKV, attention output and the router's gate at the GEMM
-// floor and the two norms, rotary embedding and attention as small kernels.
+// floor, the two norms and rotary embedding as small kernels and the
+// attention kernel at its floor.
 double FixedStepCost(const StepCostModel::Impl& x) {
   const double gemm = x.eff.op_overhead.si();
   if (x.chip().is_tpu()) return x.L * 4 * gemm;
   const double small = SmallKernelTime(x.eff);
-  const double dense_layer = 4 * gemm + 5 * small;
-  const double moe_layer = x.moe_kernel.floor_s > 0
-                               ? 3 * gemm + 4 * small + x.moe_kernel.floor_s
-                               : dense_layer + gemm + 3 * small;
+  const double attn = std::max(small, kAttentionKernelFloor);
+  const double dense_layer = 4 * gemm + 4 * small + attn;
+  const double moe_layer =
+      x.moe_kernel.floor_s > 0
+          ? 3 * gemm + 3 * small + attn + x.moe_kernel.floor_s
+          : dense_layer + gemm + 3 * small;
   return (x.L - x.moe_layers) * dense_layer + x.moe_layers * moe_layer;
 }
 

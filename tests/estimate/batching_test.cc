@@ -225,8 +225,9 @@ TEST(StepCost, FusedMoeFitsTheMeasuredKernelTimes) {
 
 // The mechanism in a step: Qwen3-235B-A22B (94 MoE layers) on 8 B200 at
 // TP 8. Each layer's fixed cost is QKV, attention output and the router's
-// gate at the GEMM floor, two norms, rotary embedding and attention as
-// small kernels, and the fused-MoE kernel's measured floor; going from
+// gate at the GEMM floor, two norms and rotary embedding as small kernels,
+// the attention kernel at its measured floor (6.15 us, an H200's cuDNN
+// decode attention), and the fused-MoE kernel's measured floor; going from
 // batch 1 to 2 adds only the newly touched experts' weights, streamed at
 // the kernel's measured fraction of the HBM peak.
 TEST(StepCost, MoeDecodeUsesTheMeasuredFusedMoeKernel) {
@@ -236,10 +237,10 @@ TEST(StepCost, MoeDecodeUsesTheMeasuredFusedMoeKernel) {
   ASSERT_TRUE(sc.has_value()) << sc.error().ToString();
   const FusedMoeKernel k = MeasuredFusedMoe(hw::Dtype::kBf16, hw::Dtype::kBf16);
   const double gemm = RealisticEfficiency(sys.chip).op_overhead.si();
-  const double small = 2.433e-6;
+  const double small = 2.433e-6, attn = 6.15e-6;
   const StepParts one = sc->Cost({1, 2048, 0, 0});
-  ExpectRelTo(one.overhead.si(), 94 * (3 * gemm + 4 * small + k.floor_s),
-              1e-12);
+  ExpectRelTo(one.overhead.si(),
+              94 * (3 * gemm + 3 * small + attn + k.floor_s), 1e-12);
   const StepParts two = sc->Cost({2, 4096, 0, 0});
   const double per_expert =
       3.0 * m.d_model * m.moe.expert_ffn * 2 / 8;  // bytes per chip, TP 8
@@ -250,19 +251,20 @@ TEST(StepCost, MoeDecodeUsesTheMeasuredFusedMoeKernel) {
                   (k.stream_fraction * sys.chip.hbm_bandwidth.si()),
               0.02);
   // Experts with no measured kernel (int8, upcast to bf16) keep the
-  // generic costs: four GEMM floors and five small kernels per layer, the
-  // gate and three routing kernels per MoE layer.
+  // generic costs: four GEMM floors, four small kernels and the attention
+  // kernel per layer, the gate and three routing kernels per MoE layer.
   auto i8 = StepCostModel::Create(m, sys, Config(8, 1, 1, hw::Dtype::kInt8));
   ASSERT_TRUE(i8.has_value()) << i8.error().ToString();
   ExpectRelTo(i8->Cost({1, 2048, 0, 0}).overhead.si(),
-              94 * (5 * gemm + 8 * small), 1e-12);
+              94 * (5 * gemm + 7 * small + attn), 1e-12);
 }
 
 // A chip's own small-kernel start-up (catalog `kernel_launch`) sets the
 // per-step fixed cost of the non-GEMM kernels: Llama 3 8B (32 dense
-// layers, 4 GEMM floors and 5 small kernels each) on one MI300X takes
-// 4.5 us per small kernel (Kog AI's MI300X measurement); the same chip
-// without the key takes Hopper's 2.433 us, and only the fixed cost moves.
+// layers, 4 GEMM floors, 4 small kernels and the attention kernel each) on
+// one MI300X takes 4.5 us per small kernel (Kog AI's MI300X measurement)
+// and the attention kernel's 6.15 us floor; the same chip without the key
+// takes Hopper's 2.433 us, and only the fixed cost moves.
 TEST(StepCost, FixedCostUsesTheChipsKernelLaunch) {
   const model::ModelSpec m = Model("llama3-8b");
   const hw::System mi = System("mi300x:1x1");
@@ -276,8 +278,10 @@ TEST(StepCost, FixedCostUsesTheChipsKernelLaunch) {
   const double gemm = RealisticEfficiency(mi.chip).op_overhead.si();
   const StepParts pa = a->Cost({1, 2048, 0, 0});
   const StepParts pb = b->Cost({1, 2048, 0, 0});
-  ExpectRelTo(pa.overhead.si(), 32 * (4 * gemm + 5 * 4.5e-6), 1e-12);
-  ExpectRelTo(pb.overhead.si(), 32 * (4 * gemm + 5 * 2.433e-6), 1e-12);
+  ExpectRelTo(pa.overhead.si(), 32 * (4 * gemm + 4 * 4.5e-6 + 6.15e-6),
+              1e-12);
+  ExpectRelTo(pb.overhead.si(), 32 * (4 * gemm + 4 * 2.433e-6 + 6.15e-6),
+              1e-12);
   EXPECT_EQ(pa.matmul.si(), pb.matmul.si());
   EXPECT_EQ(pa.attention.si(), pb.attention.si());
   EXPECT_EQ(pa.communication.si(), pb.communication.si());
