@@ -239,8 +239,8 @@ TEST(StepCost, MoeDecodeUsesTheMeasuredFusedMoeKernel) {
   const double gemm = RealisticEfficiency(sys.chip).op_overhead.si();
   const double small = 2.433e-6, attn = 6.15e-6;
   const StepParts one = sc->Cost({1, 2048, 0, 0});
-  ExpectRelTo(one.overhead.si(),
-              94 * (3 * gemm + 3 * small + attn + k.floor_s), 1e-12);
+  ExpectRelTo(one.overhead.si(), 94 * (3 * gemm + 3 * small + attn + k.floor_s),
+              1e-12);
   const StepParts two = sc->Cost({2, 4096, 0, 0});
   const double per_expert =
       3.0 * m.d_model * m.moe.expert_ffn * 2 / 8;  // bytes per chip, TP 8
@@ -278,8 +278,7 @@ TEST(StepCost, FixedCostUsesTheChipsKernelLaunch) {
   const double gemm = RealisticEfficiency(mi.chip).op_overhead.si();
   const StepParts pa = a->Cost({1, 2048, 0, 0});
   const StepParts pb = b->Cost({1, 2048, 0, 0});
-  ExpectRelTo(pa.overhead.si(), 32 * (4 * gemm + 4 * 4.5e-6 + 6.15e-6),
-              1e-12);
+  ExpectRelTo(pa.overhead.si(), 32 * (4 * gemm + 4 * 4.5e-6 + 6.15e-6), 1e-12);
   ExpectRelTo(pb.overhead.si(), 32 * (4 * gemm + 4 * 2.433e-6 + 6.15e-6),
               1e-12);
   EXPECT_EQ(pa.matmul.si(), pb.matmul.si());
