@@ -126,6 +126,13 @@ std::array<LoraModule, 4> LoraModules(const model::ModelSpec& m,
            {static_cast<double>(m.ffn), D, true, true, targets.fc2}}};
 }
 
+ElementwiseTraffic ElementwisePerToken(const model::ModelSpec& m, double d) {
+  ElementwiseTraffic t;
+  t.norms = 10 * d;
+  t.attention = 2.0 * (m.num_heads + m.num_kv_heads) * m.head_dim;
+  return t;
+}
+
 double LoraAdapterParams(const model::ModelSpec& m, int rank,
                          const LoraTargets& targets) {
   // A (in x r) and B (r x out) on each adapted projection; MoE layers adapt
@@ -269,12 +276,12 @@ double AttentionCore(const model::ModelSpec& m, const hw::Chip& chip,
 }
 
 // Memory-bound elementwise work per token per layer, forward, in bf16
-// elements (docs 5.2), with fp8's casts.
+// elements (ElementwisePerToken), with fp8's casts.
 double ElementwiseElems(const model::ModelSpec& m, const ModelConsts& mc,
                         const TrainingConfig& cfg, double f_active) {
   const double D = mc.d;
-  double elem =
-      10 * D + 3 * f_active + 2.0 * (m.num_heads + m.num_kv_heads) * m.head_dim;
+  const ElementwiseTraffic t = ElementwisePerToken(m, D);
+  double elem = t.norms + t.per_ffn * f_active + t.attention;
   if (cfg.precision.matmul == hw::Dtype::kFp8 ||
       cfg.precision.matmul == hw::Dtype::kFp4 ||
       cfg.precision.matmul == hw::Dtype::kInt8) {

@@ -430,28 +430,26 @@ double StepCostModel::Impl::RealisticMatmuls(double all_tokens) const {
 
 // The memory-bound kernels of one forward over `tokens` tokens (realistic
 // mode): per token and layer the activation elements the training model
-// streams (ElementwiseElems, docs/model.md 5.2: 10 D for the two fused
-// residual-add RMSNorms' reads and writes, 3 F for the gated activation's,
-// 2 (N + K) H for rotary embedding and the KV-cache store), in bf16 at the
-// achievable HBM bandwidth. Each chip normalizes its rows' whole hidden
-// vector (tensor parallelism replicates the norms) and holds 1/g of the
-// heads and MLP; the routed experts' activations are split over tp x ep.
+// streams too (ElementwisePerToken), in bf16 at the achievable HBM
+// bandwidth. Each chip normalizes its rows' whole hidden vector (tensor
+// parallelism replicates the norms) and holds 1/g of the heads and MLP;
+// the routed experts' activations are split over tp x ep.
 double StepCostModel::Impl::Elementwise(double tokens) const {
   if (peak || !(tokens > 0)) return 0;
   const double rows = DenseRows(tokens);
-  const double attn =
-      10 * D + 2.0 * (m.num_heads + m.num_kv_heads) * m.head_dim / g;
-  const double dense_mlp = 3.0 * m.ffn / g;
+  const ElementwiseTraffic t = ElementwisePerToken(m, D);
+  const double attn = t.norms + t.attention / g;
+  const double dense_mlp = t.per_ffn * m.ffn / g;
   double moe = 0;
   if (m.is_moe()) {
     // Routed: every token's top_k experts' activations, over all chips.
-    moe = 3.0 * m.moe.top_k * m.moe.expert_ffn * tokens /
+    moe = t.per_ffn * m.moe.top_k * m.moe.expert_ffn * tokens /
           (cfg.tp * cfg.ep * rows);
     if (m.moe.num_shared_experts > 0) {
       const double fs =
           (m.moe.shared_ffn > 0 ? m.moe.shared_ffn : m.moe.expert_ffn) *
           m.moe.num_shared_experts;
-      moe += 3.0 * fs / g;
+      moe += t.per_ffn * fs / g;
     }
   }
   const double elems =

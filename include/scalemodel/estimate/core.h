@@ -174,6 +174,19 @@ std::array<LoraModule, 4> LoraModules(const model::ModelSpec& m,
 double LoraAdapterParams(const model::ModelSpec& m, int rank,
                          const LoraTargets& targets = {});
 
+// Memory-bound elementwise work per token and layer, forward, in bf16
+// elements before any split over chips (docs/model.md 5.2): the two fused
+// residual-add RMSNorms' reads and writes (10 D), rotary embedding and the
+// KV-cache store (2 (N + K) H), and the gated activation's per_ffn elements
+// per element of the token's active FFN width. Training and serving steps
+// both count it.
+struct ElementwiseTraffic {
+  double norms = 0;
+  double attention = 0;
+  double per_ffn = 3;
+};
+ElementwiseTraffic ElementwisePerToken(const model::ModelSpec& m, double d);
+
 // `tokens` per microbatch per rank (micro_batch x seq / cp); `cp` splits
 // each sequence (the token-dropping dispatch works per sequence chunk).
 LayerCompute ComputeLayer(const model::ModelSpec& m, const ModelConsts& mc,
