@@ -373,8 +373,9 @@ double StepCostModel::Impl::GroupedGemm(double groups, double rows, double cols,
 double StepCostModel::Impl::TpAllReduce(double bytes) const {
   double t = lay.coll[kTpAr].Time(bytes, peak);
   if (!peak && !ar_curve.empty() && g <= ar_curve.front().gpus) {
-    const double n = ar_curve.front().gpus;
-    t = std::max(t, MeasuredAllReduceTime(ar_curve, bytes) * (g - 1) / (n - 1));
+    const double gpus = ar_curve.front().gpus;
+    t = std::max(t,
+                 MeasuredAllReduceTime(ar_curve, bytes) * (g - 1) / (gpus - 1));
   }
   return t;
 }
@@ -1091,12 +1092,33 @@ constexpr int EagerLayerOps(bool mla, bool qk_norm, bool moe, bool shared,
   return shared ? n + Ops(kSharedExpert, quantized) : n;
 }
 
-// DeepSeek-V3 as PR #12160 ran it (fp8 block-quantized GEMMs, TP 8): 3
-// dense layers and 58 MoE layers with a shared expert.
+// DeepSeek-V3/R1 with fp8 or int8 GEMMs and quantized activations, TP 8:
+// 3 dense layers and 58 MoE layers with a shared expert.
 constexpr int kDeepSeekV3EagerOps =
     3 * EagerLayerOps(true, false, false, false, true, true) +
     58 * EagerLayerOps(true, false, true, true, true, true);
 static_assert(kDeepSeekV3EagerOps == 2044);
+// Llama 3.1 8B with fp8 GEMMs, TP 8: 32 dense GQA layers.
+constexpr int kLlama8bFp8EagerOps =
+    32 * EagerLayerOps(false, false, false, false, true, true);
+static_assert(kLlama8bFp8EagerOps == 512);
+
+// SGLang 0.5's eager prefill: the time a short prompt takes to its first
+// token at concurrency 1, per eager op (docs/model.md 7.2). The mean of the
+// two published TTFTs of a 1,024-token prompt at concurrency 1 with prefill
+// CUDA graphs off, at TP 8, over their models' eager ops (EagerLayerOps):
+//   sgl-project/sglang PR #13094 (2025-11): Llama-3.1-8B-Instruct-FP8,
+//     mean TTFT 29.97 ms (8 prompts) / 512 ops = 58.5 us;
+//   sgl-project/sglang PR #14918 (2025-12): DeepSeek-R1-Channel-INT8 (w8a8),
+//     median TTFT 108.471 ms / 2044 ops = 53.1 us.
+// Both TTFTs are the host's: the model's GPU time for either prompt is
+// below it, and the first prompt's TTFT with piecewise CUDA graphs on was
+// 19.66 ms. It covers the request's path
+// (tokenizing, scheduling, sampling, returning the token) as well as the
+// forward: PR #12160's DeepSeek-V3 forward alone, one new token, took
+// 82.64 ms eager (40.4 us per op).
+constexpr double kSglangEagerOpTime =
+    (29.97e-3 / kLlama8bFp8EagerOps + 108.471e-3 / kDeepSeekV3EagerOps) / 2;
 
 // One engine version range whose scheduler leaves the GPU idle while the
 // host prepares the next step; versions [lo, hi) as major * 1000 + minor.
@@ -1123,17 +1145,14 @@ constexpr HostTimeRow kHostTime[] = {
     // SGLang 0.5.x runs prefill ("extend") eagerly: its piecewise CUDA
     // graph for prefill is opt-in (server_args.py,
     // enable_piecewise_cuda_graph = False); decode replays CUDA graphs.
-    // Measured: sgl-project/sglang PR #12160 (2025-10, DeepSeek-V3, 61 MLA
-    // layers), the scheduler's 'forward cost' of a prefill of 1 new token:
-    // 82.64 ms eager, 23.10 ms replayed as a CUDA graph. The eager step is
-    // launch-bound (its GPU work fits in the 23.1 ms graph), so its time is
-    // the host's: 82.64 ms over the 2044 ops of DeepSeek-V3's eager
-    // forward (EagerLayerOps) = 40.4 us per op.
-    {"sglang", 5, 6, 0, 0, 82.64e-3 / kDeepSeekV3EagerOps,
-     "sgl-project/sglang PR #12160: DeepSeek-V3 prefill of 1 new token, "
-     "forward cost 82.64 ms eager vs 23.10 ms as a CUDA graph; prefill "
-     "CUDA graphs are opt-in in SGLang 0.5 (--enable-piecewise-cuda-graph); "
-     "per op: over the 2044 ops of DeepSeek-V3's eager forward"},
+    // The eager step lasts at least its ops' host time
+    // (kSglangEagerOpTime).
+    {"sglang", 5, 6, 0, 0, kSglangEagerOpTime,
+     "sgl-project/sglang PRs #13094 and #14918: TTFT of a 1,024-token "
+     "prompt at concurrency 1 with eager prefill, TP 8, 29.97 ms "
+     "(Llama-3.1-8B FP8, 512 eager ops) and 108.47 ms (DeepSeek-R1 INT8, "
+     "2044 ops): 55.8 us per op; prefill CUDA graphs are opt-in in SGLang "
+     "0.5 (--enable-piecewise-cuda-graph)"},
 };
 
 }  // namespace

@@ -393,12 +393,15 @@ TEST(StepCost, EagerPrefillOpCounts) {
 }
 
 // SGLang 0.5 runs prefill eagerly: a step with prefill tokens lasts at
-// least the host's launch time, its ops x the time per op (sgl-project/
-// sglang PR #12160: 82.64 ms over DeepSeek-V3's 2044 ops); decode steps
-// (CUDA graphs) are unchanged.
+// least the host's time, its ops x the time per op (the mean of two
+// published TTFTs per eager op: sgl-project/sglang PR #13094, 29.97 ms over
+// Llama-3.1-8B FP8's 512 ops, and PR #14918, 108.471 ms over DeepSeek-R1
+// INT8's 2044 ops); decode steps (CUDA graphs) are unchanged.
 TEST(StepCost, EagerPrefillIsHostBound) {
   const EngineHostOverhead sg = EngineHostTime("SGLang v0.5.6.post1");
-  EXPECT_NEAR(sg.eager_prefill_op_s, 82.64e-3 / 2044, 1e-15);
+  const double per_op = (29.97e-3 / 512 + 108.471e-3 / 2044) / 2;
+  EXPECT_NEAR(sg.eager_prefill_op_s, per_op, 1e-15);
+  EXPECT_NEAR(sg.eager_prefill_op_s, 55.8e-6, 0.05e-6);
   EXPECT_EQ(EngineHostTime("SGLang v0.4.0").eager_prefill_op_s, 0);
   EXPECT_EQ(EngineHostTime("vLLM v0.10.1").eager_prefill_op_s, 0);
   ServeConfig base = Config(8, 1, 1, hw::Dtype::kFp8);
@@ -409,29 +412,29 @@ TEST(StepCost, EagerPrefillIsHostBound) {
   auto slow =
       StepCostModel::Create(Model("deepseek-v3"), System("h200:8x1"), eager);
   ASSERT_TRUE(plain.has_value() && slow.has_value());
-  // One short prompt: launch-bound, the step is the host's 82.64 ms, the
-  // measurement the time per op was taken from.
+  // One short prompt: launch-bound, the step is the host's 2044 ops.
+  const double floor = 2044 * per_op;
   const StepWork one{0, 0, 16, 16 * 8.0};
-  ASSERT_LT(plain->Cost(one).total().si(), 82.64e-3);
-  EXPECT_NEAR(slow->Cost(one).total().si(), 82.64e-3, 1e-9);
-  EXPECT_NEAR(slow->HostFloor(one), 82.64e-3, 1e-12);
+  ASSERT_LT(plain->Cost(one).total().si(), floor);
+  EXPECT_NEAR(slow->Cost(one).total().si(), floor, 1e-9);
+  EXPECT_NEAR(slow->HostFloor(one), floor, 1e-12);
   EXPECT_EQ(slow->Cost(one).matmul.si(), plain->Cost(one).matmul.si());
   // A long prefill's GPU time is over the floor: unchanged.
   const StepWork big{0, 0, 16384, 16384 * 8192.0};
-  ASSERT_GT(plain->Cost(big).total().si(), 82.64e-3);
+  ASSERT_GT(plain->Cost(big).total().si(), floor);
   EXPECT_EQ(slow->Cost(big).total().si(), plain->Cost(big).total().si());
   // Decode steps replay CUDA graphs: no floor.
   const StepWork dec{8, 8 * 2048.0, 0, 0};
   EXPECT_EQ(slow->HostFloor(dec), 0);
   EXPECT_EQ(slow->Cost(dec).total().si(), plain->Cost(dec).total().si());
   // A dense GQA model in bf16: its 960 ops at the same time per op,
-  // 38.8 ms, over an 8 x H100 step of one short prompt.
+  // 53.6 ms, over an 8 x H100 step of one short prompt.
   ServeConfig bf16 = Config(8, 1, 1);
   bf16.eager_prefill_op_s = sg.eager_prefill_op_s;
   auto llama =
       StepCostModel::Create(Model("llama3-70b"), System("h100:8x1"), bf16);
   ASSERT_TRUE(llama.has_value());
-  EXPECT_NEAR(llama->HostFloor(one), 960 * 82.64e-3 / 2044, 1e-12);
+  EXPECT_NEAR(llama->HostFloor(one), 960 * per_op, 1e-12);
   EXPECT_NEAR(llama->Cost(one).total().si(), llama->HostFloor(one), 1e-12);
   // Without the engine's figure (the default), no floor.
   auto none =
