@@ -356,6 +356,15 @@ double StepCostModel::Impl::GroupedGemm(double groups, double rows, double cols,
                         .si();
   }
   if (peak || rows < eff.tile_m) return groups * Gemm(rows, cols, inner);
+  if (moe_kernel.compute_fraction > 0) {
+    // Prefill and large batches: the same fused kernel, its FLOPs at its
+    // measured fraction of the peak, its weights at its streaming rate.
+    const double flops = groups * 2 * rows * cols * inner;
+    const double weights = groups * inner * cols * wb;
+    return std::max(
+        flops / (moe_kernel.compute_fraction * C),
+        weights / (moe_kernel.stream_fraction * chip().hbm_bandwidth.si()));
+  }
   const double e = GemmMaxFor(eff, compute);
   const double tq = TileQuantization(eff, rows, cols, groups);
   const double flops = groups * 2 * rows * cols * inner;
@@ -1268,6 +1277,20 @@ void ApplyEngineHostTime(std::string_view engine,
 //   and 2.61 TB/s = 0.54 of the peak, within 6% of each point.
 // Each fit is used for its dtype on every GPU (the only measurements
 // found; chip and dtype are confounded between the two).
+// From a tile's rows per expert up, the bf16 kernel's FLOP rate: the
+// fraction of the dense bf16 peak it reached at the largest batch each
+// source published (FLOPs 6 x batch x top_k x N x K over the kernel time,
+// the two expert GEMMs; tuned configs):
+//   H200, vllm-project/vllm PR #44818 (E=128, N=704, K=2816, top 8):
+//     1189.6 us at batch 4096, 0.331 of 989 TFLOP/s;
+//   H100, vllm-project/vllm PR #24700 (Mixtral 8x7B at TP 2: E=8,
+//     N=7168, K=4096, top 2): 1122.93 us at batch 1536, 0.487;
+//   A100, vllm-project/vllm PR #40542 (E=64, N=1408, K=2048, top 6):
+//     2636.6 us at batch 4096, 0.517 of 312 TFLOP/s.
+// The median, 0.487, is used on every GPU. No fp8 or fp4 figure is used:
+// the published fp8 ones are Triton's w8a8 kernel (0.095-0.26 of the fp8
+// peak), not the CUTLASS or TensorRT-LLM kernels most fp8 MoE runs use.
+constexpr double kFusedMoeBf16ComputeFraction = 0.487;
 FusedMoeKernel MeasuredFusedMoe(hw::Dtype weights, hw::Dtype compute) {
   FusedMoeKernel k;
   if (weights == hw::Dtype::kBf16 && compute == hw::Dtype::kBf16) {
@@ -1276,6 +1299,12 @@ FusedMoeKernel MeasuredFusedMoe(hw::Dtype weights, hw::Dtype compute) {
     k.source =
         "vllm-project/vllm PR #31448: fused_moe bf16 on B200, E=128 N=768, "
         "39.61/51.87/73.18 us at batch 1/2/4";
+    k.compute_fraction = kFusedMoeBf16ComputeFraction;
+    k.compute_source =
+        "fused_moe bf16 at the largest published batches, the median of "
+        "three GPUs' fractions of the dense peak: 0.331 (H200, vllm PR "
+        "#44818), 0.487 (H100, vllm PR #24700), 0.517 (A100, vllm PR "
+        "#40542)";
   } else if (weights == hw::Dtype::kFp8 && compute == hw::Dtype::kFp8) {
     k.floor_s = 22.6e-6;
     k.stream_fraction = 0.54;

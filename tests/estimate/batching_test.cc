@@ -223,6 +223,59 @@ TEST(StepCost, FusedMoeFitsTheMeasuredKernelTimes) {
   EXPECT_EQ(MeasuredFusedMoe(hw::Dtype::kInt4, hw::Dtype::kBf16).floor_s, 0);
 }
 
+// From a tile's rows per expert up, the bf16 fused-MoE kernel runs at the
+// median of three published fractions of the dense peak (FLOPs 6 x batch x
+// top_k x N x K over the kernel time, at each source's largest batch); fp8
+// keeps the dense GEMM rule (no engine-kernel figure used).
+TEST(StepCost, FusedMoeComputeFractionIsTheMedianOfThreeGpus) {
+  auto fraction = [](double batch, double top_k, double n, double k, double us,
+                     double peak) {
+    return 6 * batch * top_k * n * k / (us * 1e-6) / peak;
+  };
+  const double h200 = fraction(4096, 8, 704, 2816, 1189.6, 989e12);
+  const double h100 = fraction(1536, 2, 7168, 4096, 1122.93, 989e12);
+  const double a100 = fraction(4096, 6, 1408, 2048, 2636.6, 312e12);
+  EXPECT_NEAR(h200, 0.331, 0.001);
+  EXPECT_NEAR(h100, 0.487, 0.001);
+  EXPECT_NEAR(a100, 0.517, 0.001);
+  const FusedMoeKernel bf16 =
+      MeasuredFusedMoe(hw::Dtype::kBf16, hw::Dtype::kBf16);
+  EXPECT_NEAR(bf16.compute_fraction, h100, 0.001);
+  EXPECT_FALSE(bf16.compute_source.empty());
+  EXPECT_EQ(MeasuredFusedMoe(hw::Dtype::kFp8, hw::Dtype::kFp8).compute_fraction,
+            0);
+}
+
+// A bf16 MoE prefill's matmul time on one H200 grows with the prompt
+// across the switch from streaming to compute (16 rows per expert at 256
+// tokens, 256 at 4,096), and at 16,384 tokens it is the experts' FLOPs at
+// the measured fraction plus the dense layers.
+TEST(StepCost, MoePrefillIsTheFusedKernelsComputeRate) {
+  const model::ModelSpec m = Model("qwen3-30b-a3b");
+  const hw::System sys = System("h200:1x1");
+  auto sc = StepCostModel::Create(m, sys, Config(1, 1, 1));
+  ASSERT_TRUE(sc.has_value()) << sc.error().ToString();
+  double last = 0;
+  for (double tokens : {256.0, 512.0, 1024.0, 2048.0, 4096.0, 8192.0}) {
+    const double t = sc->Cost({0, 0, tokens, tokens * tokens / 2}).matmul.si();
+    EXPECT_GT(t, last) << tokens;
+    last = t;
+  }
+  const double tokens = 16384;
+  const double expert_flops = 2.0 * tokens * m.moe.top_k * 3 * m.d_model *
+                              m.moe.expert_ffn * m.num_layers;
+  // The attention projections (q 4096, k and v 512 each, o 4096 columns of
+  // 2048) and the output layer (151,936 x 2048), at no less than half the
+  // peak.
+  const double dense_flops =
+      2.0 * tokens *
+      (m.num_layers * 2048.0 * (4096 + 2 * 512 + 4096) + 151936.0 * 2048);
+  const double experts = expert_flops / (0.487 * 989e12);
+  const double t = sc->Cost({0, 0, tokens, tokens * tokens / 2}).matmul.si();
+  EXPECT_GT(t, experts);
+  EXPECT_LT(t, experts + dense_flops / (0.5 * 989e12));
+}
+
 // The mechanism in a step: Qwen3-235B-A22B (94 MoE layers) on 8 B200 at
 // TP 8. Each layer's fixed cost is QKV, attention output and the router's
 // gate at the GEMM floor, two norms and rotary embedding as small kernels,

@@ -140,11 +140,16 @@ void ApplyEngineHostTime(std::string_view engine,
 // grouped expert GEMMs, the gated activation and the weighted sum): a fixed
 // time plus the touched experts' weight bytes at a fraction of the chip's
 // HBM peak, fitted to the kernel's measured times by batch (docs/model.md
-// 7.2). floor_s == 0: no measurement for this dtype.
+// 7.2). floor_s == 0: no measurement for this dtype. From a tile's rows per
+// expert up (prefill, large batches) the kernel is at least its FLOPs at
+// `compute_fraction` of the chip's dense peak for the dtype, measured at
+// the largest published batches; 0: no measurement (the dense GEMM rule).
 struct FusedMoeKernel {
-  double floor_s = 0;          // the kernel's time without weights, s
-  double stream_fraction = 0;  // expert weight bytes, of the HBM peak
+  double floor_s = 0;           // the kernel's time without weights, s
+  double stream_fraction = 0;   // expert weight bytes, of the HBM peak
+  double compute_fraction = 0;  // expert FLOPs, of the dense peak
   std::string source;
+  std::string compute_source;
 };
 
 // The fit for experts whose GEMMs run with `weights` at the `compute`
