@@ -1,5 +1,7 @@
 #include "scalemodel/estimate/batching.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -156,6 +158,12 @@ class Scheduler {
                       capacity_ * opt_.block_tokens, cost_.dp_ranks());
   }
   bool HasWaiting() const { return !waiting_.empty(); }
+  // Tokens of the largest request (prompt and output).
+  int LongestRequest() const {
+    int m = 0;
+    for (const Req& q : *reqs_) m = std::max(m, q.prompt + q.output);
+    return m;
+  }
 
  private:
   int BlocksFor(int tokens) const {
@@ -167,7 +175,9 @@ class Scheduler {
   void ScheduleInto(std::vector<Scheduled>* step);
   StepWork StepWorkOf() const;
   void SchedulePrefillFirst(std::vector<Scheduled>* step, bool admit);
-  void AdmitWaiting(std::vector<Scheduled>* step, int* budget);
+  void AdmitWaiting(std::vector<Scheduled>* step, int* budget,
+                    bool reserve = false);
+  bool RoomToFinish(int r) const;
   void Finish(int r, double now);
   int Accepted();
   void TakeSent() {
@@ -291,8 +301,10 @@ void Scheduler::ScheduleInto(std::vector<Scheduled>* step) {
 
 // Moves waiting requests that fit into the step (whole prompts, or chunks
 // with chunked prefill), first come first served, within `budget` tokens.
-void Scheduler::AdmitWaiting(std::vector<Scheduled>* step, int* budget) {
-  while (!waiting_.empty() && *budget > 0 && Admissible(waiting_[0])) {
+void Scheduler::AdmitWaiting(std::vector<Scheduled>* step, int* budget,
+                             bool reserve) {
+  while (!waiting_.empty() && *budget > 0 && Admissible(waiting_[0]) &&
+         (!reserve || RoomToFinish(waiting_[0]))) {
     int r = waiting_[0];
     Req& q = (*reqs_)[r];
     int need = q.tokens() - q.computed;
@@ -313,6 +325,21 @@ void Scheduler::AdmitWaiting(std::vector<Scheduled>* step, int* budget) {
   }
 }
 
+// Whether the cache holds request r to its last token besides every
+// running request's remaining tokens (SGLang admits a prompt only within
+// what the running requests' outputs leave: PrefillAdder's reservation,
+// max_new_tokens x new_token_ratio; here the whole remainder, where SGLang
+// reserves a decaying fraction and retracts a request when decode
+// overflows).
+bool Scheduler::RoomToFinish(int r) const {
+  const std::vector<Req>& R = *reqs_;
+  long need = BlocksFor(R[r].prompt + R[r].output) - R[r].blocks;
+  for (int x : running_) {
+    need += std::max(0, BlocksFor(R[x].prompt + R[x].output) - R[x].blocks);
+  }
+  return used_ + need <= capacity_;
+}
+
 // SGLang's default (chunked prefill, mixed chunks off): prompt work first
 // and alone (the next chunk of a prompt already started, then new prompts
 // within the budget); when there is none, one decode step of every running
@@ -329,7 +356,9 @@ void Scheduler::SchedulePrefillFirst(std::vector<Scheduled>* step, bool admit) {
     step->push_back({r, n});
     budget -= n;
   }
-  if (admit) AdmitWaiting(step, &budget);
+  // New prompts only where the running requests can still finish; with
+  // nothing running, the head request may start whatever it needs.
+  if (admit) AdmitWaiting(step, &budget, !running_.empty());
   if (!step->empty()) return;
   for (size_t i = 0; i < running_.size(); ++i) {
     int r = running_[i];
@@ -497,6 +526,13 @@ void Engine::Run(std::vector<Scheduler>* ranks, Runs* itl,
   for (const Scheduler& r : S) start = std::min(start, r.NextArrival());
   if (!std::isfinite(start)) start = 0;  // closed loop: all at 0
   int done = 0;
+  // A run where no request finishes for this many steps is thrashing: the
+  // KV cache cannot hold the running requests, which preempt one another
+  // and recompute (a request needs at most one step per token).
+  int longest = 0;
+  for (const Scheduler& r : S) longest = std::max(longest, r.LongestRequest());
+  const long stall_limit = 10L * (longest + 1) + 1000;
+  long since_done = 0;
   auto all_idle = [&S] {
     bool idle = true;
     for (const Scheduler& r : S) idle = idle && r.Idle();
@@ -578,7 +614,21 @@ void Engine::Run(std::vector<Scheduler>* ranks, Runs* itl,
     ++out->steps;
     if (record_series) out->kv_series.emplace_back(now, used / capacity);
     now += dt;
-    for (Scheduler& r : S) done += r.Complete(now, itl);
+    int finished = 0;
+    for (Scheduler& r : S) finished += r.Complete(now, itl);
+    done += finished;
+    since_done = finished > 0 ? 0 : since_done + 1;
+    if (since_done > stall_limit) {
+      int preempted = 0;
+      for (const Scheduler& r : S) preempted += r.preemptions();
+      out->feasible = false;
+      out->reason = fmt::format(
+          "the KV cache cannot hold the running requests: no request "
+          "finished in {} steps while they preempted one another {} times "
+          "(lower the concurrency or --max-num-seqs, or add memory)",
+          since_done, preempted);
+      return;
+    }
   }
   for (const Scheduler& r : S) out->preemptions += r.preemptions();
   const double end = now;
@@ -782,6 +832,7 @@ bool EngineLimitsPerDpRank(std::string_view engine) {
 bool EngineChunksPrefill(std::string_view engine) {
   if (IsSglang(engine)) return true;
   const std::string e = ToLower(engine);
+  if (e.rfind("trtllm", 0) == 0 || e.rfind("tensorrt", 0) == 0) return true;
   if (e.rfind("vllm", 0) != 0) return false;
   // "vllm", "vllm@0.10.1", "vLLM v0.6.0": V1 from 0.8.
   const size_t at = e.find_first_of(" @");

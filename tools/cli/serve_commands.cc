@@ -917,7 +917,8 @@ static void AddServeSimOptions(CLI::App* app, ServeSimCli& o) {
                 "Compute prompts in chunks of --max-batched-tokens, mixed "
                 "into decode steps (vLLM V1); with --engine sglang each "
                 "chunk runs in a step of its own, prefill first (SGLang). "
-                "On whenever --engine is sglang or vllm (V1, from 0.8)");
+                "On whenever --engine is sglang, trtllm (in-flight "
+                "batching) or vllm (V1, from 0.8)");
   app->add_flag("--enable-mixed-chunk", o.mixed_chunk,
                 "With --engine sglang: mix prompt chunks into decode steps "
                 "(SGLang --enable-mixed-chunk; off by default there)");

@@ -119,9 +119,12 @@ bool EngineMixesPrefill(std::string_view engine);
 // Whether the engine computes prompts in chunks by default
 // (SchedulerOptions::chunked_prefill): SGLang (its --chunked-prefill-size
 // has a default) and vLLM V1 (the default engine from v0.8.0, always
-// chunked), so "vllm" without a version too; false for vLLM before 0.8,
-// TensorRT-LLM (enable_chunked_prefill is off by default) and unknown
-// names.
+// chunked), so "vllm" without a version too; TensorRT-LLM, whose in-flight
+// batching puts context requests into the generation iterations within
+// max_num_tokens (the chunked, mixed scheduler is the closest: it splits a
+// prompt where TensorRT-LLM without enable_chunked_prefill would make it
+// wait for room; the validation rows run it so too); false for vLLM
+// before 0.8 (prefill-only steps) and unknown names.
 bool EngineChunksPrefill(std::string_view engine);
 
 // Whether the engine's scheduler limits are per DP rank under DP attention
