@@ -503,6 +503,18 @@ SimulationResult Simulate(const StepCostModel& sc, const Workload& w,
   return r.value_or(SimulationResult{});
 }
 
+// `clients` closed-loop clients sending `requests` requests of fixed
+// lengths.
+Workload ClosedLoop(int clients, int requests, double prompt, double output) {
+  Workload w;
+  w.arrivals = Workload::kConcurrency;
+  w.concurrency = clients;
+  w.requests = requests;
+  w.prompt = {LengthDist::kFixed, prompt, 0};
+  w.output = {LengthDist::kFixed, output, 0};
+  return w;
+}
+
 // Little's law on a simulation's outputs: the time-average number of
 // requests in the system equals throughput x mean E2E, exact up to
 // rounding when the window holds every request from arrival to finish.
@@ -746,12 +758,7 @@ TEST(Simulator, PrefillFirstAdmitsOnlyWhatCanFinish) {
   auto sc = StepCostModel::Create(Model("llama3-70b"), System("h100:2x1"),
                                   Config(2, 1, 1));
   ASSERT_TRUE(sc.has_value()) << sc.error().ToString();
-  Workload w;
-  w.arrivals = Workload::kConcurrency;
-  w.concurrency = 16;
-  w.requests = 64;
-  w.prompt = {LengthDist::kFixed, 2048, 0};
-  w.output = {LengthDist::kFixed, 512, 0};
+  const Workload w = ClosedLoop(16, 64, 2048, 512);
   SchedulerOptions sglang;
   sglang.chunked_prefill = true;
   sglang.mixed_prefill = false;
@@ -777,12 +784,7 @@ TEST(Simulator, InflightBatchingMixesPromptsIntoDecodeSteps) {
   cfg.output = 128;
   auto sc = StepCostModel::Create(Model("llama3-8b"), System("h100:1x1"), cfg);
   ASSERT_TRUE(sc.has_value()) << sc.error().ToString();
-  Workload w;
-  w.arrivals = Workload::kConcurrency;
-  w.concurrency = 64;
-  w.requests = 1000;
-  w.prompt = {LengthDist::kFixed, 4096, 0};
-  w.output = {LengthDist::kFixed, 128, 0};
+  const Workload w = ClosedLoop(64, 1000, 4096, 128);
   SchedulerOptions v0, inflight;
   inflight.chunked_prefill = EngineChunksPrefill("trtllm@1.0.0rc3");
   inflight.mixed_prefill = EngineMixesPrefill("trtllm@1.0.0rc3");
