@@ -210,6 +210,73 @@ void BorrowEfficiency(hw::ChipEfficiencyData& e, const hw::Chip& from) {
   if (!e.borrowed.empty()) e.borrowed_from = from.id;
 }
 
+// Reads [[allreduce_in_graph]] tables (engine, version, gpus, bytes[],
+// time[], source, date) into chip->allreduce_in_graph. A curve needs two or
+// more points, sizes strictly ascending, one time per size; each time
+// becomes the least of it and every larger message's (a smaller message
+// can always run as a larger one), which removes the benchmarks' noise.
+Result<bool> ReadInGraphAllReduces(const toml::node& n, const std::string& path,
+                                   hw::Chip* chip) {
+  const toml::array* arr = n.as_array();
+  if (!arr || !arr->is_array_of_tables()) {
+    return ParseError(
+        "allreduce_in_graph: expected [[allreduce_in_graph]] tables", path);
+  }
+  for (const toml::node& e : *arr) {
+    TableReader r(*e.as_table(), path, "allreduce_in_graph");
+    hw::AllReduceInGraph c;
+    auto source = r.String("source", true);
+    auto date = r.String("date", true);
+    c.engine = r.String("engine", true).value_or("");
+    c.version = r.String("version", true).value_or("");
+    c.gpus = static_cast<int>(r.Integer("gpus", true).value_or(8));
+    if (c.gpus < 2) r.Fail("gpus", "expected at least 2 GPUs");
+    if (c.engine != "vllm" && c.engine != "sglang" && c.engine != "trtllm") {
+      r.Fail("engine", "expected vllm, sglang or trtllm, got '" + c.engine +
+                           "'" +
+                           DidYouMean(c.engine, {"vllm", "sglang", "trtllm"}));
+    }
+    const std::vector<std::string> sizes = r.StringArray("bytes");
+    const std::vector<std::string> times = r.StringArray("time");
+    if (sizes.size() < 2 || sizes.size() != times.size()) {
+      r.Fail("time", "expected one time per size in bytes, two or more (got " +
+                         std::to_string(sizes.size()) + " sizes and " +
+                         std::to_string(times.size()) + " times)");
+    }
+    for (size_t i = 0; i < sizes.size() && i < times.size(); ++i) {
+      auto b = AsBytes(sizes[i]);
+      auto t = AsDuration(times[i]);
+      if (!b || !(*b > 0)) {
+        r.Fail("bytes",
+               "expected a size such as \"8 KiB\", got '" + sizes[i] + "'");
+        break;
+      }
+      if (!t || !(*t > 0)) {
+        r.Fail("time",
+               "expected a time such as \"5.1 us\", got '" + times[i] + "'");
+        break;
+      }
+      if (!c.bytes.empty() && !(*b > c.bytes.back())) {
+        r.Fail("bytes", "expected sizes in ascending order, got '" + sizes[i] +
+                            "' after '" + sizes[i - 1] + "'");
+        break;
+      }
+      c.bytes.push_back(*b);
+      c.time_s.push_back(*t);
+    }
+    auto done = r.Finish();
+    if (!done) return tl::unexpected(done.error());
+    for (size_t i = c.time_s.size() - 1; i-- > 0;) {
+      c.time_s[i] = std::min(c.time_s[i], c.time_s[i + 1]);
+    }
+    chip->sources["allreduce_in_graph." + c.engine + "." +
+                  std::to_string(c.gpus)] =
+        source.value_or("") + " (" + date.value_or("") + ")";
+    chip->allreduce_in_graph.push_back(std::move(c));
+  }
+  return true;
+}
+
 // Reads [[allreduce_measured]] tables (bytes, busbw, gpus, source, date)
 // into chip->allreduce_measured, sorted by size.
 Result<bool> ReadAllReduceCurve(const toml::node& n, const std::string& path,
@@ -340,6 +407,12 @@ Result<hw::Chip> ParseChipFile(std::string_view contents,
         chip.on_chip.push_back(m);
       }
     }
+  }
+  // [[allreduce_in_graph]]: zero or more engines' in-graph curves.
+  root.MarkKnown("allreduce_in_graph");
+  if (const toml::node* n = doc->get("allreduce_in_graph")) {
+    auto ok = ReadInGraphAllReduces(*n, path, &chip);
+    if (!ok) return tl::unexpected(ok.error());
   }
   // [[allreduce_measured]]: zero or more measured all-reduce points.
   root.MarkKnown("allreduce_measured");

@@ -72,6 +72,34 @@ double MeasuredAllReduceTime(std::span<const hw::AllReducePoint> curve,
   return std::exp(ta + f * (tb - ta));
 }
 
+// Time of one all-reduce of `bytes` on an engine's in-graph curve:
+// log-log interpolated between its points, the smallest point's time below
+// it (latency-bound), the largest point's bandwidth above it.
+double InGraphAllReduceTime(const hw::AllReduceInGraph& c, double bytes) {
+  if (bytes <= c.bytes.front()) return c.time_s.front();
+  if (bytes >= c.bytes.back()) return c.time_s.back() * bytes / c.bytes.back();
+  size_t i = 1;
+  while (bytes > c.bytes[i]) ++i;
+  const double f =
+      std::log(bytes / c.bytes[i - 1]) / std::log(c.bytes[i] / c.bytes[i - 1]);
+  return std::exp(std::log(c.time_s[i - 1]) +
+                  f * (std::log(c.time_s[i]) - std::log(c.time_s[i - 1])));
+}
+
+// The chip's in-graph all-reduce curve for `engine` (unknown or not
+// measured: vLLM's) over exactly g GPUs; null when there is none (another
+// GPU count, or a chip without [[allreduce_in_graph]]).
+const hw::AllReduceInGraph* InGraphCurve(const hw::Chip& chip,
+                                         const std::string& engine, int g) {
+  const hw::AllReduceInGraph* vllm = nullptr;
+  for (const hw::AllReduceInGraph& c : chip.allreduce_in_graph) {
+    if (c.gpus != g) continue;
+    if (c.engine == engine) return &c;
+    if (c.engine == "vllm") vllm = &c;
+  }
+  return vllm;
+}
+
 }  // namespace
 
 // What every step of a serving replica reads; built once per configuration.
@@ -128,6 +156,9 @@ struct StepCostModel::Impl {
   // The measured 8-GPU all-reduce curve of the chip's NVLink (realistic
   // GPUs; empty: the network model alone).
   std::span<const hw::AllReducePoint> ar_curve;
+  // The engine's measured in-graph all-reduce over the dense group
+  // (InGraphCurve; realistic GPUs; null: ar_curve and the network model).
+  const hw::AllReduceInGraph* ar_graph = nullptr;
   double q = 1;          // queries per decoding sequence: k + 1 speculating
   double imbalance = 1;  // the hottest expert rank's load over the mean
   // The measured fused-MoE kernel (MeasuredFusedMoe; realistic GPUs, bf16
@@ -373,13 +404,17 @@ double StepCostModel::Impl::GroupedGemm(double groups, double rows, double cols,
   return std::max(flops / (e * tq * C), bytes / W);
 }
 
-// A tensor-parallel all-reduce of `bytes` over the dense group g: the
-// network model's time; on a GPU whose NVLink generation has a measured
-// 8-GPU curve (efficiency.md 4.2: the catalog's [[allreduce_measured]]), at
-// least that curve's time at this size, scaled from the measured n GPUs to
-// g by the ring's steps, 2 (g - 1) of 2 (n - 1) (realistic mode; g within
-// one NVLink domain).
+// A tensor-parallel all-reduce of `bytes` over the dense group g: with
+// the engine's measured in-graph curve for g GPUs on this chip (ar_graph),
+// that curve's time (decode and prefill run their all-reduces in CUDA
+// graphs or, eager, with the host a step ahead, docs/model.md 7.2);
+// otherwise the network model's time; on a GPU whose NVLink generation has a
+// measured 8-GPU curve (efficiency.md 4.2: the catalog's
+// [[allreduce_measured]]), at least that curve's time at this size, scaled from
+// the measured n GPUs to g by the ring's steps, 2 (g - 1) of 2 (n - 1)
+// (realistic mode; g within one NVLink domain).
 double StepCostModel::Impl::TpAllReduce(double bytes) const {
+  if (ar_graph) return InGraphAllReduceTime(*ar_graph, bytes);
   double t = lay.coll[kTpAr].Time(bytes, peak);
   if (!peak && !ar_curve.empty() && g <= ar_curve.front().gpus) {
     const double gpus = ar_curve.front().gpus;
@@ -744,36 +779,195 @@ int StepCostModel::chips_per_replica() const {
 
 namespace {
 
+// Ops one decoder-layer block issues in SGLang's eager extend (prefill)
+// path: kernel-launching calls (a GEMM, a norm, RoPE, a KV-cache store, an
+// attention kernel, an activation, a routing kernel, a collective), of
+// which `linears` are GEMMs that an fp8/fp4 model precedes with an
+// activation-quantization kernel. Counted from the Python forward
+// functions of sgl-project/sglang (the stored snapshots named; the
+// v0.5.6 tag itself could not be fetched, docs/model.md 7.2).
+// In a CUDA graph (decode) the same blocks issue the same kernels: `gemms`
+// of the ops are GEMM-class (at the chip's GEMM floor), `attention` the
+// attention kernel, `collectives` the all-reduces; the rest are small
+// kernels (norms, RoPE, KV stores, activations, routing, quantization).
+struct EagerBlock {
+  int ops, linears, gemms = 0, attention = 0, collectives = 0;
+  std::string_view counted_from;
+};
+
+constexpr EagerBlock kLayerNorms = {
+    2,
+    0,
+    0,
+    0,
+    0,
+    "layers/layernorm.py RMSNorm.forward_cuda (fused_add_rmsnorm), before "
+    "attention and before the MLP (models/deepseek_v2.py "
+    "DeepseekV2DecoderLayer.forward via LayerCommunicator, commit 00114ae)"};
+constexpr EagerBlock kTpAllReduce = {
+    2,
+    0,
+    0,
+    0,
+    2,
+    "tensor_model_parallel_all_reduce after attention's o_proj and after "
+    "the MLP or MoE block (LayerCommunicator.prepare_mlp, "
+    "DeepseekV2MoE.forward_normal)"};
+constexpr EagerBlock kGqaAttention = {
+    5,
+    2,
+    2,
+    1,
+    0,
+    "models/llama.py LlamaAttention.forward: qkv_proj (bias in the GEMM), "
+    "rotary_emb, RadixAttention (set_kv_buffer, extend kernel), o_proj "
+    "(commit 0023954)"};
+constexpr EagerBlock kQkNorm = {
+    2,
+    0,
+    0,
+    0,
+    0,
+    "models/qwen3.py Qwen3Attention.forward_prepare_native -> "
+    "models/utils.py apply_qk_norm: q_norm, k_norm (commit 01b5f57)"};
+constexpr EagerBlock kMlaAttention = {
+    10,
+    5,
+    5,
+    1,
+    0,
+    "models/deepseek_v2.py forward_absorb_prepare/forward_absorb_core "
+    "(an extend with a cached prefix, PR #12160's case; commit 00114ae): "
+    "fused_qkv_a_proj_with_mqa, q_a_layernorm, kv_a_layernorm, q_b_proj, "
+    "w_kc bmm, rotary_emb, set_kv_buffer, attention, w_vc bmm, o_proj"};
+constexpr EagerBlock kDenseMlp = {
+    3,
+    2,
+    2,
+    0,
+    0,
+    "models/deepseek_v2.py DeepseekV2MLP.forward: gate_up_proj, "
+    "SiluAndMul, down_proj"};
+constexpr EagerBlock kRoutedMoe = {
+    7,
+    2,
+    3,
+    0,
+    0,
+    "models/qwen3_moe.py Qwen3MoeSparseMoeBlock.forward_normal: gate, topk, "
+    "experts (fused_moe_triton: moe_align_block_size, w13 GEMM, "
+    "silu_and_mul, w2 GEMM, moe_sum_reduce)"};
+constexpr EagerBlock kSharedExpert = {
+    4,
+    2,
+    2,
+    0,
+    0,
+    "models/deepseek_v2.py DeepseekV2MoE._forward_shared_experts "
+    "(gate_up_proj, SiluAndMul, down_proj) and forward_normal's add"};
+
+constexpr int Ops(const EagerBlock& b, bool quantized) {
+  return b.ops + (quantized ? b.linears : 0);
+}
+
+// A decoder layer's kernels by class (a CUDA graph's, without the
+// all-reduces, which TpAllReduce costs).
+struct LayerKernels {
+  int gemm = 0, small = 0, attention = 0;
+  constexpr LayerKernels& operator+=(const LayerKernels& o) {
+    gemm += o.gemm;
+    small += o.small;
+    attention += o.attention;
+    return *this;
+  }
+};
+
+constexpr LayerKernels Kernels(const EagerBlock& b, bool quantized) {
+  return {b.gemms, Ops(b, quantized) - b.gemms - b.attention - b.collectives,
+          b.attention};
+}
+
+// One decoder layer's kernels; `routed` false leaves out the routed
+// experts' block (a measured fused-MoE kernel stands for it).
+constexpr LayerKernels DecodeLayerKernels(bool mla, bool qk_norm, bool moe,
+                                          bool shared, bool quantized,
+                                          bool routed) {
+  LayerKernels k = Kernels(kLayerNorms, quantized);
+  k += Kernels(mla ? kMlaAttention : kGqaAttention, quantized);
+  if (!mla && qk_norm) k += Kernels(kQkNorm, quantized);
+  if (!moe) return k += Kernels(kDenseMlp, quantized);
+  if (routed) k += Kernels(kRoutedMoe, quantized);
+  if (shared) k += Kernels(kSharedExpert, quantized);
+  return k;
+}
+// Llama 3's layer in bf16: QKV, attention output, MLP in and out; two
+// norms, RoPE, the KV store and the gated activation; the attention kernel.
+static_assert(
+    DecodeLayerKernels(false, false, false, false, false, true).gemm == 4);
+static_assert(
+    DecodeLayerKernels(false, false, false, false, false, true).small == 5);
+
+// One decoder layer's ops.
+constexpr int EagerLayerOps(bool mla, bool qk_norm, bool moe, bool shared,
+                            bool quantized, bool tp) {
+  int n = Ops(kLayerNorms, quantized) + (tp ? Ops(kTpAllReduce, quantized) : 0);
+  n += mla ? Ops(kMlaAttention, quantized) : Ops(kGqaAttention, quantized);
+  if (!mla && qk_norm) n += Ops(kQkNorm, quantized);
+  if (!moe) return n + Ops(kDenseMlp, quantized);
+  n += Ops(kRoutedMoe, quantized);
+  return shared ? n + Ops(kSharedExpert, quantized) : n;
+}
+
+// DeepSeek-V3/R1 with fp8 or int8 GEMMs and quantized activations, TP 8:
+// 3 dense layers and 58 MoE layers with a shared expert.
+constexpr int kDeepSeekV3EagerOps =
+    3 * EagerLayerOps(true, false, false, false, true, true) +
+    58 * EagerLayerOps(true, false, true, true, true, true);
+static_assert(kDeepSeekV3EagerOps == 2044);
+// Llama 3.1 8B with fp8 GEMMs, TP 8: 32 dense GQA layers.
+constexpr int kLlama8bFp8EagerOps =
+    32 * EagerLayerOps(false, false, false, false, true, true);
+static_assert(kLlama8bFp8EagerOps == 512);
+
 // The fixed cost of one step, whatever the batch or the experts touched:
 // decode runs as a CUDA graph (vLLM, SGLang, TensorRT-LLM), whose kernels
-// still start one after another, each taking at least its floor. GEMM-class
-// kernels (QKV, attention output, MLP in, MLP out; a grouped MoE GEMM is
-// one; the router's gate) at the chip's measured per-dot floor
-// (op_overhead: XLA's measured dot table, 5 us on H100/B200; efficiency.md
-// 1.2). On a GPU the rest of a layer's kernels too, at the measured start-up
-// of back-to-back small kernels (SmallKernelTime): two fused residual-add
-// RMSNorms, rotary embedding and the gated activation, and the attention
-// kernel at no less than its measured floor (kAttentionKernelFloor); a MoE
-// layer adds top-k routing, the token sort by expert
-// (moe_align_block_size) and the weighted sum of the experts' outputs
-// (vLLM's and SGLang's Llama and Qwen3-MoE layers). On a TPU, XLA fuses
-// those into the GEMMs: four kernels per layer.
-// With a measured fused-MoE kernel (MeasuredFusedMoe) a MoE layer's
-// experts cost that kernel's fixed time instead: it replaces the two
-// grouped GEMMs' floors and the top-k, sort, activation and sum kernels, so
-// the layer keeps QKV, attention output and the router's gate at the GEMM
-// floor, the two norms and rotary embedding as small kernels and the
-// attention kernel at its floor.
+// still start one after another, each taking at least its floor. On a GPU
+// each layer's kernels are those of the engine's layer blocks
+// (DecodeLayerKernels, counted from SGLang's model code, the same table as
+// the eager prefill's ops): GEMM-class kernels (QKV or MLA's projections
+// and absorbed BMMs, attention output, MLP or shared-expert in and out, the
+// router's gate, the routed experts' two grouped GEMMs) at the chip's
+// measured per-dot floor (op_overhead: XLA's measured dot table, 5 us on
+// H100/B200; efficiency.md 1.2), the attention kernel at no less than its
+// measured floor (kAttentionKernelFloor), and the rest (norms, q/k norms,
+// RoPE, the KV store, activations, top-k, the token sort by expert, the
+// experts' weighted sum; with fp8/fp4 GEMMs each one's activation
+// quantization) at the measured start-up of back-to-back small kernels
+// (SmallKernelTime). The all-reduces are costed apart (TpAllReduce).
+// With a measured fused-MoE kernel (MeasuredFusedMoe) a MoE layer's routed
+// experts cost that kernel's fixed time instead of their block's kernels
+// (the router's gate stays a GEMM). On a TPU, XLA fuses those into the
+// GEMMs: four kernels per layer.
 double FixedStepCost(const StepCostModel::Impl& x) {
   const double gemm = x.eff.op_overhead.si();
   if (x.chip().is_tpu()) return x.L * 4 * gemm;
   const double small = SmallKernelTime(x.eff);
   const double attn = std::max(small, kAttentionKernelFloor);
-  const double dense_layer = 4 * gemm + 4 * small + attn;
+  const bool mla = x.m.mla.has_value();
+  const bool shared = x.m.moe.num_shared_experts > 0;
+  const bool quantized = hw::BytesPerElement(x.compute) < 2;
+  auto time = [&](const LayerKernels& k) {
+    return k.gemm * gemm + k.small * small + k.attention * attn;
+  };
+  const double dense_layer =
+      time(DecodeLayerKernels(mla, x.m.qk_norm, false, false, quantized, true));
+  const bool fused = x.moe_kernel.floor_s > 0;
   const double moe_layer =
-      x.moe_kernel.floor_s > 0
-          ? 3 * gemm + 3 * small + attn + x.moe_kernel.floor_s
-          : dense_layer + gemm + 3 * small;
+      fused ? time(DecodeLayerKernels(mla, x.m.qk_norm, true, shared, quantized,
+                                      false)) +
+                  gemm + x.moe_kernel.floor_s
+            : time(DecodeLayerKernels(mla, x.m.qk_norm, true, shared, quantized,
+                                      true));
   return (x.L - x.moe_layers) * dense_layer + x.moe_layers * moe_layer;
 }
 
@@ -886,7 +1080,10 @@ Result<std::shared_ptr<StepCostModel::Impl>> BuildImpl(
           EagerPrefillOps(m, hw::BytesPerElement(x->compute) < 2, x->g > 1);
     }
   }
-  if (!x->peak) x->ar_curve = chip.allreduce_measured;
+  if (!x->peak) {
+    x->ar_curve = chip.allreduce_measured;
+    if (x->g > 1) x->ar_graph = InGraphCurve(chip, cfg.engine, x->g);
+  }
   if (cfg.spec.kind == SpecDecode::kDraft) {
     auto draft = BuildDraft(sys, cfg);
     if (!draft) return tl::unexpected(draft.error());
@@ -922,9 +1119,13 @@ void Summarize(const StepCostModel::Impl& x, double attn_time,
   } else {
     double mem = est->weight_time.si() + est->kv_time.si();
     double comp = est->compute_time.si() + attn_time;
-    est->bound = comm > std::max(mem, comp) ? "communication"
-                 : comp > mem               ? "compute"
-                                            : "memory-bandwidth";
+    // The kernels' floors and the host's time per step (overhead) bind
+    // when they exceed every bound: small models, high TP, small batches.
+    const double fixed = est->overhead.si();
+    est->bound = fixed > std::max({comm, mem, comp}) ? "kernel-overhead"
+                 : comm > std::max(mem, comp)        ? "communication"
+                 : comp > mem                        ? "compute"
+                                                     : "memory-bandwidth";
   }
   const CollCoef& ar = x.lay.coll[kTpAr];
   if (x.g > 1 && ar.active && ar.per_byte * cfg.batch * x.D * 2 < ar.latency) {
@@ -1034,83 +1235,6 @@ double ExpertImbalance(int ep, int num_experts, int redundant_experts) {
 }
 
 namespace {
-
-// Ops one decoder-layer block issues in SGLang's eager extend (prefill)
-// path: kernel-launching calls (a GEMM, a norm, RoPE, a KV-cache store, an
-// attention kernel, an activation, a routing kernel, a collective), of
-// which `linears` are GEMMs that an fp8/fp4 model precedes with an
-// activation-quantization kernel. Counted from the Python forward
-// functions of sgl-project/sglang (the stored snapshots named; the
-// v0.5.6 tag itself could not be fetched, docs/model.md 7.2).
-struct EagerBlock {
-  int ops, linears;
-  std::string_view counted_from;
-};
-
-constexpr EagerBlock kLayerNorms = {
-    2, 0,
-    "layers/layernorm.py RMSNorm.forward_cuda (fused_add_rmsnorm), before "
-    "attention and before the MLP (models/deepseek_v2.py "
-    "DeepseekV2DecoderLayer.forward via LayerCommunicator, commit 00114ae)"};
-constexpr EagerBlock kTpAllReduce = {
-    2, 0,
-    "tensor_model_parallel_all_reduce after attention's o_proj and after "
-    "the MLP or MoE block (LayerCommunicator.prepare_mlp, "
-    "DeepseekV2MoE.forward_normal)"};
-constexpr EagerBlock kGqaAttention = {
-    5, 2,
-    "models/llama.py LlamaAttention.forward: qkv_proj (bias in the GEMM), "
-    "rotary_emb, RadixAttention (set_kv_buffer, extend kernel), o_proj "
-    "(commit 0023954)"};
-constexpr EagerBlock kQkNorm = {
-    2, 0,
-    "models/qwen3.py Qwen3Attention.forward_prepare_native -> "
-    "models/utils.py apply_qk_norm: q_norm, k_norm (commit 01b5f57)"};
-constexpr EagerBlock kMlaAttention = {
-    10, 5,
-    "models/deepseek_v2.py forward_absorb_prepare/forward_absorb_core "
-    "(an extend with a cached prefix, PR #12160's case; commit 00114ae): "
-    "fused_qkv_a_proj_with_mqa, q_a_layernorm, kv_a_layernorm, q_b_proj, "
-    "w_kc bmm, rotary_emb, set_kv_buffer, attention, w_vc bmm, o_proj"};
-constexpr EagerBlock kDenseMlp = {
-    3, 2,
-    "models/deepseek_v2.py DeepseekV2MLP.forward: gate_up_proj, "
-    "SiluAndMul, down_proj"};
-constexpr EagerBlock kRoutedMoe = {
-    7, 2,
-    "models/qwen3_moe.py Qwen3MoeSparseMoeBlock.forward_normal: gate, topk, "
-    "experts (fused_moe_triton: moe_align_block_size, w13 GEMM, "
-    "silu_and_mul, w2 GEMM, moe_sum_reduce)"};
-constexpr EagerBlock kSharedExpert = {
-    4, 2,
-    "models/deepseek_v2.py DeepseekV2MoE._forward_shared_experts "
-    "(gate_up_proj, SiluAndMul, down_proj) and forward_normal's add"};
-
-constexpr int Ops(const EagerBlock& b, bool quantized) {
-  return b.ops + (quantized ? b.linears : 0);
-}
-
-// One decoder layer's ops.
-constexpr int EagerLayerOps(bool mla, bool qk_norm, bool moe, bool shared,
-                            bool quantized, bool tp) {
-  int n = Ops(kLayerNorms, quantized) + (tp ? Ops(kTpAllReduce, quantized) : 0);
-  n += mla ? Ops(kMlaAttention, quantized) : Ops(kGqaAttention, quantized);
-  if (!mla && qk_norm) n += Ops(kQkNorm, quantized);
-  if (!moe) return n + Ops(kDenseMlp, quantized);
-  n += Ops(kRoutedMoe, quantized);
-  return shared ? n + Ops(kSharedExpert, quantized) : n;
-}
-
-// DeepSeek-V3/R1 with fp8 or int8 GEMMs and quantized activations, TP 8:
-// 3 dense layers and 58 MoE layers with a shared expert.
-constexpr int kDeepSeekV3EagerOps =
-    3 * EagerLayerOps(true, false, false, false, true, true) +
-    58 * EagerLayerOps(true, false, true, true, true, true);
-static_assert(kDeepSeekV3EagerOps == 2044);
-// Llama 3.1 8B with fp8 GEMMs, TP 8: 32 dense GQA layers.
-constexpr int kLlama8bFp8EagerOps =
-    32 * EagerLayerOps(false, false, false, false, true, true);
-static_assert(kLlama8bFp8EagerOps == 512);
 
 // SGLang 0.5's eager prefill: the time a short prompt takes to its first
 // token at concurrency 1, per eager op (docs/model.md 7.2). The mean of the
@@ -1252,8 +1376,21 @@ Result<EngineHostOverhead> ParseServingEngine(std::string_view text) {
   return EngineHostTime(name + "@" + v);
 }
 
+std::string EngineFamily(std::string_view engine) {
+  const std::string t = ToLower(std::string(engine));
+  if (t.find("sglang") != std::string::npos) return "sglang";
+  if (t.find("tensorrt") != std::string::npos ||
+      t.find("trtllm") != std::string::npos ||
+      t.find("trt-llm") != std::string::npos) {
+    return "trtllm";
+  }
+  if (t.find("vllm") != std::string::npos) return "vllm";
+  return "";
+}
+
 void ApplyEngineHostTime(std::string_view engine,
                          const EngineHostOverhead& host, ServeConfig* cfg) {
+  cfg->engine = EngineFamily(engine);
   cfg->host_step_s = host.step_s;
   cfg->host_fraction = host.fraction;
   cfg->eager_prefill_op_s = host.eager_prefill_op_s;

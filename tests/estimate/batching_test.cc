@@ -134,27 +134,92 @@ TEST(StepCost, GroupedMoeGemmSharesWaves) {
   EXPECT_LT(p.matmul.si(), 2 * std::max(flops, bytes));
 }
 
-// A tensor-parallel all-reduce on a GPU with a measured curve takes at
-// least the curve's time: Llama 3 70B decode at batch 1 on 8 H100 sends
-// 16 KiB per all-reduce, below the curve's smallest point (32 KiB at 1.44
-// GB/s busbw: 39.8 us), 160 of them per token; at TP 4 at least the ring's
-// 3 of 7 steps of it (the network model's own time is larger there). A chip
-// without a curve keeps the network model's time.
-TEST(StepCost, TpAllReduceFollowsTheMeasuredCurve) {
-  const double at32k = 32 * 1024 * 2.0 * 7 / 8 / 1.44e9;
-  auto e8 =
-      EstimateServing(Model("llama3-70b"), System("h100:8x1"), Config(8, 1, 1));
-  auto e4 =
-      EstimateServing(Model("llama3-70b"), System("h100:4x1"), Config(4, 1, 1));
-  ASSERT_TRUE(e8.has_value() && e4.has_value());
-  ExpectRelTo(e8->decode_parts.communication.si(), 160 * at32k, 1e-9);
-  EXPECT_GE(e4->decode_parts.communication.si(), 160 * at32k * 3 / 7);
-  EXPECT_LT(e4->decode_parts.communication.si(), 160 * at32k);
-  hw::System mi = System("mi355x:8x1");
-  ASSERT_TRUE(mi.chip.allreduce_measured.empty());
-  auto m = EstimateServing(Model("llama3-70b"), mi, Config(8, 1, 1));
-  ASSERT_TRUE(m.has_value());
-  EXPECT_LT(m->decode_parts.communication.si(), 160 * at32k);
+// A tensor-parallel all-reduce on a GPU with the engines' measured
+// in-graph curves ([[allreduce_in_graph]], aiconfigurator) takes the
+// engine's time at that size and GPU count: Llama 3 70B decode at batch 1
+// on 8 H100 sends 16 KiB per all-reduce, 160 of them per token; vLLM
+// 0.14.0 measured 5.17 us there, and an unknown engine reads vLLM's.
+// SGLang's and TP 4's come from their own curves. A chip without in-graph
+// curves (H800) keeps its eager curve, at least its 32 KiB point's 39.8 us.
+TEST(StepCost, TpAllReduceIsTheEnginesInGraphTime) {
+  auto curve = [](const hw::System& s, const std::string& engine, int gpus) {
+    for (const hw::AllReduceInGraph& c : s.chip.allreduce_in_graph) {
+      if (c.engine == engine && c.gpus == gpus) return c;
+    }
+    ADD_FAILURE() << "no " << engine << " curve for " << gpus << " GPUs";
+    return hw::AllReduceInGraph{};
+  };
+  const hw::System h8 = System("h100:8x1");
+  const hw::AllReduceInGraph v8 = curve(h8, "vllm", 8);
+  ASSERT_EQ(v8.bytes.at(2), 16 * 1024);
+  EXPECT_NEAR(v8.time_s.at(2), 5.17e-6, 1e-12);
+  auto e8 = EstimateServing(Model("llama3-70b"), h8, Config(8, 1, 1));
+  ASSERT_TRUE(e8.has_value());
+  ExpectRelTo(e8->decode_parts.communication.si(), 160 * 5.17e-6, 1e-9);
+  ServeConfig sg = Config(8, 1, 1);
+  sg.engine = "sglang";
+  auto s8 = EstimateServing(Model("llama3-70b"), h8, sg);
+  ASSERT_TRUE(s8.has_value());
+  ExpectRelTo(s8->decode_parts.communication.si(),
+              160 * curve(h8, "sglang", 8).time_s.at(2), 1e-9);
+  const hw::System h4 = System("h100:4x1");
+  auto e4 = EstimateServing(Model("llama3-70b"), h4, Config(4, 1, 1));
+  ASSERT_TRUE(e4.has_value());
+  ExpectRelTo(e4->decode_parts.communication.si(),
+              160 * curve(h4, "vllm", 4).time_s.at(2), 1e-9);
+  const hw::System h800 = System("h800:8x1");
+  ASSERT_TRUE(h800.chip.allreduce_in_graph.empty());
+  ASSERT_FALSE(h800.chip.allreduce_measured.empty());
+  auto e800 = EstimateServing(Model("llama3-70b"), h800, Config(8, 1, 1));
+  ASSERT_TRUE(e800.has_value());
+  EXPECT_GE(e800->decode_parts.communication.si(),
+            160 * (32 * 1024 * 2.0 * 7 / 8 / 1.44e9) * (1 - 1e-9));
+}
+
+// Every catalog in-graph curve is non-decreasing in size (the reader
+// takes each point as the least of it and every larger message's), has
+// vLLM's, SGLang's and TensorRT-LLM's curves for 8 GPUs on the HGX chips,
+// and reads flat below its smallest size (latency-bound).
+TEST(StepCost, InGraphCurvesAreMonotoneAndComplete) {
+  for (const hw::Chip& chip : BuiltinCatalog().chips()) {
+    for (const hw::AllReduceInGraph& c : chip.allreduce_in_graph) {
+      for (size_t i = 1; i < c.time_s.size(); ++i) {
+        EXPECT_LE(c.time_s[i - 1], c.time_s[i]) << chip.id << " " << c.engine;
+      }
+    }
+  }
+  for (const char* id : {"h100", "h200", "b200", "a100"}) {
+    const hw::System s = System(std::string(id) + ":8x1");
+    int n = 0;
+    for (const hw::AllReduceInGraph& c : s.chip.allreduce_in_graph) {
+      n += c.gpus == 8;
+    }
+    EXPECT_EQ(n, 3) << id;
+  }
+  // Llama 3 8B at batch 1 over TP 2 sends 8 KiB per all-reduce, 64 per
+  // token: the 2-GPU curve's 8 KiB point.
+  const hw::System h2 = System("h100:2x1");
+  auto e = EstimateServing(Model("llama3-8b"), h2, Config(2, 1, 1));
+  ASSERT_TRUE(e.has_value());
+  const hw::AllReduceInGraph* v2 = nullptr;
+  for (const hw::AllReduceInGraph& c : h2.chip.allreduce_in_graph) {
+    if (c.engine == "vllm" && c.gpus == 2) v2 = &c;
+  }
+  ASSERT_NE(v2, nullptr);
+  ASSERT_EQ(v2->bytes.at(1), 8 * 1024);
+  ExpectRelTo(e->decode_parts.communication.si(), 64 * v2->time_s.at(1), 1e-9);
+}
+
+// The engine a row or a user names picks the curve.
+TEST(StepCost, EngineFamilyNamesTheCurve) {
+  EXPECT_EQ(EngineFamily("SGLang v0.5.6.post1"), "sglang");
+  EXPECT_EQ(EngineFamily("vllm@0.6.3"), "vllm");
+  EXPECT_EQ(EngineFamily("TensorRT-LLM v0.6.1"), "trtllm");
+  EXPECT_EQ(EngineFamily("NeMo Framework (TensorRT-LLM)"), "trtllm");
+  EXPECT_EQ(EngineFamily("JetStream"), "");
+  ServeConfig c;
+  ApplyEngineHostTime("trtllm", EngineHostOverhead{}, &c);
+  EXPECT_EQ(c.engine, "trtllm");
 }
 
 // MI300X carries its own RCCL curve (Azure ND MI300X v5, 8 GPUs): a batch-1
@@ -278,7 +343,8 @@ TEST(StepCost, MoePrefillIsTheFusedKernelsComputeRate) {
 
 // The mechanism in a step: Qwen3-235B-A22B (94 MoE layers) on 8 B200 at
 // TP 8. Each layer's fixed cost is QKV, attention output and the router's
-// gate at the GEMM floor, two norms and rotary embedding as small kernels,
+// gate at the GEMM floor, two norms, RoPE, the KV store and Qwen3's q and
+// k norms as small kernels,
 // the attention kernel at its measured floor (6.15 us, an H200's cuDNN
 // decode attention), and the fused-MoE kernel's measured floor; going from
 // batch 1 to 2 adds only the newly touched experts' weights, streamed at
@@ -292,7 +358,7 @@ TEST(StepCost, MoeDecodeUsesTheMeasuredFusedMoeKernel) {
   const double gemm = RealisticEfficiency(sys.chip).op_overhead.si();
   const double small = 2.433e-6, attn = 6.15e-6;
   const StepParts one = sc->Cost({1, 2048, 0, 0});
-  ExpectRelTo(one.overhead.si(), 94 * (3 * gemm + 3 * small + attn + k.floor_s),
+  ExpectRelTo(one.overhead.si(), 94 * (3 * gemm + 6 * small + attn + k.floor_s),
               1e-12);
   const StepParts two = sc->Cost({2, 4096, 0, 0});
   const double per_expert =
@@ -303,18 +369,19 @@ TEST(StepCost, MoeDecodeUsesTheMeasuredFusedMoeKernel) {
               94 * added * per_expert /
                   (k.stream_fraction * sys.chip.hbm_bandwidth.si()),
               0.02);
-  // Experts with no measured kernel (int8, upcast to bf16) keep the
-  // generic costs: four GEMM floors, four small kernels and the attention
-  // kernel per layer, the gate and three routing kernels per MoE layer.
+  // Experts with no measured kernel (int8, upcast to bf16) keep their
+  // block's kernels: the gate and the two grouped GEMMs at the GEMM floor,
+  // top-k, the sort by expert, the activation and the weighted sum as
+  // small kernels.
   auto i8 = StepCostModel::Create(m, sys, Config(8, 1, 1, hw::Dtype::kInt8));
   ASSERT_TRUE(i8.has_value()) << i8.error().ToString();
   ExpectRelTo(i8->Cost({1, 2048, 0, 0}).overhead.si(),
-              94 * (5 * gemm + 7 * small + attn), 1e-12);
+              94 * (5 * gemm + 10 * small + attn), 1e-12);
 }
 
 // A chip's own small-kernel start-up (catalog `kernel_launch`) sets the
 // per-step fixed cost of the non-GEMM kernels: Llama 3 8B (32 dense
-// layers, 4 GEMM floors, 4 small kernels and the attention kernel each) on
+// layers, 4 GEMM floors, 5 small kernels and the attention kernel each) on
 // one MI300X takes 4.5 us per small kernel (Kog AI's MI300X measurement)
 // and the attention kernel's 6.15 us floor; the same chip without the key
 // takes Hopper's 2.433 us, and only the fixed cost moves.
@@ -331,8 +398,8 @@ TEST(StepCost, FixedCostUsesTheChipsKernelLaunch) {
   const double gemm = RealisticEfficiency(mi.chip).op_overhead.si();
   const StepParts pa = a->Cost({1, 2048, 0, 0});
   const StepParts pb = b->Cost({1, 2048, 0, 0});
-  ExpectRelTo(pa.overhead.si(), 32 * (4 * gemm + 4 * 4.5e-6 + 6.15e-6), 1e-12);
-  ExpectRelTo(pb.overhead.si(), 32 * (4 * gemm + 4 * 2.433e-6 + 6.15e-6),
+  ExpectRelTo(pa.overhead.si(), 32 * (4 * gemm + 5 * 4.5e-6 + 6.15e-6), 1e-12);
+  ExpectRelTo(pb.overhead.si(), 32 * (4 * gemm + 5 * 2.433e-6 + 6.15e-6),
               1e-12);
   EXPECT_EQ(pa.matmul.si(), pb.matmul.si());
   EXPECT_EQ(pa.attention.si(), pb.attention.si());

@@ -95,7 +95,16 @@ struct ServeConfig {
   // The engine release the host times above are those of and their source
   // (serve --engine, validation rows); empty when none applies.
   std::string host_time_source;
+  // The serving engine: "vllm", "sglang", "trtllm" or empty (unknown). It
+  // picks the chip's measured in-graph all-reduce curve (realistic mode;
+  // unknown: vLLM's). ApplyEngineHostTime sets it (EngineFamily).
+  std::string engine;
 };
+
+// The engine family a row or a user names: "SGLang v0.5.6" -> "sglang",
+// "vllm@0.6.3" -> "vllm", "TensorRT-LLM v0.6.1" and "NeMo Framework
+// (TensorRT-LLM)" -> "trtllm"; empty for others.
+std::string EngineFamily(std::string_view engine);
 
 // Host time per step of an engine version whose scheduler waits for the
 // GPU: a measured value with its source.
@@ -192,8 +201,9 @@ struct ServeEstimate {
   double max_batch = 0;       // largest batch that fits one replica
   double critical_batch = 0;  // decode turns compute-bound above this
   units::Bytes weights_bytes, kv_cache_bytes, total_bytes, capacity_bytes;
-  std::string
-      bound;  // memory-bandwidth, compute, communication, memory-capacity
+  // memory-bandwidth, compute, communication, kernel-overhead or
+  // memory-capacity
+  std::string bound;
   double cost_per_million_tokens_usd = 0;  // NaN without a price
   // Decode step terms (per step): the weight-streaming, KV-streaming and
   // matrix-FLOP bounds, the whole collective time and the fixed cost. These

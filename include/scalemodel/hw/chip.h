@@ -60,6 +60,21 @@ struct AllReducePoint {
   int gpus = 8;
 };
 
+// A serving engine's tensor-parallel all-reduce inside a CUDA graph, as
+// the engine runs it in decode (its custom one-/two-shot kernels, symmetric
+// memory or NCCL, chosen by size): the device time per all-reduce of a
+// bf16 message over `gpus` GPUs of one NVLink domain, measured back to
+// back in one graph ([[allreduce_in_graph]]; docs/catalog-format.md).
+// `time_s` is non-decreasing in `bytes` (the catalog reader takes each
+// point as the least time of it and every larger message).
+struct AllReduceInGraph {
+  std::string engine;   // "vllm", "sglang" or "trtllm"
+  std::string version;  // the release measured
+  int gpus = 8;
+  std::vector<double> bytes;   // ascending
+  std::vector<double> time_s;  // per all-reduce, s
+};
+
 struct ScaleOut {
   units::BytesPerSecond bandwidth;    // per chip, per direction
   units::Seconds latency;             // per step
@@ -167,6 +182,9 @@ struct Chip {
   // [[allreduce_measured]]: a measured all-reduce curve inside one NVLink
   // domain, smallest message first; empty where none is published.
   std::vector<AllReducePoint> allreduce_measured;
+  // [[allreduce_in_graph]]: serving engines' all-reduces in a CUDA graph,
+  // by engine and GPU count; empty where none is published.
+  std::vector<AllReduceInGraph> allreduce_in_graph;
 
   std::optional<IciLinks> ici;           // TPUs
   std::optional<NvLinks> nvlink;         // GPUs
