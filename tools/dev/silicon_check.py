@@ -38,6 +38,7 @@ def main():
     ap.add_argument("csv")
     ap.add_argument("--limit", type=int, default=0)
     ap.add_argument("--binary", default="build/scalemodel")
+    ap.add_argument("--dump", help="write each run's errors to this JSON file")
     a = ap.parse_args()
     qwen = os.path.join(tempfile.mkdtemp(), "qwen3-32b.json")
     with open(qwen, "w") as f:
@@ -74,6 +75,13 @@ def main():
             out.append(dict(
                 key=(r["model_path"].split("/")[1], r["system"], r["backend"],
                      r["precision"] or "bf16"),
+                run=dict(id=r["id"], tp=int(r["tp_size"]),
+                         c=int(r["batch_size"]), isl=int(r["isl"]),
+                         osl=int(r["osl"]),
+                         ttft_ms=float(r["silicon_ttft_ms"]),
+                         tpot_ms=float(r["silicon_tpot_ms"]),
+                         pred_ttft_ms=j["ttft_s"]["mean"] * 1e3,
+                         pred_tpot_ms=j["tpot_s"]["mean"] * 1e3),
                 ttft=j["ttft_s"]["mean"] / (float(r["silicon_ttft_ms"]) / 1e3) - 1,
                 tpot=j["tpot_s"]["mean"] / (float(r["silicon_tpot_ms"]) / 1e3) - 1))
 
@@ -83,6 +91,10 @@ def main():
                 f"{e[int(0.9 * (len(e) - 1))]:.1%} bias "
                 f"{statistics.median(x[k] for x in v):+.1%}")
 
+    if a.dump:
+        with open(a.dump, "w") as f:
+            json.dump([dict(x["run"], key=list(x["key"]), ttft_err=x["ttft"],
+                            tpot_err=x["tpot"]) for x in out], f, indent=1)
     print(f"{len(out)} runs: TTFT {summary(out, 'ttft')}; TPOT {summary(out, 'tpot')}")
     groups = defaultdict(list)
     for x in out:
