@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -246,12 +247,12 @@ Result<bool> ReadInGraphAllReduces(const toml::node& n, const std::string& path,
     for (size_t i = 0; i < sizes.size() && i < times.size(); ++i) {
       auto b = AsBytes(sizes[i]);
       auto t = AsDuration(times[i]);
-      if (!b || !(*b > 0)) {
+      if (!b || !(*b > 0) || !std::isfinite(*b)) {
         r.Fail("bytes",
                "expected a size such as \"8 KiB\", got '" + sizes[i] + "'");
         break;
       }
-      if (!t || !(*t > 0)) {
+      if (!t || !(*t > 0) || !std::isfinite(*t)) {
         r.Fail("time",
                "expected a time such as \"5.1 us\", got '" + times[i] + "'");
         break;
@@ -266,8 +267,8 @@ Result<bool> ReadInGraphAllReduces(const toml::node& n, const std::string& path,
     }
     auto done = r.Finish();
     if (!done) return tl::unexpected(done.error());
-    for (size_t i = c.time_s.size() - 1; i-- > 0;) {
-      c.time_s[i] = std::min(c.time_s[i], c.time_s[i + 1]);
+    for (size_t i = c.time_s.size(); i-- > 1;) {
+      c.time_s[i - 1] = std::min(c.time_s[i - 1], c.time_s[i]);
     }
     chip->sources["allreduce_in_graph." + c.engine + "." +
                   std::to_string(c.gpus)] =
