@@ -296,7 +296,12 @@ void Scheduler::ScheduleInto(std::vector<Scheduled>* step) {
     }
     if (!opt_.chunked_prefill || !admit) return;
   }
-  if (admit) AdmitWaiting(step, &budget);
+  // TensorRT-LLM's GUARANTEED_NO_EVICT: new requests only where every
+  // running one can still finish; with nothing running, the head request
+  // starts whatever it needs.
+  if (admit) {
+    AdmitWaiting(step, &budget, opt_.reserve_to_finish && !running_.empty());
+  }
 }
 
 // Moves waiting requests that fit into the step (whole prompts, or chunks
@@ -827,6 +832,13 @@ bool EngineMixesPrefill(std::string_view engine) { return !IsSglang(engine); }
 
 bool EngineLimitsPerDpRank(std::string_view engine) {
   return !IsSglang(engine);
+}
+
+bool EngineReservesToFinish(std::string_view engine) {
+  const std::string e = ToLower(engine);
+  return e.find("tensorrt") != std::string::npos ||
+         e.find("trtllm") != std::string::npos ||
+         e.find("trt-llm") != std::string::npos;
 }
 
 bool EngineChunksPrefill(std::string_view engine) {

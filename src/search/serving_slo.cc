@@ -326,6 +326,7 @@ estimate::SchedulerOptions SchedulerOf(const PoolPlan& p,
   s.chunked_prefill = p.chunked_prefill;
   s.mixed_prefill = r.mixed_prefill;
   s.limits_per_rank = r.limits_per_rank;
+  s.reserve_to_finish = r.reserve_to_finish;
   return s;
 }
 

@@ -343,6 +343,9 @@ struct ServingLoad {
   // DP attention: scheduler limits per rank (false: SGLang's, shared;
   // estimate::EngineLimitsPerDpRank of the row's engine).
   bool limits_per_rank = true;
+  // TensorRT-LLM's GUARANTEED_NO_EVICT admission
+  // (estimate::EngineReservesToFinish of the row's engine).
+  bool reserve_to_finish = false;
   bool mean = false;  // the source reports means, not medians
   // Simulated lengths: uniform within +-spread of the stated means (the
   // case's `spread` where its source states one, else 50%).
@@ -411,6 +414,7 @@ Result<estimate::SimulationResult> Simulate(const model::ModelSpec& m,
   sched.scheduler_steps = load.scheduler_steps;
   sched.mixed_prefill = load.mixed_prefill;
   sched.limits_per_rank = load.limits_per_rank;
+  sched.reserve_to_finish = load.reserve_to_finish;
   return estimate::SimulateServing(*cost, std::max(1, cfg.dp), w, sched, {});
 }
 
@@ -865,6 +869,8 @@ Result<bool> ScoreServingJson(const catalog::Catalog& cat,
     load->mixed_prefill = estimate::EngineMixesPrefill(row.value("engine", ""));
     load->limits_per_rank =
         estimate::EngineLimitsPerDpRank(row.value("engine", ""));
+    load->reserve_to_finish =
+        estimate::EngineReservesToFinish(row.value("engine", ""));
     // vLLM V0's multi-step scheduling, where the row's launch set it.
     if (row.contains("num_scheduler_steps") &&
         row["num_scheduler_steps"].is_number_integer()) {

@@ -616,6 +616,8 @@ static Result<Output> RunServeSim(const catalog::Catalog& cat,
   // DP attention: SGLang shares its limits among the ranks, the others
   // apply them per rank.
   sched.limits_per_rank = estimate::EngineLimitsPerDpRank(engine);
+  // TensorRT-LLM starts a request only where it can finish unevicted.
+  sched.reserve_to_finish = estimate::EngineReservesToFinish(engine);
   estimate::Slo slo;
   auto ttft = ParseSlo(so.slo_ttft, "--slo-ttft");
   if (!ttft) return tl::unexpected(ttft.error());

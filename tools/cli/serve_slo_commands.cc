@@ -538,6 +538,7 @@ Result<search::SloPlanRequest> SloRequest(const estimate::ServeConfig& base,
   r.seed = o.seed;
   r.mixed_prefill = estimate::EngineMixesPrefill(o.engine);
   r.limits_per_rank = estimate::EngineLimitsPerDpRank(o.engine);
+  r.reserve_to_finish = estimate::EngineReservesToFinish(o.engine);
   if (o.layouts != "both" && o.layouts != "aggregated" &&
       o.layouts != "disaggregated") {
     return InvalidArgument("expected both, aggregated or disaggregated, got '" +

@@ -54,13 +54,17 @@ def main():
     def run(r):
         tp, c = int(r["tp_size"]), int(r["batch_size"])
         weights = {"fp8": "fp8", "fp4": "fp4"}.get(r["precision"], "bf16")
+        # aiconfigurator quantizes the KV cache to fp8 for fp8 and nvfp4
+        # checkpoints (aic-core/src/aiconfigurator_core/sdk/models/
+        # helpers.py: "FMHA quant mode" sets kvcache_quant_mode fp8).
+        kv = "fp8" if weights in ("fp8", "fp4") else "bf16"
         engine = r["backend"] + ("@" + r["backend_version"]
                                  if r["backend_version"] else "")
         cmd = [a.binary, "serve", "--model", models[r["model_path"]],
                "--system", f"{CHIPS[r['system']]}:{tp}x1", "--plan",
                f"tp={tp}", "--concurrency", str(c), "--requests",
                str(20 * c), "--prompt", r["isl"], "--output", r["osl"],
-               "--weights", weights, "--engine", engine, "--json"]
+               "--weights", weights, "--kv", kv, "--engine", engine, "--json"]
         p = subprocess.run(cmd, capture_output=True, text=True)
         if p.returncode:
             return r, None, p.stderr.strip()

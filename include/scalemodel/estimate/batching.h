@@ -106,6 +106,13 @@ struct SchedulerOptions {
   // server's, divided among its ranks (SGLang divides --chunked-prefill-size
   // and --max-running-requests by dp_size under --enable-dp-attention).
   bool limits_per_rank = true;
+  // TensorRT-LLM's capacity scheduler, GUARANTEED_NO_EVICT (its default):
+  // a waiting request starts only where the KV cache holds it and every
+  // running request to their last tokens, so nothing is ever preempted
+  // (here each request's actual output stands for its max_tokens). False:
+  // vLLM's, which starts what its next chunk needs and preempts (recompute)
+  // when decode outgrows the cache.
+  bool reserve_to_finish = false;
 };
 
 // Whether the engine a row or a user names ("SGLang v0.5.6.post1",
@@ -132,6 +139,14 @@ bool EngineChunksPrefill(std::string_view engine);
 // divides chunked_prefill_size by dp_size; its pool configurator divides
 // max_running_requests), true otherwise.
 bool EngineLimitsPerDpRank(std::string_view engine);
+
+// Whether the engine admits a request only where it can finish without
+// preempting (SchedulerOptions::reserve_to_finish): TensorRT-LLM, whose
+// default capacity_scheduler_policy is GUARANTEED_NO_EVICT (llmapi
+// SchedulerConfig; performance tuning guide, "Capacity Scheduler
+// Policy"); false for vLLM and SGLang (SGLang reserves in its own
+// prefill-first path) and unknown names.
+bool EngineReservesToFinish(std::string_view engine);
 
 // Service-level objectives for goodput; 0 = none.
 struct Slo {

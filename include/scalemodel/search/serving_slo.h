@@ -49,6 +49,9 @@ struct SloPlanRequest {
   // DP attention: scheduler limits per rank (false: SGLang's, shared among
   // the ranks; estimate::SchedulerOptions::limits_per_rank).
   bool limits_per_rank = true;
+  // TensorRT-LLM's GUARANTEED_NO_EVICT admission
+  // (estimate::SchedulerOptions::reserve_to_finish).
+  bool reserve_to_finish = false;
 };
 
 // One pool: `replicas` copies of a tp x ep replica. pp is the hook for
