@@ -316,8 +316,12 @@ void Scheduler::AdmitWaiting(std::vector<Scheduled>* step, int* budget,
     int n = opt_.chunked_prefill ? std::min(need, *budget) : need;
     if (!opt_.chunked_prefill && n > *budget && !step->empty()) break;
     if (used_ + BlocksFor(q.computed + n) - q.blocks > capacity_) {
-      if (!opt_.chunked_prefill) break;
-      // Chunked: start with what fits.
+      // vLLM V1 schedules a waiting request only when the KV blocks for its
+      // whole chunk are free (allocate_slots, else the waiting loop ends);
+      // a preempted request so waits for room for its recompute instead of
+      // restarting a token at a time. With nothing running, the head
+      // request starts with what fits.
+      if (!opt_.chunked_prefill || !running_.empty()) break;
       n = static_cast<int>(capacity_ - used_ + q.blocks) * opt_.block_tokens -
           q.computed;
       if (n <= 0) break;

@@ -840,11 +840,11 @@ TEST(Simulator, PrefillFirstAdmitsOnlyWhatCanFinish) {
 // TensorRT-LLM's default capacity scheduler (GUARANTEED_NO_EVICT) starts a
 // request only where it and every running one can finish: Llama 3.1 70B
 // fp8 on one H200 holds about 21 of 64 clients' 9,216 tokens (bf16 KV).
-// vLLM's admission (the next chunk's blocks, then preemption) thrashes
-// there, tens of thousands of preemptions and a TPOT above 300 ms;
-// TensorRT-LLM measured 30.5 ms (ai-dynamo/aiconfigurator
-// silicon_sample.csv, 1,024 in / 8,192 out, 64 clients), and the
-// reserving scheduler runs it without a preemption near that.
+// vLLM's admission (its next chunk's blocks) lets decode outgrow the cache
+// and preempt (hundreds of recomputes, TPOT near 57 ms); TensorRT-LLM
+// measured 30.5 ms (ai-dynamo/aiconfigurator silicon_sample.csv, 1,024 in
+// / 8,192 out, 64 clients), and the reserving scheduler runs it without a
+// preemption near that.
 TEST(Simulator, GuaranteedNoEvictNeverPreempts) {
   ServeConfig cfg = Config(1, 1, 1, hw::Dtype::kFp8);
   cfg.kv = hw::Dtype::kBf16;
@@ -860,12 +860,34 @@ TEST(Simulator, GuaranteedNoEvictNeverPreempts) {
   EXPECT_TRUE(EngineReservesToFinish("NeMo Framework (TensorRT-LLM)"));
   SimulationResult a = Simulate(*sc, w, vllm), b = Simulate(*sc, w, trt);
   ASSERT_TRUE(a.feasible && b.feasible) << a.reason << b.reason;
-  EXPECT_GT(a.preemptions, 1000);
+  EXPECT_GT(a.preemptions, 100);
   EXPECT_EQ(b.preemptions, 0);
-  EXPECT_GT(a.tpot_s.p50, 0.3);
+  EXPECT_GT(a.tpot_s.p50, 1.5 * b.tpot_s.p50);
   EXPECT_LT(b.tpot_s.p50, 0.035);
   EXPECT_GT(b.kv_peak_fraction, 0.8);
   ExpectLittlesLaw(b);
+}
+
+// vLLM V1 starts a waiting request only when its whole next chunk's KV
+// blocks are free, so a preempted request waits for room to recompute
+// instead of restarting a token at a time and preempting another: Llama
+// 3.1 70B fp8 (fp8 KV) on 2 H100s at TP 2, 64 clients of 8,192 + 1,024
+// tokens, more than the cache holds. vLLM measured a 52.4 ms TPOT there
+// (aiconfigurator silicon_sample.csv); `serve --requests 1280` now reads
+// about 1,100 preemptions and 106 ms (before: 21,300 and 406 ms).
+TEST(Simulator, VllmAdmitsOnlyAWholeChunk) {
+  ServeConfig cfg = Config(2, 1, 1, hw::Dtype::kFp8);
+  auto sc = StepCostModel::Create(Model("llama3-70b"), System("h100:2x1"), cfg);
+  ASSERT_TRUE(sc.has_value()) << sc.error().ToString();
+  SchedulerOptions vllm;
+  vllm.chunked_prefill = true;
+  SimulationResult r = Simulate(*sc, ClosedLoop(64, 640, 8192, 1024), vllm);
+  ASSERT_TRUE(r.feasible) << r.reason;
+  EXPECT_GT(r.preemptions, 0);
+  EXPECT_LT(r.preemptions, 2000);
+  EXPECT_LT(r.tpot_s.p50, 0.2);
+  EXPECT_GT(r.kv_peak_fraction, 0.95);
+  ExpectLittlesLaw(r);
 }
 
 // TensorRT-LLM's in-flight batching puts prompts into the decoding
