@@ -839,10 +839,7 @@ bool EngineLimitsPerDpRank(std::string_view engine) {
 }
 
 bool EngineReservesToFinish(std::string_view engine) {
-  const std::string e = ToLower(engine);
-  return e.find("tensorrt") != std::string::npos ||
-         e.find("trtllm") != std::string::npos ||
-         e.find("trt-llm") != std::string::npos;
+  return EngineFamily(engine) == "trtllm";
 }
 
 bool EngineChunksPrefill(std::string_view engine) {

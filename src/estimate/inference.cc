@@ -788,81 +788,50 @@ namespace {
 // v0.5.6 tag itself could not be fetched, docs/model.md 7.2).
 // In a CUDA graph (decode) the same blocks issue the same kernels: `gemms`
 // of the ops are GEMM-class (at the chip's GEMM floor), `attention` the
-// attention kernel, `collectives` the all-reduces; the rest are small
-// kernels (norms, RoPE, KV stores, activations, routing, quantization).
+// attention kernel; the rest are small kernels (norms, RoPE, KV stores,
+// activations, routing, quantization). The all-reduces' block is costed
+// apart in decode (TpAllReduce).
 struct EagerBlock {
-  int ops, linears, gemms = 0, attention = 0, collectives = 0;
+  int ops, linears, gemms = 0, attention = 0;
   std::string_view counted_from;
 };
 
 constexpr EagerBlock kLayerNorms = {
-    2,
-    0,
-    0,
-    0,
-    0,
+    2, 0, 0, 0,
     "layers/layernorm.py RMSNorm.forward_cuda (fused_add_rmsnorm), before "
     "attention and before the MLP (models/deepseek_v2.py "
     "DeepseekV2DecoderLayer.forward via LayerCommunicator, commit 00114ae)"};
 constexpr EagerBlock kTpAllReduce = {
-    2,
-    0,
-    0,
-    0,
-    2,
+    2, 0, 0, 0,
     "tensor_model_parallel_all_reduce after attention's o_proj and after "
     "the MLP or MoE block (LayerCommunicator.prepare_mlp, "
     "DeepseekV2MoE.forward_normal)"};
 constexpr EagerBlock kGqaAttention = {
-    5,
-    2,
-    2,
-    1,
-    0,
+    5, 2, 2, 1,
     "models/llama.py LlamaAttention.forward: qkv_proj (bias in the GEMM), "
     "rotary_emb, RadixAttention (set_kv_buffer, extend kernel), o_proj "
     "(commit 0023954)"};
 constexpr EagerBlock kQkNorm = {
-    2,
-    0,
-    0,
-    0,
-    0,
+    2, 0, 0, 0,
     "models/qwen3.py Qwen3Attention.forward_prepare_native -> "
     "models/utils.py apply_qk_norm: q_norm, k_norm (commit 01b5f57)"};
 constexpr EagerBlock kMlaAttention = {
-    10,
-    5,
-    5,
-    1,
-    0,
+    10, 5, 5, 1,
     "models/deepseek_v2.py forward_absorb_prepare/forward_absorb_core "
     "(an extend with a cached prefix, PR #12160's case; commit 00114ae): "
     "fused_qkv_a_proj_with_mqa, q_a_layernorm, kv_a_layernorm, q_b_proj, "
     "w_kc bmm, rotary_emb, set_kv_buffer, attention, w_vc bmm, o_proj"};
 constexpr EagerBlock kDenseMlp = {
-    3,
-    2,
-    2,
-    0,
-    0,
+    3, 2, 2, 0,
     "models/deepseek_v2.py DeepseekV2MLP.forward: gate_up_proj, "
     "SiluAndMul, down_proj"};
 constexpr EagerBlock kRoutedMoe = {
-    7,
-    2,
-    3,
-    0,
-    0,
+    7, 2, 3, 0,
     "models/qwen3_moe.py Qwen3MoeSparseMoeBlock.forward_normal: gate, topk, "
     "experts (fused_moe_triton: moe_align_block_size, w13 GEMM, "
     "silu_and_mul, w2 GEMM, moe_sum_reduce)"};
 constexpr EagerBlock kSharedExpert = {
-    4,
-    2,
-    2,
-    0,
-    0,
+    4, 2, 2, 0,
     "models/deepseek_v2.py DeepseekV2MoE._forward_shared_experts "
     "(gate_up_proj, SiluAndMul, down_proj) and forward_normal's add"};
 
@@ -883,8 +852,7 @@ struct LayerKernels {
 };
 
 constexpr LayerKernels Kernels(const EagerBlock& b, bool quantized) {
-  return {b.gemms, Ops(b, quantized) - b.gemms - b.attention - b.collectives,
-          b.attention};
+  return {b.gemms, Ops(b, quantized) - b.gemms - b.attention, b.attention};
 }
 
 // One decoder layer's kernels; `routed` false leaves out the routed
@@ -907,15 +875,14 @@ static_assert(
 static_assert(
     DecodeLayerKernels(false, false, false, false, false, true).small == 5);
 
-// One decoder layer's ops.
+// One decoder layer's ops: its kernels and, with tensor parallelism, its
+// two all-reduces.
 constexpr int EagerLayerOps(bool mla, bool qk_norm, bool moe, bool shared,
                             bool quantized, bool tp) {
-  int n = Ops(kLayerNorms, quantized) + (tp ? Ops(kTpAllReduce, quantized) : 0);
-  n += mla ? Ops(kMlaAttention, quantized) : Ops(kGqaAttention, quantized);
-  if (!mla && qk_norm) n += Ops(kQkNorm, quantized);
-  if (!moe) return n + Ops(kDenseMlp, quantized);
-  n += Ops(kRoutedMoe, quantized);
-  return shared ? n + Ops(kSharedExpert, quantized) : n;
+  const LayerKernels k =
+      DecodeLayerKernels(mla, qk_norm, moe, shared, quantized, true);
+  return k.gemm + k.small + k.attention +
+         (tp ? Ops(kTpAllReduce, quantized) : 0);
 }
 
 // DeepSeek-V3/R1 with fp8 or int8 GEMMs and quantized activations, TP 8:
