@@ -172,6 +172,8 @@ void ReadEfficiency(TableReader& r, const std::string& cite,
                        &e->gemm_max_fp4, &e->sources);
   ReadOptionalFraction(r, "gather", "the streaming (hbm) rate", cite,
                        &e->gather, &e->sources);
+  ReadOptionalFraction(r, "gemm_stream", "the HBM peak", cite, &e->gemm_stream,
+                       &e->sources);
   ReadOptionalDuration(r, "kernel_launch", cite, &e->kernel_launch,
                        &e->sources);
 }

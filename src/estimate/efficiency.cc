@@ -122,6 +122,7 @@ ChipEfficiency RealisticEfficiencyAtBoost(const hw::Chip& chip) {
   e.attention_fa2 = d.attention_fa2.value_or(e.attention_fa2);
   e.attention_ramp = d.attention_ramp.value_or(e.attention_ramp);
   e.hbm = d.hbm.value_or(e.hbm);
+  e.gemm_stream = d.gemm_stream.value_or(e.hbm);
   e.gather = d.gather.value_or(e.gather);
   e.kernel_launch = d.kernel_launch.value_or(e.kernel_launch);
   return e;
@@ -247,7 +248,7 @@ units::Seconds GemmTime(const hw::Chip& chip, const ChipEfficiency& eff,
   return eff.op_overhead +
          roofline::Time(
              w.flops, w.bytes, units::FlopsPerSecond(e * q * peak),
-             units::BytesPerSecond(eff.hbm * chip.hbm_bandwidth.si()));
+             units::BytesPerSecond(eff.gemm_stream * chip.hbm_bandwidth.si()));
 }
 
 units::Seconds GemmTime(const hw::Chip& chip, const ChipEfficiency& eff,

@@ -381,7 +381,7 @@ double StepCostModel::Impl::GroupedGemm(double groups, double rows, double cols,
     e.op_overhead = units::Seconds(0);
     e.tile_m = static_cast<int>(SkinnyTileRows(rows));
     e.units = 0;
-    e.hbm = moe_kernel.stream_fraction;
+    e.gemm_stream = moe_kernel.stream_fraction;
     return groups * GemmTime(chip(), e, rows, cols, inner,
                              GemmFormat{compute, 2, wb, 2, true})
                         .si();

@@ -261,6 +261,9 @@ TEST(CatalogEfficiency, BadValuesNameFileLineKeyAndForm) {
   EXPECT_EQ(error("gemm_max = 0.5", "gemm_max = 0.5\ngather = 1.5"),
             "chips/x1.toml:27: efficiency.gather: expected a fraction of the "
             "streaming (hbm) rate greater than 0 and at most 1, such as 0.5");
+  EXPECT_EQ(error("gemm_max = 0.5", "gemm_max = 0.5\ngemm_stream = 0"),
+            "chips/x1.toml:27: efficiency.gemm_stream: expected a fraction of "
+            "the HBM peak greater than 0 and at most 1, such as 0.5");
   EXPECT_EQ(error("tile_m = 64", "tile_m = 0"),
             "chips/x1.toml:27: efficiency.tile_m: expected a positive whole "
             "number such as 128");
@@ -291,7 +294,8 @@ TEST(CatalogEfficiency, BadValuesNameFileLineKeyAndForm) {
             "chips/x1.toml:26: efficiency.gemm_maks: unknown key (did you "
             "mean 'gemm_max'?); expected one of: attention, attention_fa2, "
             "attention_ramp, collective_launch, date, defaults_from, "
-            "gather, gemm_max, gemm_max_fp4, gemm_max_fp8, hbm, kernel_launch, "
+            "gather, gemm_max, gemm_max_fp4, gemm_max_fp8, gemm_stream, hbm, "
+            "kernel_launch, "
             "op_overhead, "
             "source, "
             "tile_m, "

@@ -5,7 +5,9 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
+#include <string>
 
 #include "../testing/catalog.h"
 #include "scalemodel/base/strings.h"
@@ -56,9 +58,10 @@ const GemmCase kGemmCases[] = {
     {"h100", 4096, 4096, 4096, hw::Dtype::kBf16, 1.83378479348e-4,
      "5 us + 178.378 us"},
     // Skinny: 16 rows take a 16-row tile and split-K (no waves), q = 1;
-    // math 2.703 us, memory 1.347e8 B / 2.9145e12 = 46.232 us.
-    {"h100", 16, 8192, 8192, hw::Dtype::kBf16, 5.12316061074e-5,
-     "5 us + 46.232 us (memory)"},
+    // math 2.703 us, memory at the GEMM streaming rate (gemm_stream 0.850,
+    // not hbm 0.87): 1.347e8 B / (0.850 x 3.35e12) = 47.320 us.
+    {"h100", 16, 8192, 8192, hw::Dtype::kBf16, 5.23194086040e-5,
+     "5 us + 47.320 us (memory)"},
     // Not a tile multiple: 64x128 tiles, ceil(1000/64) = 16, ceil(1000/128)
     // = 8: q = 1e6 / (1024 x 1024) x 128/132 = 0.924775; 2e9 / (0.803 x
     // 0.924775 x 989.5e12) = 2.722 us.
@@ -67,9 +70,9 @@ const GemmCase kGemmCases[] = {
     // fp8: 2 x 8192^3 / (0.709 x 0.992970 x 1979e12) = 789.172 us.
     {"h100", 8192, 8192, 8192, hw::Dtype::kFp8, 7.94172243679e-4,
      "5 us + 789.172 us"},
-    // fp8 skinny: memory, 6.737e7 B / 2.9145e12 = 23.161 us.
-    {"h100", 16, 8192, 8192, hw::Dtype::kFp8, 2.81607754332e-5,
-     "5 us + 23.161 us (memory)"},
+    // fp8 skinny: memory, 6.737e7 B / (0.850 x 3.35e12) = 23.706 us.
+    {"h100", 16, 8192, 8192, hw::Dtype::kFp8, 2.87057348551e-5,
+     "5 us + 23.706 us (memory)"},
     // 256x128 tiles: 32 x 64 = 2048 tiles, ceil(2048/108) = 19 waves: q =
     // 2048/2052 = 0.998051 (as 128x128's 4096/4104); 1.0995e12 / (0.869 x
     // 0.998051 x 312e12) = 4063.24 us.
@@ -251,6 +254,15 @@ TEST(RealisticEfficiency, CatalogValuesByChip) {
     EXPECT_EQ(e.attention_fa2, r.fa2);
     EXPECT_EQ(e.attention_ramp, r.ramp);
     EXPECT_EQ(e.hbm, r.hbm);
+    // gemm_stream: measured for six GPUs (aiconfigurator's GEMM tables; an
+    // optional key, not borrowed); the others stream GEMMs at hbm.
+    const std::map<std::string, double> kStream = {
+        {"a100", 0.791}, {"h100", 0.850},  {"h200", 0.839},
+        {"b200", 0.798}, {"gb200", 0.820}, {"l40s", 0.833}};
+    const auto stream = kStream.find(r.chip);
+    const bool measured = stream != kStream.end();
+    EXPECT_EQ(chip.efficiency.gemm_stream.has_value(), measured);
+    EXPECT_EQ(e.gemm_stream, measured ? stream->second : r.hbm);
     ASSERT_TRUE(chip.efficiency.collective_launch.has_value());
     EXPECT_EQ(chip.efficiency.collective_launch->si(),
               units::Microseconds(r.launch_us).si());
@@ -271,8 +283,9 @@ TEST(RealisticEfficiency, CatalogValuesByChip) {
         std::string(r.chip) == "mi300x" || std::string(r.chip) == "mi325x";
     EXPECT_EQ(chip.efficiency.kernel_launch.has_value(), cdna3);
     EXPECT_EQ(e.kernel_launch.si(), cdna3 ? 4.5e-6 : 0.0);
-    EXPECT_EQ(chip.efficiency.sources.size(),
-              (fp4 || tpu ? 12u : 11u) + (cdna3 ? 1u : 0u));
+    EXPECT_EQ(
+        chip.efficiency.sources.size(),
+        (fp4 || tpu ? 12u : 11u) + (cdna3 ? 1u : 0u) + (measured ? 1u : 0u));
   }
 }
 

@@ -30,6 +30,9 @@ struct ChipEfficiency {
   // equal to `attention` where FA2 is the chip's best (A100) or unmeasured.
   double attention_fa2 = 1.0;
   double hbm = 1.0;  // streaming kernels, fraction of HBM peak
+  // A GEMM's operand streaming (its memory-bound time), fraction of HBM
+  // peak: the chip's measured `gemm_stream`, else `hbm`.
+  double gemm_stream = 1.0;
   // Row gathers (the dropless MoE token permutation), of the `hbm` rate;
   // 1 where the chip's file gives none (docs/model.md 5.2).
   double gather = 1.0;

@@ -120,6 +120,12 @@ struct ChipEfficiencyData {
   // borrowed (outside ForEachEfficiencyField): a chip whose file leaves it
   // out gathers at its streaming rate.
   std::optional<double> gather;
+  // A skinny GEMM's weight streaming (1-16 rows, weights read once), of the
+  // HBM peak: an engine's GEMM kernel streams below a copy kernel (the
+  // `hbm` rate). Optional and never borrowed (outside
+  // ForEachEfficiencyField): a chip whose file leaves it out streams its
+  // GEMMs at `hbm`.
+  std::optional<double> gemm_stream;
   std::optional<units::Seconds> collective_launch;  // per collective call
   // The start-up of one small kernel in a stream of back-to-back launches
   // (a decode step's norms, rotary embedding, routing: docs/model.md 7.2).
