@@ -176,6 +176,8 @@ void ReadEfficiency(TableReader& r, const std::string& cite,
                        &e->sources);
   ReadOptionalDuration(r, "kernel_launch", cite, &e->kernel_launch,
                        &e->sources);
+  ReadOptionalDuration(r, "attention_decode_head", cite,
+                       &e->attention_decode_head, &e->sources);
 }
 
 // The chip whose [efficiency] table fills the keys a chip file of this

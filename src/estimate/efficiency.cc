@@ -125,6 +125,8 @@ ChipEfficiency RealisticEfficiencyAtBoost(const hw::Chip& chip) {
   e.gemm_stream = d.gemm_stream.value_or(e.hbm);
   e.gather = d.gather.value_or(e.gather);
   e.kernel_launch = d.kernel_launch.value_or(e.kernel_launch);
+  e.attention_decode_head =
+      d.attention_decode_head.value_or(e.attention_decode_head);
   return e;
 }
 

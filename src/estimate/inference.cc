@@ -145,7 +145,11 @@ struct StepCostModel::Impl {
   LayoutCoefficients lay;
   // Per-step coefficients, taken at the reference contexts (decode: prompt
   // + output / 2; prefill: the prompt).
-  double kv_bytes_per_token = 0;      // per chip, per context token read
+  double kv_bytes_per_token = 0;  // per chip, per context token read
+  // The decode attention kernel's work units, per decoding sequence of the
+  // replica: layers x KV heads per chip x attention_decode_head, over the
+  // chips that share the replica's sequences (DP attention ranks), s.
+  double attn_per_seq = 0;
   double decode_flops_per_key = 0;    // per chip, one query over one key
   double prefill_flops_per_pair = 0;  // per chip, one causal query-key pair
   double prefill_attn_rate = 0;       // FLOP/s of the prefill attention kernel
@@ -631,7 +635,7 @@ double StepCostModel::Impl::Attention(const StepWork& w) const {
   double kv = w.decode_context * kv_bytes_per_token / W;
   double dflops = q * w.decode_context * decode_flops_per_key /
                   chip().Peak(hw::Dtype::kBf16).si();
-  return std::max(kv, dflops) +
+  return w.decode_seqs * attn_per_seq + std::max(kv, dflops) +
          w.prefill_pairs * prefill_flops_per_pair / prefill_attn_rate;
 }
 
@@ -1021,6 +1025,19 @@ Result<std::shared_ptr<StepCostModel::Impl>> BuildImpl(
   const double ctx = cfg.prompt + cfg.output / 2;
   x->kv_bytes_per_token =
       model::KvCacheBytes(m, ctx, cfg.kv) / ctx / x->kv_shard;
+  // Decode attention kernels run a work unit per sequence and KV head
+  // (FlashAttention's and FlashInfer's decode grids), each taking the
+  // chip's measured attention_decode_head beyond the KV bytes (docs/model.md
+  // 7.2): KV heads per chip with the GPU engines' head split (MLA's latent:
+  // one), sequences per DP attention rank. Measured on SGLang's and vLLM's
+  // kernels (and an unnamed engine is vLLM); TensorRT-LLM's XQA kernel has
+  // no such measurement and takes none.
+  if (copies && cfg.engine != "trtllm") {
+    const double heads =
+        m.mla ? 1.0 : m.num_kv_heads / std::min<double>(x->g, m.num_kv_heads);
+    x->attn_per_seq = x->L * heads * x->eff.attention_decode_head.si() /
+                      (cfg.dp_attention ? cfg.ep : 1);
+  }
   x->decode_flops_per_key =
       model::AttentionFlopsPerToken(m, ctx, model::AttentionFlops::kFull) /
       ctx / x->n;

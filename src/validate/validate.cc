@@ -849,7 +849,12 @@ Result<bool> ScoreServingJson(const catalog::Catalog& cat,
   cfg.dp = std::max(1, sys->num_chips() / (cfg.tp * cfg.ep));
   cfg.weights = *hw::ParseDtype(row.value("weights", "bf16"));
   cfg.kv = *hw::ParseDtype(row.value("kv", "bf16"));
-  SetEngineHostTime(row.value("engine", ""), &cfg);
+  // The row's engine and release, else its family's engine
+  // ("TensorRT-LLM, H100 / H200 / B200"): host time, collective curve,
+  // decode attention, admission.
+  const std::string engine =
+      row.contains("engine") ? row.value("engine", "") : RowEngine(row);
+  SetEngineHostTime(engine, &cfg);
   std::string assumptions;
   for (const json& a : row.value("assumptions", json::array())) {
     if (a.is_string()) assumptions += "; " + a.get<std::string>();
@@ -866,11 +871,9 @@ Result<bool> ScoreServingJson(const catalog::Catalog& cat,
           fmt::format("{}#{}: {}", id, k, load.error().message));
       continue;
     }
-    load->mixed_prefill = estimate::EngineMixesPrefill(row.value("engine", ""));
-    load->limits_per_rank =
-        estimate::EngineLimitsPerDpRank(row.value("engine", ""));
-    load->reserve_to_finish =
-        estimate::EngineReservesToFinish(row.value("engine", ""));
+    load->mixed_prefill = estimate::EngineMixesPrefill(engine);
+    load->limits_per_rank = estimate::EngineLimitsPerDpRank(engine);
+    load->reserve_to_finish = estimate::EngineReservesToFinish(engine);
     // vLLM V0's multi-step scheduling, where the row's launch set it.
     if (row.contains("num_scheduler_steps") &&
         row["num_scheduler_steps"].is_number_integer()) {

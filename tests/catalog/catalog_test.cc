@@ -264,6 +264,11 @@ TEST(CatalogEfficiency, BadValuesNameFileLineKeyAndForm) {
   EXPECT_EQ(error("gemm_max = 0.5", "gemm_max = 0.5\ngemm_stream = 0"),
             "chips/x1.toml:27: efficiency.gemm_stream: expected a fraction of "
             "the HBM peak greater than 0 and at most 1, such as 0.5");
+  EXPECT_EQ(error("attention_ramp = false",
+                  "attention_ramp = false\nattention_decode_head = 25"),
+            "chips/x1.toml:31: efficiency.attention_decode_head: expected a "
+            "duration with its unit, greater than 0 and at most 1 s, such as "
+            "\"2.4 us\"");
   EXPECT_EQ(error("tile_m = 64", "tile_m = 0"),
             "chips/x1.toml:27: efficiency.tile_m: expected a positive whole "
             "number such as 128");
@@ -292,8 +297,10 @@ TEST(CatalogEfficiency, BadValuesNameFileLineKeyAndForm) {
             "false");
   EXPECT_EQ(error("gemm_max =", "gemm_maks ="),
             "chips/x1.toml:26: efficiency.gemm_maks: unknown key (did you "
-            "mean 'gemm_max'?); expected one of: attention, attention_fa2, "
-            "attention_ramp, collective_launch, date, defaults_from, "
+            "mean 'gemm_max'?); expected one of: attention, "
+            "attention_decode_head, attention_fa2, attention_ramp, "
+            "collective_launch, date, "
+            "defaults_from, "
             "gather, gemm_max, gemm_max_fp4, gemm_max_fp8, gemm_stream, hbm, "
             "kernel_launch, "
             "op_overhead, "

@@ -263,6 +263,18 @@ TEST(RealisticEfficiency, CatalogValuesByChip) {
     const bool measured = stream != kStream.end();
     EXPECT_EQ(chip.efficiency.gemm_stream.has_value(), measured);
     EXPECT_EQ(e.gemm_stream, measured ? stream->second : r.hbm);
+    // attention_decode_head: measured for five GPUs (aiconfigurator's decode
+    // attention tables; optional, not borrowed); the others have none.
+    const std::map<std::string, double> kHead = {{"a100", 39.1e-9},
+                                                 {"h100", 25.6e-9},
+                                                 {"h200", 24.9e-9},
+                                                 {"b200", 7.06e-9},
+                                                 {"gb200", 6.89e-9}};
+    const auto head = kHead.find(r.chip);
+    const bool per_head = head != kHead.end();
+    EXPECT_EQ(chip.efficiency.attention_decode_head.has_value(), per_head);
+    EXPECT_DOUBLE_EQ(e.attention_decode_head.si(),
+                     per_head ? head->second : 0.0);
     ASSERT_TRUE(chip.efficiency.collective_launch.has_value());
     EXPECT_EQ(chip.efficiency.collective_launch->si(),
               units::Microseconds(r.launch_us).si());
@@ -283,9 +295,9 @@ TEST(RealisticEfficiency, CatalogValuesByChip) {
         std::string(r.chip) == "mi300x" || std::string(r.chip) == "mi325x";
     EXPECT_EQ(chip.efficiency.kernel_launch.has_value(), cdna3);
     EXPECT_EQ(e.kernel_launch.si(), cdna3 ? 4.5e-6 : 0.0);
-    EXPECT_EQ(
-        chip.efficiency.sources.size(),
-        (fp4 || tpu ? 12u : 11u) + (cdna3 ? 1u : 0u) + (measured ? 1u : 0u));
+    EXPECT_EQ(chip.efficiency.sources.size(),
+              (fp4 || tpu ? 12u : 11u) + (cdna3 ? 1u : 0u) +
+                  (measured ? 1u : 0u) + (per_head ? 1u : 0u));
   }
 }
 

@@ -25,6 +25,9 @@ struct ChipEfficiency {
   // Start-up of one small (non-GEMM) kernel in a decode step; 0 = the
   // chip's file gives none (the serving model then takes Hopper's).
   units::Seconds kernel_launch;
+  // The decode attention kernel's time per sequence and KV head per layer
+  // (the chip's `attention_decode_head`; 0: none).
+  units::Seconds attention_decode_head;
   double attention = 1.0;  // fused attention kernel, fraction of peak
   // FlashAttention-2 on this chip (the pre-FA3 kernel generation on Hopper);
   // equal to `attention` where FA2 is the chip's best (A100) or unmeasured.

@@ -132,6 +132,11 @@ struct ChipEfficiencyData {
   // Optional and never borrowed (outside ForEachEfficiencyField): a GPU
   // whose file leaves it out takes the measured Hopper value, 2.433 us.
   std::optional<units::Seconds> kernel_launch;
+  // The decode attention kernel's time per decoding sequence and KV head in
+  // one layer, beyond its floor and its KV bytes (a work unit per sequence
+  // and head: docs/model.md 7.2). Optional and never borrowed (outside
+  // ForEachEfficiencyField): a chip whose file leaves it out has none.
+  std::optional<units::Seconds> attention_decode_head;
 
   // The chip named by the file's `defaults_from`; empty = its family's
   // reference chip (h100 for GPUs, tpu-v5p for TPUs).
