@@ -11,9 +11,7 @@
 //   node tools/dev/aic_allreduce.mjs DIR GPU COMMIT ENGINE/VERSION...
 //   node tools/dev/aic_allreduce.mjs aic/systems/data h100_sxm 095f58a5 \
 //       vllm/0.14.0 sglang/0.5.9 trtllm/1.2.0rc5
-import { parquetReadObjects } from 'hyparquet'
-import { compressors } from 'hyparquet-compressors'
-import fs from 'fs'
+import { readTable } from './aic_common.mjs'
 
 const [dir, gpu, commit, ...engines] = process.argv.slice(2)
 const fmtBytes = (b) => b >= 1 << 30 ? `${b / (1 << 30)} GiB`
@@ -23,10 +21,7 @@ const fmtTime = (ms) => ms >= 1 ? `${Number(ms.toPrecision(3))} ms`
 for (const ev of engines) {
   const [engine, version] = ev.split('/')
   const rel = `${gpu}/comm/${engine}/${version}/custom_allreduce_perf.parquet`
-  const buf = fs.readFileSync(`${dir}/${rel}`)
-  const rows = await parquetReadObjects({
-    file: buf.buffer.slice(buf.byteOffset, buf.byteOffset + buf.byteLength),
-    compressors })
+  const rows = await readTable(`${dir}/${rel}`)
   const byGpus = {}
   for (const r of rows) {
     if (r.op_name !== 'all_reduce' || String(r.kernel_source).includes('eager')

@@ -24,9 +24,7 @@
 //   node tools/dev/aic_decode_attention.mjs aic/systems/data h200_sxm \
 //       4.8e12 0.90 8.583 095f58a5 \
 //       $(cd aic/systems/data/h200_sxm/attention && ls -d sglang/* vllm/*)
-import { parquetReadObjects } from 'hyparquet'
-import { compressors } from 'hyparquet-compressors'
-import fs from 'fs'
+import { readTable } from './aic_common.mjs'
 
 const [dir, gpu, peakArg, hbmArg, floorArg, commit, ...engines] =
   process.argv.slice(2)
@@ -36,10 +34,7 @@ const fits = []
 let device = ''
 for (const ev of engines) {
   const rel = `${gpu}/attention/${ev}/generation_attention_perf.parquet`
-  const buf = fs.readFileSync(`${dir}/${rel}`)
-  const rows = await parquetReadObjects({
-    file: buf.buffer.slice(buf.byteOffset, buf.byteOffset + buf.byteLength),
-    compressors })
+  const rows = await readTable(`${dir}/${rel}`)
   // Weighted least squares through the origin of (t - base) on n, weights
   // 1 / t (relative error).
   let sxy = 0, sxx = 0, count = 0

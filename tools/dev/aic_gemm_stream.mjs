@@ -22,9 +22,7 @@
 //       ENGINE/VERSION...
 //   node tools/dev/aic_gemm_stream.mjs aic/systems/data a100_sxm 2.039e12 \
 //       095f58a5 $(cd aic/systems/data/a100_sxm/gemm && ls -d */*)
-import { parquetReadObjects } from 'hyparquet'
-import { compressors } from 'hyparquet-compressors'
-import fs from 'fs'
+import { readTable } from './aic_common.mjs'
 
 const [dir, gpu, hbmArg, commit, ...engines] = process.argv.slice(2)
 const hbm = Number(hbmArg)
@@ -33,10 +31,7 @@ let device = ''
 const counts = []
 for (const ev of engines) {
   const rel = `${gpu}/gemm/${ev}/gemm_perf.parquet`
-  const buf = fs.readFileSync(`${dir}/${rel}`)
-  const rows = await parquetReadObjects({
-    file: buf.buffer.slice(buf.byteOffset, buf.byteOffset + buf.byteLength),
-    compressors })
+  const rows = await readTable(`${dir}/${rel}`)
   let n = 0
   for (const r of rows) {
     device = r.device
