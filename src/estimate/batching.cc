@@ -842,6 +842,12 @@ bool EngineReservesToFinish(std::string_view engine) {
   return EngineFamily(engine) == "trtllm";
 }
 
+void ApplyEngineScheduling(std::string_view engine, SchedulerOptions* s) {
+  s->mixed_prefill = EngineMixesPrefill(engine);
+  s->limits_per_rank = EngineLimitsPerDpRank(engine);
+  s->reserve_to_finish = EngineReservesToFinish(engine);
+}
+
 bool EngineChunksPrefill(std::string_view engine) {
   if (IsSglang(engine)) return true;
   const std::string e = ToLower(engine);

@@ -337,15 +337,10 @@ struct ServingLoad {
   int concurrency = 0;
   double rate = 0;
   int scheduler_steps = 1;  // the row's vLLM --num-scheduler-steps
-  // Prompt chunks mixed into decode steps (false: SGLang's prefill-first
-  // steps; estimate::EngineMixesPrefill of the row's engine).
-  bool mixed_prefill = true;
-  // DP attention: scheduler limits per rank (false: SGLang's, shared;
-  // estimate::EngineLimitsPerDpRank of the row's engine).
-  bool limits_per_rank = true;
-  // TensorRT-LLM's GUARANTEED_NO_EVICT admission
-  // (estimate::EngineReservesToFinish of the row's engine).
-  bool reserve_to_finish = false;
+  // The row's engine, whose default scheduling the simulation runs
+  // (estimate::ApplyEngineScheduling: SGLang's prefill-first steps and
+  // shared DP limits, TensorRT-LLM's no-evict admission).
+  std::string engine;
   bool mean = false;  // the source reports means, not medians
   // Simulated lengths: uniform within +-spread of the stated means (the
   // case's `spread` where its source states one, else 50%).
@@ -412,9 +407,7 @@ Result<estimate::SimulationResult> Simulate(const model::ModelSpec& m,
     sched.max_batched_tokens = load.max_batched_tokens;
   }
   sched.scheduler_steps = load.scheduler_steps;
-  sched.mixed_prefill = load.mixed_prefill;
-  sched.limits_per_rank = load.limits_per_rank;
-  sched.reserve_to_finish = load.reserve_to_finish;
+  estimate::ApplyEngineScheduling(load.engine, &sched);
   return estimate::SimulateServing(*cost, std::max(1, cfg.dp), w, sched, {});
 }
 
@@ -871,9 +864,7 @@ Result<bool> ScoreServingJson(const catalog::Catalog& cat,
           fmt::format("{}#{}: {}", id, k, load.error().message));
       continue;
     }
-    load->mixed_prefill = estimate::EngineMixesPrefill(engine);
-    load->limits_per_rank = estimate::EngineLimitsPerDpRank(engine);
-    load->reserve_to_finish = estimate::EngineReservesToFinish(engine);
+    load->engine = engine;
     // vLLM V0's multi-step scheduling, where the row's launch set it.
     if (row.contains("num_scheduler_steps") &&
         row["num_scheduler_steps"].is_number_integer()) {

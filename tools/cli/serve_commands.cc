@@ -77,7 +77,9 @@ static constexpr const char* kEngineHelp =
     "vllm@0.6.0: adds the host time measured for that release (vLLM before "
     "0.6: unoverlapped scheduling; vLLM 0.6: 4 ms per scheduler call; SGLang "
     "before 0.4: 10%; SGLang 0.5: the eager prefill's launch time), none for "
-    "releases that overlap it (docs/model.md 7.2)";
+    "releases that overlap it; the engine also picks the measured all-reduce "
+    "curve, decode attention's per-sequence cost and, for trtllm, no-evict "
+    "admission (docs/cli.md, docs/model.md 7.2)";
 
 // --emit: the launch text replaces the report; JSON carries both.
 static Result<bool> AddServeLaunch(const std::string& engine_name,
@@ -610,14 +612,12 @@ static Result<Output> RunServeSim(const catalog::Catalog& cat,
   // SGLang and vLLM V1 chunk prompts whether or not the flag is given.
   sched.chunked_prefill =
       so.chunked_prefill || estimate::EngineChunksPrefill(engine);
-  // SGLang runs prompt work in steps of its own unless told to mix.
-  sched.mixed_prefill = estimate::EngineMixesPrefill(engine) || so.mixed_chunk;
+  // The engine's scheduling: SGLang runs prompt work in steps of its own
+  // unless told to mix and shares its limits among DP ranks; TensorRT-LLM
+  // starts a request only where it can finish unevicted.
+  estimate::ApplyEngineScheduling(engine, &sched);
+  sched.mixed_prefill = sched.mixed_prefill || so.mixed_chunk;
   sched.prefix_hit = so.prefix_hit;
-  // DP attention: SGLang shares its limits among the ranks, the others
-  // apply them per rank.
-  sched.limits_per_rank = estimate::EngineLimitsPerDpRank(engine);
-  // TensorRT-LLM starts a request only where it can finish unevicted.
-  sched.reserve_to_finish = estimate::EngineReservesToFinish(engine);
   estimate::Slo slo;
   auto ttft = ParseSlo(so.slo_ttft, "--slo-ttft");
   if (!ttft) return tl::unexpected(ttft.error());

@@ -148,6 +148,11 @@ bool EngineLimitsPerDpRank(std::string_view engine);
 // prefill-first path) and unknown names.
 bool EngineReservesToFinish(std::string_view engine);
 
+// Sets the scheduling the engine runs by default: mixed_prefill,
+// limits_per_rank and reserve_to_finish (EngineMixesPrefill,
+// EngineLimitsPerDpRank, EngineReservesToFinish).
+void ApplyEngineScheduling(std::string_view engine, SchedulerOptions* s);
+
 // Service-level objectives for goodput; 0 = none.
 struct Slo {
   double ttft_s = 0;
