@@ -178,6 +178,23 @@ void ReadEfficiency(TableReader& r, const std::string& cite,
                        &e->sources);
   ReadOptionalDuration(r, "attention_decode_head", cite,
                        &e->attention_decode_head, &e->sources);
+  // The fused-MoE fit's two terms come as a pair (one fit).
+  auto moe_pair = [&](const char* floor_key, const char* stream_key,
+                      std::optional<units::Seconds>* floor,
+                      std::optional<double>* stream) {
+    ReadOptionalDuration(r, floor_key, cite, floor, &e->sources);
+    ReadOptionalFraction(r, stream_key, "the HBM peak", cite, stream,
+                         &e->sources);
+    if (floor->has_value() != stream->has_value()) {
+      const char* given = floor->has_value() ? floor_key : stream_key;
+      const char* missing = floor->has_value() ? stream_key : floor_key;
+      r.Fail(given, std::string("expected together with ") + missing +
+                        " (the two terms of one fused-MoE fit)");
+    }
+  };
+  moe_pair("moe_floor", "moe_stream", &e->moe_floor, &e->moe_stream);
+  moe_pair("moe_floor_fp8", "moe_stream_fp8", &e->moe_floor_fp8,
+           &e->moe_stream_fp8);
 }
 
 // The chip whose [efficiency] table fills the keys a chip file of this

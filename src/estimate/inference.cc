@@ -1052,7 +1052,7 @@ Result<std::shared_ptr<StepCostModel::Impl>> BuildImpl(
                                          : 1.0)) *
       chip.Peak(hw::Dtype::kBf16).si();
   if (!x->peak && !chip.is_tpu() && m.is_moe()) {
-    x->moe_kernel = MeasuredFusedMoe(cfg.weights, x->compute);
+    x->moe_kernel = MeasuredFusedMoe(chip, cfg.weights, x->compute);
   }
   x->fixed = x->peak ? 0 : FixedStepCost(*x);
   if (!x->peak) {
@@ -1433,6 +1433,23 @@ FusedMoeKernel MeasuredFusedMoe(hw::Dtype weights, hw::Dtype compute) {
         "sgl-project/sglang PR #11730: fused_moe fp8_w8a8 on H200, "
         "Qwen3-235B-A22B TP 8, 31.70-124.99 us at batch 1-32";
   }
+  return k;
+}
+
+FusedMoeKernel MeasuredFusedMoe(const hw::Chip& chip, hw::Dtype weights,
+                                hw::Dtype compute) {
+  FusedMoeKernel k = MeasuredFusedMoe(weights, compute);
+  if (k.floor_s <= 0) return k;
+  const hw::ChipEfficiencyData& d = chip.efficiency;
+  const bool bf16 = weights == hw::Dtype::kBf16;
+  const auto& floor = bf16 ? d.moe_floor : d.moe_floor_fp8;
+  const auto& stream = bf16 ? d.moe_stream : d.moe_stream_fp8;
+  if (!floor || !stream) return k;
+  k.floor_s = floor->si();
+  k.stream_fraction = *stream;
+  const auto src = d.sources.find(bf16 ? "moe_floor" : "moe_floor_fp8");
+  k.source = chip.id + " catalog fit" +
+             (src == d.sources.end() ? std::string() : ": " + src->second);
   return k;
 }
 

@@ -269,6 +269,19 @@ TEST(CatalogEfficiency, BadValuesNameFileLineKeyAndForm) {
             "chips/x1.toml:31: efficiency.attention_decode_head: expected a "
             "duration with its unit, greater than 0 and at most 1 s, such as "
             "\"2.4 us\"");
+  // The fused-MoE fit's two terms come together.
+  EXPECT_EQ(error("attention_ramp = false",
+                  "attention_ramp = false\nmoe_floor = \"30 us\""),
+            "chips/x1.toml:31: efficiency.moe_floor: expected together with "
+            "moe_stream (the two terms of one fused-MoE fit)");
+  EXPECT_EQ(error("attention_ramp = false",
+                  "attention_ramp = false\nmoe_stream_fp8 = 1.5"),
+            "chips/x1.toml:31: efficiency.moe_stream_fp8: expected a fraction "
+            "of the HBM peak greater than 0 and at most 1, such as 0.5");
+  EXPECT_EQ(error("attention_ramp = false",
+                  "attention_ramp = false\nmoe_floor_fp8 = \"30 us\"\n"
+                  "moe_stream_fp8 = 0.8"),
+            "parsed");
   EXPECT_EQ(error("tile_m = 64", "tile_m = 0"),
             "chips/x1.toml:27: efficiency.tile_m: expected a positive whole "
             "number such as 128");
@@ -302,7 +315,8 @@ TEST(CatalogEfficiency, BadValuesNameFileLineKeyAndForm) {
             "collective_launch, date, "
             "defaults_from, "
             "gather, gemm_max, gemm_max_fp4, gemm_max_fp8, gemm_stream, hbm, "
-            "kernel_launch, "
+            "kernel_launch, moe_floor, moe_floor_fp8, moe_stream, "
+            "moe_stream_fp8, "
             "op_overhead, "
             "source, "
             "tile_m, "

@@ -288,6 +288,42 @@ TEST(StepCost, FusedMoeFitsTheMeasuredKernelTimes) {
   EXPECT_EQ(MeasuredFusedMoe(hw::Dtype::kInt4, hw::Dtype::kBf16).floor_s, 0);
 }
 
+// A chip whose catalog file fits the engines' MoE op (H100, H200, B200:
+// aiconfigurator's moe_perf tables, tools/dev/aic_fused_moe.mjs) takes its
+// own floor and streaming fraction per expert dtype; the others keep the
+// published fits; the compute fraction and "no kernel" cases stay.
+// Reproduces two of the table rows behind H200's fp8 fit within 6%:
+// SGLang 0.5.9, Qwen3-235B-A22B at TP 4 (hidden 4096, experts 1536 / 4
+// columns, top 8 of 128, balanced routing), 71.91 us at 4 tokens (32
+// experts) and 192.79 us at 16 (all 128).
+TEST(StepCost, FusedMoeTakesTheChipsOwnFit) {
+  const hw::Chip& h200 = System("h200:1x1").chip;
+  const FusedMoeKernel bf16 =
+      MeasuredFusedMoe(h200, hw::Dtype::kBf16, hw::Dtype::kBf16);
+  EXPECT_DOUBLE_EQ(bf16.floor_s, 31.4e-6);
+  EXPECT_EQ(bf16.stream_fraction, 0.885);
+  EXPECT_NEAR(bf16.compute_fraction, 0.487, 1e-9);
+  EXPECT_NE(bf16.source.find("aiconfigurator"), std::string::npos);
+  const FusedMoeKernel fp8 =
+      MeasuredFusedMoe(h200, hw::Dtype::kFp8, hw::Dtype::kFp8);
+  EXPECT_DOUBLE_EQ(fp8.floor_s, 36.4e-6);
+  EXPECT_EQ(fp8.stream_fraction, 0.809);
+  const double expert = 3.0 * 4096 * 1536 / 4;  // fp8 bytes per GPU
+  for (const auto& p : {std::pair{32.0, 71.91}, std::pair{128.0, 192.79}}) {
+    ExpectRelTo(fp8.floor_s + p.first * expert / (fp8.stream_fraction * 4.8e12),
+                p.second * 1e-6, 0.06);
+  }
+  EXPECT_EQ(MeasuredFusedMoe(h200, hw::Dtype::kInt8, hw::Dtype::kBf16).floor_s,
+            0);
+  // A100 and GB200 have no MoE tables: the published fits.
+  for (const char* s : {"a100:1x1", "gb200:4x1"}) {
+    const FusedMoeKernel k =
+        MeasuredFusedMoe(System(s).chip, hw::Dtype::kBf16, hw::Dtype::kBf16);
+    EXPECT_EQ(k.floor_s, 27.1e-6) << s;
+    EXPECT_EQ(k.stream_fraction, 0.74) << s;
+  }
+}
+
 // From a tile's rows per expert up, the bf16 fused-MoE kernel runs at the
 // median of three published fractions of the dense peak (FLOPs 6 x batch x
 // top_k x N x K over the kernel time, at each source's largest batch); fp8
@@ -354,7 +390,9 @@ TEST(StepCost, MoeDecodeUsesTheMeasuredFusedMoeKernel) {
   const hw::System sys = System("b200:8x1");
   auto sc = StepCostModel::Create(m, sys, Config(8, 1, 1));
   ASSERT_TRUE(sc.has_value()) << sc.error().ToString();
-  const FusedMoeKernel k = MeasuredFusedMoe(hw::Dtype::kBf16, hw::Dtype::kBf16);
+  const FusedMoeKernel k =
+      MeasuredFusedMoe(sys.chip, hw::Dtype::kBf16, hw::Dtype::kBf16);
+  EXPECT_DOUBLE_EQ(k.floor_s, 35.0e-6);  // B200's own fit (catalog)
   const double gemm = RealisticEfficiency(sys.chip).op_overhead.si();
   const double small = 2.433e-6, attn = 6.15e-6;
   const StepParts one = sc->Cost({1, 2048, 0, 0});

@@ -275,6 +275,28 @@ TEST(RealisticEfficiency, CatalogValuesByChip) {
     EXPECT_EQ(chip.efficiency.attention_decode_head.has_value(), per_head);
     EXPECT_DOUBLE_EQ(e.attention_decode_head.si(),
                      per_head ? head->second : 0.0);
+    // The fused-MoE decode fits (moe_floor / moe_stream and the fp8 pair):
+    // measured for three GPUs (aiconfigurator's MoE tables; optional, not
+    // borrowed); the others take the published single-kernel fits.
+    struct MoeFit {
+      double floor_us, stream, floor_fp8_us, stream_fp8;
+    };
+    const std::map<std::string, MoeFit> kMoe = {
+        {"h100", {31.5, 0.877, 38.9, 0.842}},
+        {"h200", {31.4, 0.885, 36.4, 0.809}},
+        {"b200", {35.0, 0.861, 38.4, 0.709}}};
+    const auto moe = kMoe.find(r.chip);
+    const auto& d = chip.efficiency;
+    ASSERT_EQ(d.moe_floor.has_value(), moe != kMoe.end());
+    ASSERT_EQ(d.moe_floor_fp8.has_value(), moe != kMoe.end());
+    if (moe != kMoe.end()) {
+      EXPECT_DOUBLE_EQ(d.moe_floor->si(), moe->second.floor_us * 1e-6);
+      EXPECT_EQ(d.moe_stream, moe->second.stream);
+      EXPECT_DOUBLE_EQ(d.moe_floor_fp8->si(), moe->second.floor_fp8_us * 1e-6);
+      EXPECT_EQ(d.moe_stream_fp8, moe->second.stream_fp8);
+    }
+    EXPECT_EQ(d.moe_stream.has_value(), d.moe_floor.has_value());
+    EXPECT_EQ(d.moe_stream_fp8.has_value(), d.moe_floor_fp8.has_value());
     ASSERT_TRUE(chip.efficiency.collective_launch.has_value());
     EXPECT_EQ(chip.efficiency.collective_launch->si(),
               units::Microseconds(r.launch_us).si());
@@ -297,7 +319,8 @@ TEST(RealisticEfficiency, CatalogValuesByChip) {
     EXPECT_EQ(e.kernel_launch.si(), cdna3 ? 4.5e-6 : 0.0);
     EXPECT_EQ(chip.efficiency.sources.size(),
               (fp4 || tpu ? 12u : 11u) + (cdna3 ? 1u : 0u) +
-                  (measured ? 1u : 0u) + (per_head ? 1u : 0u));
+                  (measured ? 1u : 0u) + (per_head ? 1u : 0u) +
+                  (moe != kMoe.end() ? 4u : 0u));
   }
 }
 

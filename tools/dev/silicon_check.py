@@ -39,15 +39,26 @@ def main():
     ap.add_argument("--limit", type=int, default=0)
     ap.add_argument("--binary", default="build/scalemodel")
     ap.add_argument("--dump", help="write each run's errors to this JSON file")
+    ap.add_argument("--moe", action="store_true",
+                    help="the MoE runs instead (DeepSeek-V3/R1, Qwen3-235B-A22B) "
+                         "whose experts are split by tensor parallelism alone "
+                         "(moe_tp = tp, no expert or attention data parallelism)")
     a = ap.parse_args()
     qwen = os.path.join(tempfile.mkdtemp(), "qwen3-32b.json")
     with open(qwen, "w") as f:
         json.dump(QWEN3_32B, f)
     models = {"meta-llama/Llama-3.1-8B-Instruct": "llama3-8b",
               "meta-llama/Llama-3.1-70B": "llama3-70b", "Qwen/Qwen3-32B": qwen}
+    if a.moe:
+        models = {"deepseek-ai/DeepSeek-R1": "deepseek-v3",
+                  "deepseek-ai/DeepSeek-V3": "deepseek-v3",
+                  "Qwen/Qwen3-235B-A22B-FP8": "qwen3-235b-a22b"}
     rows = [r for r in csv.DictReader(open(a.csv))
             if r["mode"] == "agg" and r["model_path"] in models
-            and r["system"] in CHIPS and r["pp_size"] == "1"]
+            and r["system"] in CHIPS and r["pp_size"] == "1"
+            and (not a.moe or (r["moe_ep_size"] == "1"
+                               and r["attention_dp_size"] in ("", "1")
+                               and r["moe_tp_size"] == r["tp_size"]))]
     if a.limit:
         rows = rows[:a.limit]
 

@@ -137,6 +137,16 @@ struct ChipEfficiencyData {
   // and head: docs/model.md 7.2). Optional and never borrowed (outside
   // ForEachEfficiencyField): a chip whose file leaves it out has none.
   std::optional<units::Seconds> attention_decode_head;
+  // The engines' fused-MoE op at decode batches: its fixed time and its
+  // streaming of the touched experts' weights, of the HBM peak, for bf16
+  // experts and (`_fp8`) fp8 ones (docs/model.md 7.2). Optional, each pair
+  // given together, never borrowed (outside ForEachEfficiencyField): a chip
+  // whose file leaves a pair out takes the published single-kernel fits
+  // (MeasuredFusedMoe).
+  std::optional<units::Seconds> moe_floor;
+  std::optional<double> moe_stream;
+  std::optional<units::Seconds> moe_floor_fp8;
+  std::optional<double> moe_stream_fp8;
 
   // The chip named by the file's `defaults_from`; empty = its family's
   // reference chip (h100 for GPUs, tpu-v5p for TPUs).

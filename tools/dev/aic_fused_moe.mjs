@@ -1,0 +1,70 @@
+// Prints a chip's fused-MoE decode constants (docs/catalog-format.md):
+// `moe_floor` and `moe_stream` for bf16 experts, or `moe_floor_fp8` and
+// `moe_stream_fp8` for fp8 ones, from NVIDIA ai-dynamo/aiconfigurator's
+// measured MoE tables (aic-core/src/aiconfigurator_core/systems/data/<gpu>/
+// moe/<engine>/<version>/moe_perf.parquet; collected by collector/<engine>/
+// collect_moe.py: the engine's whole MoE op (routing, the experts' two
+// GEMMs, activation, weighted sum) on `num_tokens` tokens; latency in ms).
+//
+// The procedure, the same for every chip and dtype: each table of the chip
+// at the commit (every engine and release), its rows with the dtype (bf16:
+// `bfloat16`; fp8: `fp8` and `fp8_block`), balanced routing, no expert
+// parallelism and 1 to 16 tokens (decode batches, where the touched
+// experts' weights dominate); per table, the least-squares fit (relative
+// error) of t = floor + bytes / (fraction x HBM_BYTES_PER_S), bytes the
+// touched experts' weights on one GPU, min(E, tokens x top_k) x 3 x hidden x
+// inter / moe_tp x bytes per weight; the medians of the tables' floors and
+// fractions.
+//
+// Dev-only (not part of the build): needs `npm install hyparquet
+// hyparquet-compressors` and the parquet files extracted from a checkout:
+//   node tools/dev/aic_fused_moe.mjs DIR GPU HBM_BYTES_PER_S DTYPE COMMIT \
+//       ENGINE/VERSION...
+//   node tools/dev/aic_fused_moe.mjs aic/systems/data h200_sxm 4.8e12 fp8 \
+//       095f58a5 $(cd aic/systems/data/h200_sxm/moe && ls -d */*)
+import { readTable } from './aic_common.mjs'
+
+const [dir, gpu, peakArg, dtype, commit, ...engines] = process.argv.slice(2)
+const peak = Number(peakArg)
+const dtypes = dtype === 'bf16' ? ['bfloat16'] : ['fp8', 'fp8_block']
+const bytesPerWeight = dtype === 'bf16' ? 2 : 1
+const fits = []
+let device = ''
+for (const ev of engines) {
+  const rows = await readTable(`${dir}/${gpu}/moe/${ev}/moe_perf.parquet`)
+  for (const dt of dtypes) {
+    // Weighted least squares of t = a + b x (x = bytes / peak), weights
+    // 1 / t: the normal equations of sum ((a + b x - t) / t)^2.
+    let s00 = 0, s01 = 0, s11 = 0, r0 = 0, r1 = 0, count = 0
+    for (const r of rows) {
+      device = r.device
+      if (r.moe_dtype !== dt || r.distribution !== 'balanced') continue
+      if (Number(r.moe_ep_size) !== 1) continue
+      const tokens = Number(r.num_tokens)
+      if (tokens < 1 || tokens > 16) continue
+      const t = r.latency * 1e-3
+      if (!(t > 0)) continue
+      const touched = Math.min(Number(r.num_experts), tokens * Number(r.topk))
+      const x = touched * 3 * Number(r.hidden_size) * Number(r.inter_size) /
+        Number(r.moe_tp_size) * bytesPerWeight / peak
+      const w = 1 / (t * t)
+      s00 += w; s01 += w * x; s11 += w * x * x; r0 += w * t; r1 += w * x * t
+      count++
+    }
+    if (count < 10) continue
+    const det = s00 * s11 - s01 * s01
+    const a = (r0 * s11 - r1 * s01) / det, b = (s00 * r1 - s01 * r0) / det
+    fits.push([`${ev} ${dt}`, a, 1 / b, count])
+  }
+}
+const median = (v) => {
+  const s = [...v].sort((x, y) => x - y)
+  return s.length % 2 ? s[(s.length - 1) / 2]
+    : (s[s.length / 2 - 1] + s[s.length / 2]) / 2
+}
+const floor = median(fits.map(f => f[1])), frac = median(fits.map(f => f[2]))
+const us = (s) => `${Number((s * 1e6).toPrecision(3))} us`
+const suffix = dtype === 'bf16' ? '' : '_fp8'
+const src = `ai-dynamo/aiconfigurator ${commit} systems/data/${gpu}/moe/{${engines.join(', ')}}/moe_perf.parquet (${device}): the engines' MoE op, ${dtype} experts, balanced routing, no EP, 1-16 tokens (collector/*/collect_moe.py); per table the least-squares (relative) fit of floor + touched experts' weight bytes / (fraction x HBM peak); median of ${fits.length} tables (${fits.map(f => `${f[0]} ${us(f[1])} ${f[2].toFixed(3)}, ${f[3]} rows`).join('; ')})`
+console.log(`moe_floor${suffix} = { value = "${us(floor)}", source = "${src}", date = "2026-08" }`)
+console.log(`moe_stream${suffix} = { value = ${frac.toFixed(3)}, source = "${src}", date = "2026-08" }`)
