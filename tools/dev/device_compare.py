@@ -25,7 +25,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
 
 # The serving model's constants this run checks (src/estimate/inference.cc).
 SMALL_KERNEL_FLOOR_S = 2.433e-6  # kSmallKernelFloor (Hopper)
-FUSED_MOE_BF16 = (27.1e-6, 0.74)  # MeasuredFusedMoe bf16: floor, fraction
+FUSED_MOE_BF16 = (27.1e-6, 0.74)  # MeasuredFusedMoe bf16 (no chip fit)
 EAGER_OP_S = 40.4e-6  # SGLang 0.5's eager prefill per op (PR #12160)
 
 
@@ -57,7 +57,11 @@ def find_peaks(chip):
             "hbm": unit(flat["hbm_bandwidth"]), "eff": {
                 k: flat[k] for k in ("gemm_max", "gemm_max_fp8", "hbm",
                                      "attention", "attention_fa2",
-                                     "op_overhead") if k in flat}}
+                                     "op_overhead") if k in flat},
+            # The chip's own bf16 fused-MoE fit where its file has one, else
+            # MeasuredFusedMoe's published fit.
+            "moe": ((unit(flat["moe_floor"]), float(flat["moe_stream"]))
+                    if "moe_floor" in flat else FUSED_MOE_BF16)}
 
 
 def lstsq_line(xs, ys):
@@ -230,8 +234,8 @@ def main():
         print("Grouped GEMMs (torch._grouped_mm bf16, up/gate projection of "
               "the experts one rank holds): fit T = floor + touched bytes / "
               "(fraction x HBM) over batches <= 32, against the model's "
-              "bf16 fused-MoE fit (%.1f us, %.2f).\n"
-              % (FUSED_MOE_BF16[0] * 1e6, FUSED_MOE_BF16[1]))
+              "bf16 fused-MoE fit (%.1f us, %.3f).\n"
+              % (p["moe"][0] * 1e6, p["moe"][1]))
         shapes = sorted({g["shape"] for g in r["grouped"]})
         print("| shape | batch | touched | us |")
         print("|---|---:|---:|---:|")
