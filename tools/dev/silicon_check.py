@@ -10,7 +10,11 @@ aggregated dense ones whose model the catalog has (Llama 3.1 8B and 70B)
 or that a config.json given here describes (Qwen3-32B) and prints the
 errors by model, GPU, engine and precision (docs/model.md 7.3).
 
-  python3 tools/dev/silicon_check.py silicon_sample.csv [--limit N]
+With --moe it runs the MoE runs instead (DeepSeek-R1/V3 as the catalog's
+deepseek-v3, Qwen3-235B-A22B-FP8) whose experts are split by tensor
+parallelism alone (moe_tp = tp, no expert or attention data parallelism).
+
+  python3 tools/dev/silicon_check.py silicon_sample.csv [--limit N] [--moe]
 """
 import argparse
 import csv
