@@ -232,6 +232,58 @@ void BorrowEfficiency(hw::ChipEfficiencyData& e, const hw::Chip& from) {
   if (!e.borrowed.empty()) e.borrowed_from = from.id;
 }
 
+// Reads [[moe_engine]] tables (engine, dtype, floor, stream, source, date)
+// into chip->moe_engine: one per engine and expert dtype.
+Result<bool> ReadMoeEngineFits(const toml::node& n, const std::string& path,
+                               hw::Chip* chip) {
+  const toml::array* arr = n.as_array();
+  if (!arr || !arr->is_array_of_tables()) {
+    return ParseError("moe_engine: expected [[moe_engine]] tables", path);
+  }
+  for (const toml::node& e : *arr) {
+    TableReader r(*e.as_table(), path, "moe_engine");
+    hw::MoeEngineFit f;
+    auto source = r.String("source", true);
+    auto date = r.String("date", true);
+    f.engine = r.String("engine", true).value_or("");
+    f.dtype = r.String("dtype", true).value_or("");
+    if (f.engine != "vllm" && f.engine != "sglang") {
+      r.Fail("engine", "expected vllm or sglang, got '" + f.engine + "'" +
+                           DidYouMean(f.engine, {"vllm", "sglang"}));
+    }
+    if (f.dtype != "bf16" && f.dtype != "fp8") {
+      r.Fail("dtype", "expected bf16 or fp8, got '" + f.dtype + "'" +
+                          DidYouMean(f.dtype, {"bf16", "fp8"}));
+    }
+    std::optional<units::Seconds> floor;
+    std::optional<double> stream;
+    std::map<std::string, std::string> sources;
+    ReadOptionalDuration(r, "floor", "", &floor, &sources);
+    ReadOptionalFraction(r, "stream", "the HBM peak", "", &stream, &sources);
+    if (!floor)
+      r.Fail("floor", "expected the op's fixed time, such as \"35 us\"");
+    if (!stream) {
+      r.Fail("stream",
+             "expected the expert weights' streaming fraction of the HBM "
+             "peak, such as 0.8");
+    }
+    for (const hw::MoeEngineFit& g : chip->moe_engine) {
+      if (g.engine == f.engine && g.dtype == f.dtype) {
+        r.Fail("dtype", "a second " + f.engine + " " + f.dtype +
+                            " fit (expected one per engine and dtype)");
+      }
+    }
+    auto done = r.Finish();
+    if (!done) return tl::unexpected(done.error());
+    f.floor = *floor;
+    f.stream = *stream;
+    chip->sources["moe_engine." + f.engine + "." + f.dtype] =
+        source.value_or("") + " (" + date.value_or("") + ")";
+    chip->moe_engine.push_back(std::move(f));
+  }
+  return true;
+}
+
 // Reads [[allreduce_in_graph]] tables (engine, version, gpus, bytes[],
 // time[], source, date) into chip->allreduce_in_graph. A curve needs two or
 // more points, sizes strictly ascending, one time per size; each time
@@ -434,6 +486,12 @@ Result<hw::Chip> ParseChipFile(std::string_view contents,
   root.MarkKnown("allreduce_in_graph");
   if (const toml::node* n = doc->get("allreduce_in_graph")) {
     auto ok = ReadInGraphAllReduces(*n, path, &chip);
+    if (!ok) return tl::unexpected(ok.error());
+  }
+  // [[moe_engine]]: zero or more engines' fused-MoE fits.
+  root.MarkKnown("moe_engine");
+  if (const toml::node* n = doc->get("moe_engine")) {
+    auto ok = ReadMoeEngineFits(*n, path, &chip);
     if (!ok) return tl::unexpected(ok.error());
   }
   // [[allreduce_measured]]: zero or more measured all-reduce points.

@@ -1052,7 +1052,7 @@ Result<std::shared_ptr<StepCostModel::Impl>> BuildImpl(
                                          : 1.0)) *
       chip.Peak(hw::Dtype::kBf16).si();
   if (!x->peak && !chip.is_tpu() && m.is_moe()) {
-    x->moe_kernel = MeasuredFusedMoe(chip, cfg.weights, x->compute);
+    x->moe_kernel = MeasuredFusedMoe(chip, cfg.engine, cfg.weights, x->compute);
   }
   x->fixed = x->peak ? 0 : FixedStepCost(*x);
   if (!x->peak) {
@@ -1436,12 +1436,22 @@ FusedMoeKernel MeasuredFusedMoe(hw::Dtype weights, hw::Dtype compute) {
   return k;
 }
 
-FusedMoeKernel MeasuredFusedMoe(const hw::Chip& chip, hw::Dtype weights,
-                                hw::Dtype compute) {
+FusedMoeKernel MeasuredFusedMoe(const hw::Chip& chip, std::string_view engine,
+                                hw::Dtype weights, hw::Dtype compute) {
   FusedMoeKernel k = MeasuredFusedMoe(weights, compute);
   if (k.floor_s <= 0) return k;
-  const hw::ChipEfficiencyData& d = chip.efficiency;
   const bool bf16 = weights == hw::Dtype::kBf16;
+  for (const hw::MoeEngineFit& f : chip.moe_engine) {
+    if (f.engine != engine || f.dtype != (bf16 ? "bf16" : "fp8")) continue;
+    k.floor_s = f.floor.si();
+    k.stream_fraction = f.stream;
+    const auto src =
+        chip.sources.find("moe_engine." + f.engine + "." + f.dtype);
+    k.source = chip.id + " " + f.engine + " fit" +
+               (src == chip.sources.end() ? std::string() : ": " + src->second);
+    return k;
+  }
+  const hw::ChipEfficiencyData& d = chip.efficiency;
   const auto& floor = bf16 ? d.moe_floor : d.moe_floor_fp8;
   const auto& stream = bf16 ? d.moe_stream : d.moe_stream_fp8;
   if (!floor || !stream) return k;

@@ -242,6 +242,59 @@ TEST(CatalogEfficiency, ReadsTheTableWithSources) {
   EXPECT_EQ(chip->sources.count("efficiency.gemm_max"), 0u);
 }
 
+// [[moe_engine]]: one fit per engine and expert dtype, with its source;
+// a bad engine, dtype, floor or stream, a missing term or a second fit for
+// the same engine and dtype is one sentence at the key.
+TEST(CatalogEfficiency, ReadsEngineMoeFits) {
+  const std::string fit =
+      "\n[[moe_engine]]\nengine = \"sglang\"\ndtype = \"bf16\"\n"
+      "floor = \"35.5 us\"\nstream = 0.721\nsource = \"tables\"\n"
+      "date = \"2026-08\"\n";
+  auto parse = [&](const std::string& extra) {
+    return Catalog::ParseChip(WithEfficiency(kEfficiency) + extra,
+                              "chips/x1.toml");
+  };
+  auto chip = parse(fit);
+  ASSERT_TRUE(chip.has_value()) << chip.error().ToString();
+  ASSERT_EQ(chip->moe_engine.size(), 1u);
+  EXPECT_EQ(chip->moe_engine[0].engine, "sglang");
+  EXPECT_EQ(chip->moe_engine[0].dtype, "bf16");
+  EXPECT_DOUBLE_EQ(chip->moe_engine[0].floor.si(), 35.5e-6);
+  EXPECT_EQ(chip->moe_engine[0].stream, 0.721);
+  EXPECT_EQ(chip->sources.at("moe_engine.sglang.bf16"), "tables (2026-08)");
+  auto error = [&](const std::string& from, const std::string& to) {
+    std::string t = fit;
+    t.replace(t.find(from), from.size(), to);
+    auto c = parse(t);
+    return c ? std::string("parsed") : c.error().ToString();
+  };
+  const std::string base = WithEfficiency(kEfficiency);
+  const int line = static_cast<int>(std::count(base.begin(), base.end(), '\n'));
+  auto at = [&](int offset) {
+    return "chips/x1.toml:" + std::to_string(line + offset) + ": ";
+  };
+  EXPECT_EQ(error("\"sglang\"", "\"sglng\""),
+            at(3) +
+                "moe_engine.engine: expected vllm or sglang, got 'sglng' "
+                "(did you mean 'sglang'?)");
+  EXPECT_EQ(error("\"bf16\"", "\"fp4\""),
+            at(4) +
+                "moe_engine.dtype: expected bf16 or fp8, got 'fp4' (did "
+                "you mean 'fp8'?)");
+  EXPECT_EQ(error("0.721", "1.2"),
+            at(6) +
+                "moe_engine.stream: expected a fraction of the HBM peak "
+                "greater than 0 and at most 1, such as 0.5");
+  EXPECT_EQ(error("floor = \"35.5 us\"\n", ""),
+            at(2) +
+                "moe_engine.floor: expected the op's fixed time, such as "
+                "\"35 us\"");
+  EXPECT_EQ(error("date = \"2026-08\"\n", "date = \"2026-08\"\n" + fit),
+            at(12) +
+                "moe_engine.dtype: a second sglang bf16 fit (expected "
+                "one per engine and dtype)");
+}
+
 TEST(CatalogEfficiency, BadValuesNameFileLineKeyAndForm) {
   auto error = [](const std::string& from, const std::string& to) {
     std::string t = kEfficiency;

@@ -299,13 +299,13 @@ TEST(StepCost, FusedMoeFitsTheMeasuredKernelTimes) {
 TEST(StepCost, FusedMoeTakesTheChipsOwnFit) {
   const hw::Chip& h200 = System("h200:1x1").chip;
   const FusedMoeKernel bf16 =
-      MeasuredFusedMoe(h200, hw::Dtype::kBf16, hw::Dtype::kBf16);
+      MeasuredFusedMoe(h200, "", hw::Dtype::kBf16, hw::Dtype::kBf16);
   EXPECT_DOUBLE_EQ(bf16.floor_s, 31.4e-6);
   EXPECT_EQ(bf16.stream_fraction, 0.885);
   EXPECT_NEAR(bf16.compute_fraction, 0.487, 1e-9);
   EXPECT_NE(bf16.source.find("aiconfigurator"), std::string::npos);
   const FusedMoeKernel fp8 =
-      MeasuredFusedMoe(h200, hw::Dtype::kFp8, hw::Dtype::kFp8);
+      MeasuredFusedMoe(h200, "", hw::Dtype::kFp8, hw::Dtype::kFp8);
   EXPECT_DOUBLE_EQ(fp8.floor_s, 36.4e-6);
   EXPECT_EQ(fp8.stream_fraction, 0.809);
   const double expert = 3.0 * 4096 * 1536 / 4;  // fp8 bytes per GPU
@@ -313,12 +313,32 @@ TEST(StepCost, FusedMoeTakesTheChipsOwnFit) {
     ExpectRelTo(fp8.floor_s + p.first * expert / (fp8.stream_fraction * 4.8e12),
                 p.second * 1e-6, 0.06);
   }
-  EXPECT_EQ(MeasuredFusedMoe(h200, hw::Dtype::kInt8, hw::Dtype::kBf16).floor_s,
-            0);
+  EXPECT_EQ(
+      MeasuredFusedMoe(h200, "", hw::Dtype::kInt8, hw::Dtype::kBf16).floor_s,
+      0);
+  // The engine's own fit where the chip has one ([[moe_engine]]: SGLang's
+  // and vLLM's tables on H100, H200 and B200); TensorRT-LLM and an unnamed
+  // engine take the chip's fit over every engine.
+  const hw::Chip& b200 = System("b200:8x1").chip;
+  const FusedMoeKernel sglang =
+      MeasuredFusedMoe(b200, "sglang", hw::Dtype::kBf16, hw::Dtype::kBf16);
+  EXPECT_DOUBLE_EQ(sglang.floor_s, 35.5e-6);
+  EXPECT_EQ(sglang.stream_fraction, 0.721);
+  EXPECT_NE(sglang.source.find("sglang"), std::string::npos);
+  const FusedMoeKernel vllm =
+      MeasuredFusedMoe(b200, "vllm", hw::Dtype::kFp8, hw::Dtype::kFp8);
+  EXPECT_DOUBLE_EQ(vllm.floor_s, 27.6e-6);
+  EXPECT_EQ(vllm.stream_fraction, 0.716);
+  for (const char* e : {"", "trtllm"}) {
+    const FusedMoeKernel k =
+        MeasuredFusedMoe(b200, e, hw::Dtype::kBf16, hw::Dtype::kBf16);
+    EXPECT_DOUBLE_EQ(k.floor_s, 35.0e-6) << e;
+    EXPECT_EQ(k.stream_fraction, 0.861) << e;
+  }
   // A100 and GB200 have no MoE tables: the published fits.
   for (const char* s : {"a100:1x1", "gb200:4x1"}) {
-    const FusedMoeKernel k =
-        MeasuredFusedMoe(System(s).chip, hw::Dtype::kBf16, hw::Dtype::kBf16);
+    const FusedMoeKernel k = MeasuredFusedMoe(
+        System(s).chip, "sglang", hw::Dtype::kBf16, hw::Dtype::kBf16);
     EXPECT_EQ(k.floor_s, 27.1e-6) << s;
     EXPECT_EQ(k.stream_fraction, 0.74) << s;
   }
@@ -391,7 +411,7 @@ TEST(StepCost, MoeDecodeUsesTheMeasuredFusedMoeKernel) {
   auto sc = StepCostModel::Create(m, sys, Config(8, 1, 1));
   ASSERT_TRUE(sc.has_value()) << sc.error().ToString();
   const FusedMoeKernel k =
-      MeasuredFusedMoe(sys.chip, hw::Dtype::kBf16, hw::Dtype::kBf16);
+      MeasuredFusedMoe(sys.chip, "", hw::Dtype::kBf16, hw::Dtype::kBf16);
   EXPECT_DOUBLE_EQ(k.floor_s, 35.0e-6);  // B200's own fit (catalog)
   const double gemm = RealisticEfficiency(sys.chip).op_overhead.si();
   const double small = 2.433e-6, attn = 6.15e-6;

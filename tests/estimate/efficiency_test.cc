@@ -295,6 +295,8 @@ TEST(RealisticEfficiency, CatalogValuesByChip) {
       EXPECT_DOUBLE_EQ(d.moe_floor_fp8->si(), moe->second.floor_fp8_us * 1e-6);
       EXPECT_EQ(d.moe_stream_fp8, moe->second.stream_fp8);
     }
+    // ... and SGLang's and vLLM's own fits, bf16 and fp8 ([[moe_engine]]).
+    EXPECT_EQ(chip.moe_engine.size(), moe != kMoe.end() ? 4u : 0u);
     EXPECT_EQ(d.moe_stream.has_value(), d.moe_floor.has_value());
     EXPECT_EQ(d.moe_stream_fp8.has_value(), d.moe_floor_fp8.has_value());
     ASSERT_TRUE(chip.efficiency.collective_launch.has_value());

@@ -16,15 +16,24 @@
 // inter / moe_tp x bytes per weight; the medians of the tables' floors and
 // fractions.
 //
+// With `--engine NAME` first among the tables (and only that engine's
+// tables after it), it prints that engine's [[moe_engine]] table instead:
+// the same procedure over the engine's releases.
+//
 // Dev-only (not part of the build): needs `npm install hyparquet
 // hyparquet-compressors` and the parquet files extracted from a checkout:
 //   node tools/dev/aic_fused_moe.mjs DIR GPU HBM_BYTES_PER_S DTYPE COMMIT \
-//       ENGINE/VERSION...
+//       [--engine NAME] ENGINE/VERSION...
 //   node tools/dev/aic_fused_moe.mjs aic/systems/data h200_sxm 4.8e12 fp8 \
 //       095f58a5 $(cd aic/systems/data/h200_sxm/moe && ls -d */*)
+//   node tools/dev/aic_fused_moe.mjs aic/systems/data b200_sxm 8e12 bf16 \
+//       095f58a5 --engine sglang \
+//       $(cd aic/systems/data/b200_sxm/moe && ls -d sglang/*)
 import { readTable } from './aic_common.mjs'
 
-const [dir, gpu, peakArg, dtype, commit, ...engines] = process.argv.slice(2)
+const [dir, gpu, peakArg, dtype, commit, ...rest] = process.argv.slice(2)
+const engineName = rest[0] === '--engine' ? rest[1] : ''
+const engines = engineName ? rest.slice(2) : rest
 const peak = Number(peakArg)
 const dtypes = dtype === 'bf16' ? ['bfloat16'] : ['fp8', 'fp8_block']
 const bytesPerWeight = dtype === 'bf16' ? 2 : 1
@@ -66,5 +75,9 @@ const floor = median(fits.map(f => f[1])), frac = median(fits.map(f => f[2]))
 const us = (s) => `${Number((s * 1e6).toPrecision(3))} us`
 const suffix = dtype === 'bf16' ? '' : '_fp8'
 const src = `ai-dynamo/aiconfigurator ${commit} systems/data/${gpu}/moe/{${engines.join(', ')}}/moe_perf.parquet (${device}): the engines' MoE op, ${dtype} experts, balanced routing, no EP, 1-16 tokens (collector/*/collect_moe.py); per table the least-squares (relative) fit of floor + touched experts' weight bytes / (fraction x HBM peak); median of ${fits.length} tables (${fits.map(f => `${f[0]} ${us(f[1])} ${f[2].toFixed(3)}, ${f[3]} rows`).join('; ')})`
-console.log(`moe_floor${suffix} = { value = "${us(floor)}", source = "${src}", date = "2026-08" }`)
-console.log(`moe_stream${suffix} = { value = ${frac.toFixed(3)}, source = "${src}", date = "2026-08" }`)
+if (engineName) {
+  console.log(`[[moe_engine]]\nengine = "${engineName}"\ndtype = "${dtype}"\nfloor = "${us(floor)}"\nstream = ${frac.toFixed(3)}\nsource = "${src}"\ndate = "2026-08"\n`)
+} else {
+  console.log(`moe_floor${suffix} = { value = "${us(floor)}", source = "${src}", date = "2026-08" }`)
+  console.log(`moe_stream${suffix} = { value = ${frac.toFixed(3)}, source = "${src}", date = "2026-08" }`)
+}

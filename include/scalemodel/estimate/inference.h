@@ -165,13 +165,16 @@ struct FusedMoeKernel {
 // dtype: bf16 weights, or fp8 weights on a chip with an fp8 rate.
 //   MeasuredFusedMoe(kBf16, kBf16).floor_s == 27.1e-6
 FusedMoeKernel MeasuredFusedMoe(hw::Dtype weights, hw::Dtype compute);
-// The same on `chip`: its own decode fit (catalog `moe_floor` and
-// `moe_stream`, or the `_fp8` pair; aiconfigurator's MoE tables for H100,
-// H200 and B200) in place of the published fit's floor and streaming
-// fraction, where its file gives one. The compute fraction stays.
-//   MeasuredFusedMoe(h200, kBf16, kBf16).floor_s == 31.4e-6
-FusedMoeKernel MeasuredFusedMoe(const hw::Chip& chip, hw::Dtype weights,
-                                hw::Dtype compute);
+// The same on `chip` run by `engine` ("vllm", "sglang", "trtllm" or empty):
+// the engine's own decode fit on the chip ([[moe_engine]]), else the chip's
+// fit over every engine (catalog `moe_floor` and `moe_stream`, or the
+// `_fp8` pair), in place of the published fit's floor and streaming
+// fraction (aiconfigurator's MoE tables for H100, H200 and B200). The
+// compute fraction stays.
+//   MeasuredFusedMoe(h200, "", kBf16, kBf16).floor_s == 31.4e-6
+//   MeasuredFusedMoe(b200, "sglang", kBf16, kBf16).stream_fraction == 0.721
+FusedMoeKernel MeasuredFusedMoe(const hw::Chip& chip, std::string_view engine,
+                                hw::Dtype weights, hw::Dtype compute);
 
 // The parts of one engine step (docs/model.md 7.2). They add up to the step
 // time exactly: total() is the step time, by definition.

@@ -75,6 +75,17 @@ struct AllReduceInGraph {
   std::vector<double> time_s;  // per all-reduce, s
 };
 
+// A serving engine's own MoE op at decode batches ([[moe_engine]];
+// docs/catalog-format.md): T = floor + touched experts' weight bytes /
+// (stream x HBM peak), fitted to that engine's measured tables for experts
+// of `dtype` ("bf16" or "fp8").
+struct MoeEngineFit {
+  std::string engine;  // "vllm" or "sglang"
+  std::string dtype;   // "bf16" or "fp8"
+  units::Seconds floor;
+  double stream = 0;
+};
+
 struct ScaleOut {
   units::BytesPerSecond bandwidth;    // per chip, per direction
   units::Seconds latency;             // per step
@@ -206,6 +217,9 @@ struct Chip {
   // [[allreduce_in_graph]]: serving engines' all-reduces in a CUDA graph,
   // by engine and GPU count; empty where none is published.
   std::vector<AllReduceInGraph> allreduce_in_graph;
+  // [[moe_engine]]: engines' own fused-MoE fits; empty where none is
+  // measured (the [efficiency] pair, else the published fits).
+  std::vector<MoeEngineFit> moe_engine;
 
   std::optional<IciLinks> ici;           // TPUs
   std::optional<NvLinks> nvlink;         // GPUs
