@@ -78,8 +78,8 @@ static constexpr const char* kEngineHelp =
     "0.6: unoverlapped scheduling; vLLM 0.6: 4 ms per scheduler call; SGLang "
     "before 0.4: 10%; SGLang 0.5: the eager prefill's launch time), none for "
     "releases that overlap it; the engine also picks the measured all-reduce "
-    "curve, decode attention's per-sequence cost and, for trtllm, no-evict "
-    "admission (docs/cli.md, docs/model.md 7.2)";
+    "curve, decode attention's per-sequence cost, the fused-MoE op's fit "
+    "and, for trtllm, no-evict admission (docs/cli.md, docs/model.md 7.2)";
 
 // --emit: the launch text replaces the report; JSON carries both.
 static Result<bool> AddServeLaunch(const std::string& engine_name,
