@@ -1126,6 +1126,13 @@ void Summarize(const StepCostModel::Impl& x, double attn_time,
   if (!x.peak && !cfg.host_time_source.empty()) {
     est->notes.push_back("engine host time, " + cfg.host_time_source);
   }
+  if (x.moe_kernel.floor_s > 0) {
+    est->notes.push_back(fmt::format(
+        "MoE decode: each layer's fused-MoE op takes {:.1f} us plus the "
+        "touched experts' weights at {:.3f} of the HBM peak ({})",
+        x.moe_kernel.floor_s * 1e6, x.moe_kernel.stream_fraction,
+        x.moe_kernel.source));
+  }
 }
 
 }  // namespace
@@ -1445,10 +1452,8 @@ FusedMoeKernel MeasuredFusedMoe(const hw::Chip& chip, std::string_view engine,
     if (f.engine != engine || f.dtype != (bf16 ? "bf16" : "fp8")) continue;
     k.floor_s = f.floor.si();
     k.stream_fraction = f.stream;
-    const auto src =
-        chip.sources.find("moe_engine." + f.engine + "." + f.dtype);
-    k.source = chip.id + " " + f.engine + " fit" +
-               (src == chip.sources.end() ? std::string() : ": " + src->second);
+    k.source = chip.id + "'s " + f.engine + " " + f.dtype +
+               " fit, catalog [[moe_engine]]";
     return k;
   }
   const hw::ChipEfficiencyData& d = chip.efficiency;
@@ -1457,9 +1462,8 @@ FusedMoeKernel MeasuredFusedMoe(const hw::Chip& chip, std::string_view engine,
   if (!floor || !stream) return k;
   k.floor_s = floor->si();
   k.stream_fraction = *stream;
-  const auto src = d.sources.find(bf16 ? "moe_floor" : "moe_floor_fp8");
-  k.source = chip.id + " catalog fit" +
-             (src == d.sources.end() ? std::string() : ": " + src->second);
+  k.source = chip.id + "'s fit over every engine, catalog " +
+             (bf16 ? "moe_floor" : "moe_floor_fp8");
   return k;
 }
 
