@@ -232,56 +232,71 @@ void BorrowEfficiency(hw::ChipEfficiencyData& e, const hw::Chip& from) {
   if (!e.borrowed.empty()) e.borrowed_from = from.id;
 }
 
+// Calls `read` on each table of the array of tables `n` ([[name]]) with
+// its reader and its citation, "source (date)" (both required); stops at
+// the first error.
+template <typename Read>
+Result<bool> ForEachSourcedTable(const toml::node& n, const std::string& path,
+                                 const std::string& name, Read read) {
+  const toml::array* arr = n.as_array();
+  if (!arr || !arr->is_array_of_tables()) {
+    return ParseError(name + ": expected [[" + name + "]] tables", path);
+  }
+  for (const toml::node& e : *arr) {
+    TableReader r(*e.as_table(), path, name);
+    const std::string cite = r.String("source", true).value_or("") + " (" +
+                             r.String("date", true).value_or("") + ")";
+    auto ok = read(r, cite);
+    if (!ok) return ok;
+  }
+  return true;
+}
+
 // Reads [[moe_engine]] tables (engine, dtype, floor, stream, source, date)
 // into chip->moe_engine: one per engine and expert dtype.
 Result<bool> ReadMoeEngineFits(const toml::node& n, const std::string& path,
                                hw::Chip* chip) {
-  const toml::array* arr = n.as_array();
-  if (!arr || !arr->is_array_of_tables()) {
-    return ParseError("moe_engine: expected [[moe_engine]] tables", path);
-  }
-  for (const toml::node& e : *arr) {
-    TableReader r(*e.as_table(), path, "moe_engine");
-    hw::MoeEngineFit f;
-    auto source = r.String("source", true);
-    auto date = r.String("date", true);
-    f.engine = r.String("engine", true).value_or("");
-    f.dtype = r.String("dtype", true).value_or("");
-    if (f.engine != "vllm" && f.engine != "sglang") {
-      r.Fail("engine", "expected vllm or sglang, got '" + f.engine + "'" +
-                           DidYouMean(f.engine, {"vllm", "sglang"}));
-    }
-    if (f.dtype != "bf16" && f.dtype != "fp8") {
-      r.Fail("dtype", "expected bf16 or fp8, got '" + f.dtype + "'" +
-                          DidYouMean(f.dtype, {"bf16", "fp8"}));
-    }
-    std::optional<units::Seconds> floor;
-    std::optional<double> stream;
-    std::map<std::string, std::string> sources;
-    ReadOptionalDuration(r, "floor", "", &floor, &sources);
-    ReadOptionalFraction(r, "stream", "the HBM peak", "", &stream, &sources);
-    if (!floor)
-      r.Fail("floor", "expected the op's fixed time, such as \"35 us\"");
-    if (!stream) {
-      r.Fail("stream",
-             "expected the expert weights' streaming fraction of the HBM "
-             "peak, such as 0.8");
-    }
-    for (const hw::MoeEngineFit& g : chip->moe_engine) {
-      if (g.engine == f.engine && g.dtype == f.dtype) {
-        r.Fail("dtype", "a second " + f.engine + " " + f.dtype +
-                            " fit (expected one per engine and dtype)");
-      }
-    }
-    auto done = r.Finish();
-    if (!done) return tl::unexpected(done.error());
-    f.floor = *floor;
-    f.stream = *stream;
-    chip->sources["moe_engine." + f.engine + "." + f.dtype] =
-        source.value_or("") + " (" + date.value_or("") + ")";
-    chip->moe_engine.push_back(std::move(f));
-  }
-  return true;
+  return ForEachSourcedTable(
+      n, path, "moe_engine",
+      [&](TableReader& r, const std::string& cite) -> Result<bool> {
+        hw::MoeEngineFit f;
+        f.engine = r.String("engine", true).value_or("");
+        f.dtype = r.String("dtype", true).value_or("");
+        if (f.engine != "vllm" && f.engine != "sglang") {
+          r.Fail("engine", "expected vllm or sglang, got '" + f.engine + "'" +
+                               DidYouMean(f.engine, {"vllm", "sglang"}));
+        }
+        if (f.dtype != "bf16" && f.dtype != "fp8") {
+          r.Fail("dtype", "expected bf16 or fp8, got '" + f.dtype + "'" +
+                              DidYouMean(f.dtype, {"bf16", "fp8"}));
+        }
+        std::optional<units::Seconds> floor;
+        std::optional<double> stream;
+        std::map<std::string, std::string> sources;
+        ReadOptionalDuration(r, "floor", "", &floor, &sources);
+        ReadOptionalFraction(r, "stream", "the HBM peak", "", &stream,
+                             &sources);
+        if (!floor)
+          r.Fail("floor", "expected the op's fixed time, such as \"35 us\"");
+        if (!stream) {
+          r.Fail("stream",
+                 "expected the expert weights' streaming fraction of the HBM "
+                 "peak, such as 0.8");
+        }
+        for (const hw::MoeEngineFit& g : chip->moe_engine) {
+          if (g.engine == f.engine && g.dtype == f.dtype) {
+            r.Fail("dtype", "a second " + f.engine + " " + f.dtype +
+                                " fit (expected one per engine and dtype)");
+          }
+        }
+        auto done = r.Finish();
+        if (!done) return tl::unexpected(done.error());
+        f.floor = *floor;
+        f.stream = *stream;
+        chip->sources["moe_engine." + f.engine + "." + f.dtype] = cite;
+        chip->moe_engine.push_back(std::move(f));
+        return true;
+      });
 }
 
 // Reads [[allreduce_in_graph]] tables (engine, version, gpus, bytes[],
@@ -291,97 +306,86 @@ Result<bool> ReadMoeEngineFits(const toml::node& n, const std::string& path,
 // can always run as a larger one), which removes the benchmarks' noise.
 Result<bool> ReadInGraphAllReduces(const toml::node& n, const std::string& path,
                                    hw::Chip* chip) {
-  const toml::array* arr = n.as_array();
-  if (!arr || !arr->is_array_of_tables()) {
-    return ParseError(
-        "allreduce_in_graph: expected [[allreduce_in_graph]] tables", path);
-  }
-  for (const toml::node& e : *arr) {
-    TableReader r(*e.as_table(), path, "allreduce_in_graph");
-    hw::AllReduceInGraph c;
-    auto source = r.String("source", true);
-    auto date = r.String("date", true);
-    c.engine = r.String("engine", true).value_or("");
-    c.version = r.String("version", true).value_or("");
-    c.gpus = static_cast<int>(r.Integer("gpus", true).value_or(8));
-    if (c.gpus < 2) r.Fail("gpus", "expected at least 2 GPUs");
-    if (c.engine != "vllm" && c.engine != "sglang" && c.engine != "trtllm") {
-      r.Fail("engine", "expected vllm, sglang or trtllm, got '" + c.engine +
-                           "'" +
-                           DidYouMean(c.engine, {"vllm", "sglang", "trtllm"}));
-    }
-    const std::vector<std::string> sizes = r.StringArray("bytes");
-    const std::vector<std::string> times = r.StringArray("time");
-    if (sizes.size() < 2 || sizes.size() != times.size()) {
-      r.Fail("time", "expected one time per size in bytes, two or more (got " +
-                         std::to_string(sizes.size()) + " sizes and " +
-                         std::to_string(times.size()) + " times)");
-    }
-    for (size_t i = 0; i < sizes.size() && i < times.size(); ++i) {
-      auto b = AsBytes(sizes[i]);
-      auto t = AsDuration(times[i]);
-      if (!b || !(*b > 0) || !std::isfinite(*b)) {
-        r.Fail("bytes",
-               "expected a size such as \"8 KiB\", got '" + sizes[i] + "'");
-        break;
-      }
-      if (!t || !(*t > 0) || !std::isfinite(*t)) {
-        r.Fail("time",
-               "expected a time such as \"5.1 us\", got '" + times[i] + "'");
-        break;
-      }
-      if (!c.bytes.empty() && !(*b > c.bytes.back())) {
-        r.Fail("bytes", "expected sizes in ascending order, got '" + sizes[i] +
-                            "' after '" + sizes[i - 1] + "'");
-        break;
-      }
-      c.bytes.push_back(*b);
-      c.time_s.push_back(*t);
-    }
-    auto done = r.Finish();
-    if (!done) return tl::unexpected(done.error());
-    for (size_t i = c.time_s.size(); i-- > 1;) {
-      c.time_s[i - 1] = std::min(c.time_s[i - 1], c.time_s[i]);
-    }
-    chip->sources["allreduce_in_graph." + c.engine + "." +
-                  std::to_string(c.gpus)] =
-        source.value_or("") + " (" + date.value_or("") + ")";
-    chip->allreduce_in_graph.push_back(std::move(c));
-  }
-  return true;
+  return ForEachSourcedTable(
+      n, path, "allreduce_in_graph",
+      [&](TableReader& r, const std::string& cite) -> Result<bool> {
+        hw::AllReduceInGraph c;
+        c.engine = r.String("engine", true).value_or("");
+        c.version = r.String("version", true).value_or("");
+        c.gpus = static_cast<int>(r.Integer("gpus", true).value_or(8));
+        if (c.gpus < 2) r.Fail("gpus", "expected at least 2 GPUs");
+        if (c.engine != "vllm" && c.engine != "sglang" &&
+            c.engine != "trtllm") {
+          r.Fail("engine",
+                 "expected vllm, sglang or trtllm, got '" + c.engine + "'" +
+                     DidYouMean(c.engine, {"vllm", "sglang", "trtllm"}));
+        }
+        const std::vector<std::string> sizes = r.StringArray("bytes");
+        const std::vector<std::string> times = r.StringArray("time");
+        if (sizes.size() < 2 || sizes.size() != times.size()) {
+          r.Fail("time",
+                 "expected one time per size in bytes, two or more (got " +
+                     std::to_string(sizes.size()) + " sizes and " +
+                     std::to_string(times.size()) + " times)");
+        }
+        for (size_t i = 0; i < sizes.size() && i < times.size(); ++i) {
+          auto b = AsBytes(sizes[i]);
+          auto t = AsDuration(times[i]);
+          if (!b || !(*b > 0) || !std::isfinite(*b)) {
+            r.Fail("bytes",
+                   "expected a size such as \"8 KiB\", got '" + sizes[i] + "'");
+            break;
+          }
+          if (!t || !(*t > 0) || !std::isfinite(*t)) {
+            r.Fail("time", "expected a time such as \"5.1 us\", got '" +
+                               times[i] + "'");
+            break;
+          }
+          if (!c.bytes.empty() && !(*b > c.bytes.back())) {
+            r.Fail("bytes", "expected sizes in ascending order, got '" +
+                                sizes[i] + "' after '" + sizes[i - 1] + "'");
+            break;
+          }
+          c.bytes.push_back(*b);
+          c.time_s.push_back(*t);
+        }
+        auto done = r.Finish();
+        if (!done) return tl::unexpected(done.error());
+        for (size_t i = c.time_s.size(); i-- > 1;) {
+          c.time_s[i - 1] = std::min(c.time_s[i - 1], c.time_s[i]);
+        }
+        chip->sources["allreduce_in_graph." + c.engine + "." +
+                      std::to_string(c.gpus)] = cite;
+        chip->allreduce_in_graph.push_back(std::move(c));
+        return true;
+      });
 }
 
 // Reads [[allreduce_measured]] tables (bytes, busbw, gpus, source, date)
 // into chip->allreduce_measured, sorted by size.
 Result<bool> ReadAllReduceCurve(const toml::node& n, const std::string& path,
                                 hw::Chip* chip) {
-  const toml::array* arr = n.as_array();
-  if (!arr || !arr->is_array_of_tables()) {
-    return ParseError(
-        "allreduce_measured: expected [[allreduce_measured]] "
-        "tables",
-        path);
-  }
-  for (const toml::node& e : *arr) {
-    TableReader r(*e.as_table(), path, "allreduce_measured");
-    auto source = r.String("source", true);
-    auto date = r.String("date", true);
-    hw::AllReducePoint p;
-    std::string own;
-    if (auto v = r.Quantity("bytes", true, AsBytes, &own)) {
-      p.bytes = units::Bytes(*v);
-    }
-    if (auto v = r.Quantity("busbw", true, AsBandwidth, &own)) {
-      p.busbw = units::BytesPerSecond(*v);
-    }
-    p.gpus = static_cast<int>(r.Integer("gpus", true).value_or(8));
-    if (p.gpus < 2) r.Fail("gpus", "expected at least 2 GPUs");
-    auto done = r.Finish();
-    if (!done) return tl::unexpected(done.error());
-    chip->sources["allreduce_measured." + FormatNumber(p.bytes.si())] =
-        source.value_or("") + " (" + date.value_or("") + ")";
-    chip->allreduce_measured.push_back(p);
-  }
+  auto ok = ForEachSourcedTable(
+      n, path, "allreduce_measured",
+      [&](TableReader& r, const std::string& cite) -> Result<bool> {
+        hw::AllReducePoint p;
+        std::string own;
+        if (auto v = r.Quantity("bytes", true, AsBytes, &own)) {
+          p.bytes = units::Bytes(*v);
+        }
+        if (auto v = r.Quantity("busbw", true, AsBandwidth, &own)) {
+          p.busbw = units::BytesPerSecond(*v);
+        }
+        p.gpus = static_cast<int>(r.Integer("gpus", true).value_or(8));
+        if (p.gpus < 2) r.Fail("gpus", "expected at least 2 GPUs");
+        auto done = r.Finish();
+        if (!done) return tl::unexpected(done.error());
+        chip->sources["allreduce_measured." + FormatNumber(p.bytes.si())] =
+            cite;
+        chip->allreduce_measured.push_back(p);
+        return true;
+      });
+  if (!ok) return ok;
   std::sort(chip->allreduce_measured.begin(), chip->allreduce_measured.end(),
             [](const hw::AllReducePoint& a, const hw::AllReducePoint& b) {
               return a.bytes.si() < b.bytes.si();
