@@ -1403,8 +1403,9 @@ void ApplyEngineHostTime(std::string_view engine,
 //   TP 8, the default config): 31.70 / 36.56 / 49.67 / 66.87 / 92.36 /
 //   117.38 / 124.99 us at batch 1 / 2 / 4 / 8 / 16 / 24 / 32; fit 22.6 us
 //   and 2.61 TB/s = 0.54 of the peak, within 6% of each point.
-// Each fit is used for its dtype on every GPU (the only measurements
-// found; chip and dtype are confounded between the two).
+// Each fit is used for its dtype on every GPU whose catalog file has no
+// fit of its own (MeasuredFusedMoe(chip, engine, ...): [[moe_engine]], then
+// moe_floor / moe_stream, fitted to aiconfigurator's MoE tables).
 // From a tile's rows per expert up, the bf16 kernel's FLOP rate: the
 // fraction of the dense bf16 peak it reached at the largest batch each
 // source published (FLOPs 6 x batch x top_k x N x K over the kernel time,
