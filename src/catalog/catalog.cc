@@ -270,14 +270,17 @@ Result<bool> ReadMoeEngineFits(const toml::node& n, const std::string& path,
           r.Fail("dtype", "expected bf16 or fp8, got '" + f.dtype + "'" +
                               DidYouMean(f.dtype, {"bf16", "fp8"}));
         }
+        // The table's own source and date cite both terms; a per-value
+        // source in the inline form is accepted and not kept apart.
         std::optional<units::Seconds> floor;
         std::optional<double> stream;
-        std::map<std::string, std::string> sources;
-        ReadOptionalDuration(r, "floor", "", &floor, &sources);
-        ReadOptionalFraction(r, "stream", "the HBM peak", "", &stream,
-                             &sources);
-        if (!floor)
+        std::map<std::string, std::string> per_value;
+        ReadOptionalDuration(r, "floor", cite, &floor, &per_value);
+        ReadOptionalFraction(r, "stream", "the HBM peak", cite, &stream,
+                             &per_value);
+        if (!floor) {
           r.Fail("floor", "expected the op's fixed time, such as \"35 us\"");
+        }
         if (!stream) {
           r.Fail("stream",
                  "expected the expert weights' streaming fraction of the HBM "
