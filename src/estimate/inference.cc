@@ -86,18 +86,22 @@ double InGraphAllReduceTime(const hw::AllReduceInGraph& c, double bytes) {
                   f * (std::log(c.time_s[i]) - std::log(c.time_s[i - 1])));
 }
 
-// The chip's in-graph all-reduce curve for `engine` (unknown or not
-// measured: vLLM's) over exactly g GPUs; null when there is none (another
-// GPU count, or a chip without [[allreduce_in_graph]]).
+// The chip's in-graph all-reduce curve for `engine` over exactly g GPUs:
+// the engine's own; unknown or not measured, vLLM's; else another engine's
+// (the engines' custom all-reduce kernels share their design: SGLang's is a
+// port of vLLM's); null when there is none (another GPU count, or a chip
+// without [[allreduce_in_graph]]).
 const hw::AllReduceInGraph* InGraphCurve(const hw::Chip& chip,
                                          const std::string& engine, int g) {
   const hw::AllReduceInGraph* vllm = nullptr;
+  const hw::AllReduceInGraph* other = nullptr;
   for (const hw::AllReduceInGraph& c : chip.allreduce_in_graph) {
     if (c.gpus != g) continue;
     if (c.engine == engine) return &c;
     if (c.engine == "vllm") vllm = &c;
+    if (!other) other = &c;
   }
-  return vllm;
+  return vllm ? vllm : other;
 }
 
 }  // namespace
@@ -416,15 +420,21 @@ double StepCostModel::Impl::GroupedGemm(double groups, double rows, double cols,
 // measured 8-GPU curve (efficiency.md 4.2: the catalog's
 // [[allreduce_measured]]), at least that curve's time at this size, scaled from
 // the measured n GPUs to g by the ring's steps, 2 (g - 1) of 2 (n - 1)
-// (realistic mode; g within one NVLink domain).
+// (realistic mode; g within one NVLink domain). Above the in-graph curve's
+// largest measured size (MI300X's tables stop at 1-2 MiB; the engines hand
+// messages above 16 MB to NCCL/RCCL) the lesser of the curve's bandwidth
+// there and that path's time.
 double StepCostModel::Impl::TpAllReduce(double bytes) const {
-  if (ar_graph) return InGraphAllReduceTime(*ar_graph, bytes);
+  if (ar_graph && bytes <= ar_graph->bytes.back()) {
+    return InGraphAllReduceTime(*ar_graph, bytes);
+  }
   double t = lay.coll[kTpAr].Time(bytes, peak);
   if (!peak && !ar_curve.empty() && g <= ar_curve.front().gpus) {
     const double gpus = ar_curve.front().gpus;
     t = std::max(t,
                  MeasuredAllReduceTime(ar_curve, bytes) * (g - 1) / (gpus - 1));
   }
+  if (ar_graph) t = std::min(t, InGraphAllReduceTime(*ar_graph, bytes));
   return t;
 }
 

@@ -222,22 +222,33 @@ TEST(StepCost, EngineFamilyNamesTheCurve) {
   EXPECT_EQ(c.engine, "trtllm");
 }
 
-// MI300X carries its own RCCL curve (Azure ND MI300X v5, 8 GPUs): a batch-1
-// decode all-reduce of Llama 3 70B ([1, 8192] bf16, 16 KiB) lands on its
-// 16 KiB point, 0.59 GB/s of bus bandwidth, 48.6 us, twice per layer; TP 4
-// takes at least 3 of the 7 ring steps of that time (the network model's
-// time where that is longer).
-TEST(StepCost, Mi300xTpAllReduceFollowsItsRcclCurve) {
+// MI300X's engines run their own all-reduce below 16 MB, not RCCL
+// ([[allreduce_in_graph]] from AMD's and QuickReduce's tables): a batch-1
+// decode all-reduce of Llama 3 70B ([1, 8192] bf16, 16 KiB) over 8 GPUs
+// reads the 8-GPU curve flat below its 32 KiB point, 14.81 us, twice per
+// layer, not the Azure RCCL curve's 48.6 us; over 4 GPUs any engine takes
+// the only 4-GPU curve (SGLang's custom all-reduce, 7.26 us at 16 KiB). A
+// 4,096-token prefill all-reduce (64 MiB) is above the curve's 16 MiB: the
+// lesser of the curve's last bandwidth (4 x 147.05 us) and RCCL's
+// (the Azure 64 MiB point, 266.34 GB/s of bus bandwidth).
+TEST(StepCost, Mi300xTpAllReduceTakesTheEnginesOwnCurve) {
   hw::System mi8 = System("mi300x:8x1");
   ASSERT_EQ(mi8.chip.allreduce_measured.size(), 24u);
-  const double at16k = 16 * 1024 * 2.0 * 7 / 8 / 0.59e9;
   auto e8 = EstimateServing(Model("llama3-70b"), mi8, Config(8, 1, 1));
   auto e4 = EstimateServing(Model("llama3-70b"), System("mi300x:4x1"),
                             Config(4, 1, 1));
   ASSERT_TRUE(e8.has_value() && e4.has_value());
-  ExpectRelTo(e8->decode_parts.communication.si(), 160 * at16k, 1e-9);
-  EXPECT_GE(e4->decode_parts.communication.si(), 160 * at16k * 3 / 7);
-  EXPECT_LT(e4->decode_parts.communication.si(), 160 * at16k);
+  ExpectRelTo(e8->decode_parts.communication.si(), 160 * 14.81e-6, 1e-9);
+  ExpectRelTo(e4->decode_parts.communication.si(), 160 * 7.26e-6, 1e-9);
+  EXPECT_LT(e8->decode_parts.communication.si(),
+            160 * 16 * 1024 * 2.0 * 7 / 8 / 0.59e9 / 3);
+  ServeConfig long_prompt = Config(8, 1, 1);
+  long_prompt.prompt = 4096;
+  auto p8 = EstimateServing(Model("llama3-70b"), mi8, long_prompt);
+  ASSERT_TRUE(p8.has_value());
+  const double rccl = 64.0 * 1024 * 1024 * 2 * 7 / 8 / 266.34e9;
+  ASSERT_LT(rccl, 4 * 147.05e-6);
+  ExpectRelTo(p8->prefill_parts.communication.si(), 160 * rccl, 1e-6);
 }
 
 // MoE decode touches E (1 - (1 - k/E)^B) experts: Qwen3-30B-A3B (128
