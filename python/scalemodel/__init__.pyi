@@ -74,6 +74,10 @@ class ChipResult(Result):
     price_usd_per_chip_hour: float
     price: Record
     sources: Record
+    efficiency: Record
+    allreduce_in_graph: Table
+    allreduce_measured: Table
+    moe_engine: Table
 
 class SystemsResult(Result):
     """`scalemodel systems`"""

@@ -2,12 +2,77 @@
 
 #include <cmath>
 #include <cstdint>
+#include <string_view>
+#include <type_traits>
+#include <utility>
 
 namespace scalemodel::report {
 
 Json NumberOrNull(double v) {
   if (v == 0 || !std::isfinite(v)) return nullptr;
   return v;
+}
+
+namespace {
+
+// What each [efficiency] key is a fraction or count of, or what its time
+// is per (docs/catalog-format.md).
+std::string EfficiencyUnit(std::string_view key) {
+  static const std::pair<std::string_view, std::string_view> kUnits[] = {
+      {"gemm_max", "of the bf16 peak"},
+      {"gemm_max_fp8", "of the fp8 peak"},
+      {"gemm_max_fp4", "of the fp4 peak"},
+      {"tile_m", "rows per tile"},
+      {"tile_n", "columns per tile"},
+      {"wave_units", "tiles per wave"},
+      {"op_overhead", "per GEMM"},
+      {"attention", "of the bf16 peak"},
+      {"attention_fa2", "of the bf16 peak"},
+      {"attention_ramp", "by sequence length"},
+      {"hbm", "of the HBM peak"},
+      {"collective_launch", "per collective"},
+      {"gemm_stream", "of the HBM peak"},
+      {"gather", "of the hbm rate"},
+      {"kernel_launch", "per small kernel"},
+      {"attention_decode_head", "per sequence and KV head"},
+      {"moe_floor", "per MoE layer"},
+      {"moe_stream", "of the HBM peak"},
+      {"moe_floor_fp8", "per MoE layer"},
+      {"moe_stream_fp8", "of the HBM peak"},
+  };
+  for (const auto& [k, u] : kUnits) {
+    if (k == key) return std::string(u);
+  }
+  return "";
+}
+
+}  // namespace
+
+std::vector<EfficiencyEntry> EfficiencyEntries(const hw::Chip& chip) {
+  const hw::ChipEfficiencyData& d = chip.efficiency;
+  std::vector<EfficiencyEntry> out;
+  auto add = [&](const char* key, const auto& field) {
+    if (!field) return;
+    EfficiencyEntry e;
+    e.key = key;
+    e.unit = EfficiencyUnit(key);
+    using T = typename std::decay_t<decltype(field)>::value_type;
+    if constexpr (std::is_same_v<T, units::Seconds>) {
+      e.value = field->si();
+      e.is_time = true;
+    } else if constexpr (std::is_same_v<T, bool>) {
+      e.value = *field ? 1 : 0;
+      e.is_flag = true;
+    } else {
+      e.value = static_cast<double>(*field);
+    }
+    auto s = d.sources.find(key);
+    if (s != d.sources.end()) e.source = s->second;
+    out.push_back(std::move(e));
+  };
+  hw::ForEachEfficiencyField(d, add);
+  hw::ForEachOptionalEfficiencyField(d, add);
+  return out;
 }
 
 Json ToJson(const hw::Chip& chip) {
@@ -83,6 +148,45 @@ Json ToJson(const hw::Chip& chip) {
   Json sources = Json::object();
   for (const auto& [k, v] : chip.sources) sources[k] = v;
   j["sources"] = sources;
+  // The realistic mode's data: each constant with its unit and source, and
+  // the measured curves and fits (docs/catalog-format.md).
+  Json eff = Json::object();
+  for (const EfficiencyEntry& e : EfficiencyEntries(chip)) {
+    Json v;
+    if (e.is_flag) {
+      v["value"] = e.value != 0;
+    } else {
+      v["value"] = e.value;
+    }
+    v["unit"] = e.is_time ? "s " + e.unit : e.unit;
+    v["source"] = e.source;
+    eff[e.key] = v;
+  }
+  j["efficiency"] = eff;
+  Json graphs = Json::array();
+  for (const hw::AllReduceInGraph& c : chip.allreduce_in_graph) {
+    graphs.push_back({{"engine", c.engine},
+                      {"version", c.version},
+                      {"gpus", c.gpus},
+                      {"bytes", c.bytes},
+                      {"time_s", c.time_s}});
+  }
+  j["allreduce_in_graph"] = graphs;
+  Json measured = Json::array();
+  for (const hw::AllReducePoint& p : chip.allreduce_measured) {
+    measured.push_back({{"bytes", p.bytes.si()},
+                        {"busbw_bytes_per_s", p.busbw.si()},
+                        {"gpus", p.gpus}});
+  }
+  j["allreduce_measured"] = measured;
+  Json moe = Json::array();
+  for (const hw::MoeEngineFit& f : chip.moe_engine) {
+    moe.push_back({{"engine", f.engine},
+                   {"dtype", f.dtype},
+                   {"floor_s", f.floor.si()},
+                   {"stream_fraction_of_hbm_peak", f.stream}});
+  }
+  j["moe_engine"] = moe;
   return j;
 }
 

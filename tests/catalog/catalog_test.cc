@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "../testing/catalog.h"
+#include "scalemodel/report/json.h"
 
 namespace scalemodel::catalog {
 namespace {
@@ -449,6 +450,53 @@ TEST(CatalogEfficiency, BorrowingErrors) {
             "must set every key; missing: gemm_max, gemm_max_fp8, tile_m, "
             "tile_n, wave_units, op_overhead, attention, attention_fa2, "
             "attention_ramp, hbm, collective_launch");
+}
+
+// `chip NAME` shows what the realistic mode reads (report::EfficiencyEntries
+// and the chip's JSON): each constant with its unit and source, a borrowed
+// one's source naming its lender, and the measured curves and fits.
+TEST(CatalogEfficiency, ChipReportShowsTheRealisticModeData) {
+  const scalemodel::hw::Chip& mi = **BuiltinCatalog().FindChip("mi300x");
+  const std::vector<report::EfficiencyEntry> entries =
+      report::EfficiencyEntries(mi);
+  auto find = [&](const std::string& key) -> const report::EfficiencyEntry* {
+    for (const report::EfficiencyEntry& e : entries) {
+      if (e.key == key) return &e;
+    }
+    return nullptr;
+  };
+  const report::EfficiencyEntry* op = find("op_overhead");
+  ASSERT_NE(op, nullptr);
+  EXPECT_TRUE(op->is_time);
+  EXPECT_NEAR(op->value, 8.2e-6, 1e-12);
+  EXPECT_EQ(op->unit, "per GEMM");
+  EXPECT_NE(op->source.find("aiter"), std::string::npos);
+  ASSERT_NE(find("kernel_launch"), nullptr);  // optional, in its file
+  EXPECT_EQ(find("moe_floor"), nullptr);      // optional, not in its file
+  const report::EfficiencyEntry* ramp = find("attention_ramp");
+  ASSERT_NE(ramp, nullptr);
+  EXPECT_TRUE(ramp->is_flag);
+  const report::Json j = report::ToJson(mi);
+  EXPECT_EQ(j["efficiency"]["hbm"]["value"], 0.783);
+  EXPECT_EQ(j["efficiency"]["hbm"]["unit"], "of the HBM peak");
+  EXPECT_EQ(j["efficiency"]["op_overhead"]["unit"], "s per GEMM");
+  ASSERT_EQ(j["allreduce_in_graph"].size(), 3u);
+  EXPECT_EQ(j["allreduce_in_graph"][2]["gpus"], 8);
+  EXPECT_EQ(j["allreduce_in_graph"][2]["time_s"][0], 14.81e-6);
+  EXPECT_EQ(j["allreduce_measured"].size(), 24u);
+  EXPECT_TRUE(j["moe_engine"].empty());
+  EXPECT_EQ(
+      report::ToJson(**BuiltinCatalog().FindChip("h200"))["moe_engine"].size(),
+      4u);
+
+  Catalog c = BuiltinCatalog();
+  ASSERT_TRUE(
+      c.AddFiles({{"chips/x1.toml", WithEfficiency(kEfficiency)}}).has_value());
+  const report::Json x = report::ToJson(**c.FindChip("x1"));
+  EXPECT_EQ(x["efficiency"]["gemm_max"]["source"], "test (2025)");
+  EXPECT_EQ(std::string(x["efficiency"]["hbm"]["source"])
+                .rfind("borrowed from h100", 0),
+            0u);
 }
 
 }  // namespace

@@ -295,8 +295,20 @@ std::string Wrap(const std::string& text, size_t width) {
     // "- item": continuation lines align under the item's text.
     const std::string hang(indent + 2, ' ');
     while (prefix.size() + rest.size() > width) {
-      // The last space that fits; a word longer than the line stays whole.
-      // A number keeps its unit ("38.6 GB").
+      const size_t avail = width - std::min(width - 1, prefix.size());
+      // A word longer than the line (a file path in a source) breaks after
+      // its last '/' that fits; without one it stays whole.
+      const size_t first = std::min(rest.find(' '), rest.size());
+      if (first > avail) {
+        const size_t slash = rest.rfind('/', avail - 1);
+        if (slash != std::string::npos && slash > 0) {
+          out += prefix + rest.substr(0, slash + 1) + "\n";
+          rest = rest.substr(slash + 1);
+          prefix = hang;
+          continue;
+        }
+      }
+      // The last space that fits. A number keeps its unit ("38.6 GB").
       size_t at = rest.rfind(' ', width - prefix.size());
       while (at != std::string::npos && at > 0 &&
              std::isdigit(static_cast<unsigned char>(rest[at - 1]))) {

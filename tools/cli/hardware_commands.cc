@@ -2,6 +2,10 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
 
 #include "commands.h"
 #include "fmt/format.h"
@@ -135,6 +139,73 @@ Command AddChipsCommand(CLI::App& app) {
   return c;
 }
 
+// `chip NAME`'s second table: the constants the realistic mode reads
+// (docs/model.md 5.6, 7.2) and the serving measurements in the chip's file,
+// each with its source note (`src` numbers them with the first table's).
+std::string RealisticModeTable(
+    const hw::Chip& ch,
+    const std::function<std::string(const std::string&)>& src) {
+  std::vector<std::vector<std::string>> rows = {
+      {"constant", "value", "source"}};
+  // Efficiency sources are keyed without the table name.
+  auto eff_src = [&](const report::EfficiencyEntry& e) {
+    return e.source.empty() ? std::string("-") : src("efficiency:" + e.key);
+  };
+  for (const report::EfficiencyEntry& e : report::EfficiencyEntries(ch)) {
+    if (e.is_flag) {
+      rows.push_back(
+          {e.key,
+           std::string(e.value != 0 ? "on" : "off") + " (" + e.unit + ")",
+           eff_src(e)});
+      continue;
+    }
+    if (e.key == "wave_units" && e.value == 0) {
+      rows.push_back({e.key, "none (no wave quantization)", eff_src(e)});
+      continue;
+    }
+    std::string v;
+    if (e.is_time) {
+      v = FormatSeconds(units::Seconds(e.value));
+    } else {
+      v = FormatNumber(e.value);
+    }
+    rows.push_back(
+        {e.key, v + (e.unit.empty() ? "" : " " + e.unit), eff_src(e)});
+  }
+  for (const hw::MoeEngineFit& f : ch.moe_engine) {
+    rows.push_back({"fused MoE, " + f.engine + ", " + f.dtype,
+                    FormatSeconds(f.floor) + " + experts' weights at " +
+                        FormatNumber(f.stream) + " of the HBM peak",
+                    src("moe_engine." + f.engine + "." + f.dtype)});
+  }
+  for (const hw::AllReduceInGraph& c : ch.allreduce_in_graph) {
+    rows.push_back(
+        {fmt::format("all-reduce, {} x{} (in graph)", c.engine, c.gpus),
+         fmt::format("{} at {} ... {} at {} ({} sizes; {})",
+                     FormatSeconds(units::Seconds(c.time_s.front())),
+                     units::FormatBytesBinary(units::Bytes(c.bytes.front())),
+                     FormatSeconds(units::Seconds(c.time_s.back())),
+                     units::FormatBytesBinary(units::Bytes(c.bytes.back())),
+                     c.bytes.size(), c.version),
+         src("allreduce_in_graph." + c.engine + "." + std::to_string(c.gpus))});
+  }
+  if (!ch.allreduce_measured.empty()) {
+    const hw::AllReducePoint &lo = ch.allreduce_measured.front(),
+                             &hi = ch.allreduce_measured.back();
+    rows.push_back(
+        {fmt::format("all-reduce, NCCL/RCCL x{} (eager)", lo.gpus),
+         fmt::format(
+             "bus bandwidth {} at {} ... {} at {} ({} sizes)",
+             FormatBandwidth(lo.busbw), units::FormatBytesBinary(lo.bytes),
+             FormatBandwidth(hi.busbw), units::FormatBytesBinary(hi.bytes),
+             ch.allreduce_measured.size()),
+         src("allreduce_measured." + FormatNumber(lo.bytes.si()))});
+  }
+  return "\nRealistic mode (docs/model.md 5.6 and 7.2; --mode peak uses none "
+         "of these):\n" +
+         Table(rows);
+}
+
 Command AddChipCommand(CLI::App& app) {
   Command c;
   auto name = std::make_shared<std::string>();
@@ -156,8 +227,11 @@ Command AddChipCommand(CLI::App& app) {
     // table; a source several numbers share gets one number.
     std::vector<std::string> notes;
     auto src = [&](const std::string& key) {
-      auto it = ch.sources.find(key);
-      if (it == ch.sources.end()) return std::string("-");
+      const bool eff = key.rfind("efficiency:", 0) == 0;
+      const std::map<std::string, std::string>& m =
+          eff ? ch.efficiency.sources : ch.sources;
+      auto it = m.find(eff ? key.substr(11) : key);
+      if (it == m.end()) return std::string("-");
       auto n = std::find(notes.begin(), notes.end(), it->second);
       if (n == notes.end()) n = notes.insert(notes.end(), it->second);
       return fmt::format("[{}]", n - notes.begin() + 1);
@@ -227,6 +301,7 @@ Command AddChipCommand(CLI::App& app) {
                                                ch.price->cloud, ch.price->date)
                              : "not in catalog (--price-per-chip-hour)",
                     src("price.usd_per_chip_hour")});
+    const std::string realistic = RealisticModeTable(ch, src);
     double bf16 = ch.Peak(hw::Dtype::kBf16).si();
     std::string sources = "\nsources:\n";
     for (size_t i = 0; i < notes.size(); ++i) {
@@ -237,7 +312,7 @@ Command AddChipCommand(CLI::App& app) {
                    "\nCritical intensity (bf16 vs HBM): {:.0f} "
                    "FLOP/byte\n",
                    bf16 / ch.hbm_bandwidth.si()) +
-               sources;
+               realistic + sources;
     return out;
   };
   return c;

@@ -187,6 +187,21 @@ void ForEachEfficiencyField(Data& d, F&& f) {
   f("collective_launch", d.collective_launch);
 }
 
+// Calls f(key, field) on the optional [efficiency] fields, which a chip
+// file may leave out and which are never borrowed.
+template <typename Data, typename F>
+void ForEachOptionalEfficiencyField(Data& d, F&& f) {
+  f("gemm_max_fp4", d.gemm_max_fp4);
+  f("gemm_stream", d.gemm_stream);
+  f("gather", d.gather);
+  f("kernel_launch", d.kernel_launch);
+  f("attention_decode_head", d.attention_decode_head);
+  f("moe_floor", d.moe_floor);
+  f("moe_stream", d.moe_stream);
+  f("moe_floor_fp8", d.moe_floor_fp8);
+  f("moe_stream_fp8", d.moe_stream_fp8);
+}
+
 struct Price {
   double usd_per_chip_hour = 0;  // list on-demand, one named cloud per chip
   std::string cloud;             // "AWS", "Google Cloud", "Azure", "Lambda"

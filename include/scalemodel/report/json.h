@@ -5,6 +5,7 @@
 #define SCALEMODEL_REPORT_JSON_H_
 
 #include <string>
+#include <vector>
 
 #include "nlohmann/json.hpp"
 #include "scalemodel/catalog/catalog.h"
@@ -27,6 +28,25 @@ inline constexpr int kSchemaVersion = 2;
 // A number, or null when it is zero (unknown / unsupported).
 Json NumberOrNull(double v);
 
+// One realistic-mode constant of a chip's [efficiency] table, as `chip
+// NAME` shows it: its SI value (seconds for times, a fraction, a count or
+// 0/1 for a flag), what it is a fraction or count of, and its source
+// ("borrowed from h100: ..." where the file left it out).
+struct EfficiencyEntry {
+  std::string key;
+  double value = 0;
+  bool is_time = false;
+  bool is_flag = false;
+  std::string unit;  // "of the bf16 peak", "rows", "per GEMM", ...
+  std::string source;
+};
+// Every constant the chip's realistic mode reads, the required ones (its
+// own or borrowed) then the optional ones its file sets, in catalog order.
+std::vector<EfficiencyEntry> EfficiencyEntries(const hw::Chip& chip);
+
+// The chip: peaks, memory, links, power, price, sources, and the
+// realistic-mode data (`efficiency`, `allreduce_in_graph`,
+// `allreduce_measured`, `moe_engine`).
 Json ToJson(const hw::Chip& chip);
 Json ToJson(const hw::PhysicalAxis& axis);
 Json ToJson(const hw::System& system);
