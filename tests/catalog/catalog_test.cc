@@ -472,7 +472,7 @@ TEST(CatalogEfficiency, ChipReportShowsTheRealisticModeData) {
   EXPECT_EQ(op->unit, "per GEMM");
   EXPECT_NE(op->source.find("aiter"), std::string::npos);
   ASSERT_NE(find("kernel_launch"), nullptr);  // optional, in its file
-  EXPECT_EQ(find("moe_floor"), nullptr);      // optional, not in its file
+  EXPECT_EQ(find("moe_floor_fp8"), nullptr);  // optional, not in its file
   const report::EfficiencyEntry* ramp = find("attention_ramp");
   ASSERT_NE(ramp, nullptr);
   EXPECT_TRUE(ramp->is_flag);
