@@ -1126,6 +1126,26 @@ void Summarize(const StepCostModel::Impl& x, double attn_time,
     est->notes.emplace_back(
         "tensor-parallel all-reduces are latency-bound at this batch");
   }
+  // Which all-reduce time the decode step used (docs/model.md 7.2).
+  if (!x.peak && x.g > 1) {
+    const double bytes = x.DenseRows(cfg.batch * x.q) * x.D * 2;
+    std::string from;
+    if (x.ar_graph) {
+      from = fmt::format(
+          "{}'s measured curve in a graph for {} GPUs on {} (catalog "
+          "[[allreduce_in_graph]], {})",
+          x.ar_graph->engine, x.g, x.chip().id, x.ar_graph->version);
+    } else {
+      from = x.ar_curve.empty() ? "the network model (docs/model.md 2.3)"
+                                : "the network model, at least " + x.chip().id +
+                                      "'s measured eager NCCL/RCCL curve";
+    }
+    est->notes.push_back(fmt::format(
+        "decode's tensor-parallel all-reduces: {} of {:.0f} KiB each, {} "
+        "per step; from {}",
+        units::FormatSeconds(units::Seconds(x.TpAllReduce(bytes))),
+        bytes / 1024, 2 * static_cast<int>(x.L), from));
+  }
   est->notes.push_back(fmt::format(
       "decode is {} below a batch of about {:.0f} (the book's B_crit for "
       "these weights and this chip)",

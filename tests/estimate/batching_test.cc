@@ -156,6 +156,18 @@ TEST(StepCost, TpAllReduceIsTheEnginesInGraphTime) {
   auto e8 = EstimateServing(Model("llama3-70b"), h8, Config(8, 1, 1));
   ASSERT_TRUE(e8.has_value());
   ExpectRelTo(e8->decode_parts.communication.si(), 160 * 5.17e-6, 1e-9);
+  // The report names the curve and the time per call.
+  auto note = [](const ServeEstimate& e) {
+    for (const std::string& n : e.notes) {
+      if (n.rfind("decode's tensor-parallel all-reduces", 0) == 0) return n;
+    }
+    return std::string();
+  };
+  EXPECT_NE(note(*e8).find("5.17 us of 16 KiB each, 160 per step; from "
+                           "vllm's measured curve in a graph for 8 GPUs on "
+                           "h100"),
+            std::string::npos)
+      << note(*e8);
   ServeConfig sg = Config(8, 1, 1);
   sg.engine = "sglang";
   auto s8 = EstimateServing(Model("llama3-70b"), h8, sg);
@@ -172,6 +184,10 @@ TEST(StepCost, TpAllReduceIsTheEnginesInGraphTime) {
   ASSERT_FALSE(h800.chip.allreduce_measured.empty());
   auto e800 = EstimateServing(Model("llama3-70b"), h800, Config(8, 1, 1));
   ASSERT_TRUE(e800.has_value());
+  EXPECT_NE(note(*e800).find("from the network model, at least h800's "
+                             "measured eager NCCL/RCCL curve"),
+            std::string::npos)
+      << note(*e800);
   EXPECT_GE(e800->decode_parts.communication.si(),
             160 * (32 * 1024 * 2.0 * 7 / 8 / 1.44e9) * (1 - 1e-9));
 }
