@@ -1136,9 +1136,10 @@ void Summarize(const StepCostModel::Impl& x, double attn_time,
           "[[allreduce_in_graph]], {})",
           x.ar_graph->engine, x.g, x.chip().id, x.ar_graph->version);
     } else {
-      from = x.ar_curve.empty() ? "the network model (docs/model.md 2.3)"
-                                : "the network model, at least " + x.chip().id +
-                                      "'s measured eager NCCL/RCCL curve";
+      const bool eager = !x.ar_curve.empty() && x.g <= x.ar_curve.front().gpus;
+      from = !eager ? "the network model (docs/model.md 2.3)"
+                    : "the network model, at least " + x.chip().id +
+                          "'s measured eager NCCL/RCCL curve";
     }
     est->notes.push_back(fmt::format(
         "decode's tensor-parallel all-reduces: {} of {:.0f} KiB each, {} "
