@@ -961,7 +961,9 @@ static void AddServeSimOptions(CLI::App* app, ServeSimCli& o) {
                   "over all replicas");
   app->add_option("--concurrency", o.concurrency,
                   "Simulate continuous batching: this many clients, each "
-                  "sending its next request when the last finishes");
+                  "sending its next request when the last finishes (with "
+                  "fixed lengths they stay in step; the report adds the "
+                  "bound with their requests spread evenly)");
   app->add_option("--trace-file", o.trace_file,
                   "Simulate a trace: CSV or JSONL rows of arrival_s, "
                   "prompt_tokens, output_tokens");
