@@ -1124,4 +1124,23 @@ Result<ClosedLoopFit> FitClosedLoop(
       "concurrency");
 }
 
+Result<SpreadClosedLoop> SimulateSpreadClosedLoop(const StepCostModel& cost,
+                                                  int replicas,
+                                                  const Workload& closed,
+                                                  const SchedulerOptions& s,
+                                                  const Slo& slo) {
+  SpreadClosedLoop out;
+  auto fit = FitClosedLoop(closed, [&](const Workload& open) -> Result<double> {
+    auto r = SimulateServing(cost, replicas, open, s, slo);
+    if (!r) return tl::unexpected(r.error());
+    out.result = std::move(*r);
+    // A request that fits at no rate: stop there.
+    if (!out.result.feasible) return static_cast<double>(closed.concurrency);
+    return out.result.mean_requests_in_system;
+  });
+  if (!fit) return tl::unexpected(fit.error());
+  out.fit = std::move(*fit);
+  return out;
+}
+
 }  // namespace scalemodel::estimate

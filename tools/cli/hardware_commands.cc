@@ -3,7 +3,6 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
-#include <map>
 #include <string>
 #include <vector>
 
@@ -141,15 +140,19 @@ Command AddChipsCommand(CLI::App& app) {
 
 // `chip NAME`'s second table: the constants the realistic mode reads
 // (docs/model.md 5.6, 7.2) and the serving measurements in the chip's file,
-// each with its source note (`src` numbers them with the first table's).
+// each with its source note (`cite` numbers a source's text along with the
+// first table's notes; "-" for none).
 std::string RealisticModeTable(
     const hw::Chip& ch,
-    const std::function<std::string(const std::string&)>& src) {
+    const std::function<std::string(const std::string&)>& cite) {
   std::vector<std::vector<std::string>> rows = {
       {"constant", "value", "source"}};
-  // Efficiency sources are keyed without the table name.
+  auto src = [&](const std::string& key) {
+    auto it = ch.sources.find(key);
+    return cite(it == ch.sources.end() ? std::string() : it->second);
+  };
   auto eff_src = [&](const report::EfficiencyEntry& e) {
-    return e.source.empty() ? std::string("-") : src("efficiency:" + e.key);
+    return cite(e.source);
   };
   for (const report::EfficiencyEntry& e : report::EfficiencyEntries(ch)) {
     if (e.is_flag) {
@@ -226,15 +229,15 @@ Command AddChipCommand(CLI::App& app) {
     // Sources, often longer than a line, as numbered notes under the
     // table; a source several numbers share gets one number.
     std::vector<std::string> notes;
-    auto src = [&](const std::string& key) {
-      const bool eff = key.rfind("efficiency:", 0) == 0;
-      const std::map<std::string, std::string>& m =
-          eff ? ch.efficiency.sources : ch.sources;
-      auto it = m.find(eff ? key.substr(11) : key);
-      if (it == m.end()) return std::string("-");
-      auto n = std::find(notes.begin(), notes.end(), it->second);
-      if (n == notes.end()) n = notes.insert(notes.end(), it->second);
+    auto cite = [&](const std::string& text) {
+      if (text.empty()) return std::string("-");
+      auto n = std::find(notes.begin(), notes.end(), text);
+      if (n == notes.end()) n = notes.insert(notes.end(), text);
       return fmt::format("[{}]", n - notes.begin() + 1);
+    };
+    auto src = [&](const std::string& key) {
+      auto it = ch.sources.find(key);
+      return cite(it == ch.sources.end() ? std::string() : it->second);
     };
     for (hw::Dtype d : hw::kAllDtypes) {
       if (ch.Peak(d).si() <= 0) continue;
@@ -301,7 +304,7 @@ Command AddChipCommand(CLI::App& app) {
                                                ch.price->cloud, ch.price->date)
                              : "not in catalog (--price-per-chip-hour)",
                     src("price.usd_per_chip_hour")});
-    const std::string realistic = RealisticModeTable(ch, src);
+    const std::string realistic = RealisticModeTable(ch, cite);
     double bf16 = ch.Peak(hw::Dtype::kBf16).si();
     std::string sources = "\nsources:\n";
     for (size_t i = 0; i < notes.size(); ++i) {

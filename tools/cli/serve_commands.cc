@@ -600,8 +600,7 @@ static void PutServeExtensions(const estimate::ServeConfig& cfg,
 // together, and every TTFT waits for its wave's prefill. Measured
 // fixed-length closed loops drift apart instead, part of the way (NVIDIA
 // aiconfigurator's 1,021 aiperf runs, docs/model.md 7.3), so the report
-// also gives the other bound: the same requests spread evenly over time,
-// at the rate that keeps C of them in the system (FitClosedLoop). Adds
+// also gives the other bound (estimate::SimulateSpreadClosedLoop). Adds
 // `staggered` to the JSON and returns its text ("" when the workload is not
 // a fixed-length closed loop of more requests than clients).
 static Result<std::string> StaggeredBound(const estimate::StepCostModel& sc,
@@ -620,22 +619,16 @@ static Result<std::string> StaggeredBound(const estimate::StepCostModel& sc,
       w.requests > kMaxRequests) {
     return std::string();
   }
-  estimate::SimulationResult last;
-  auto fit = estimate::FitClosedLoop(
-      w, [&](const estimate::Workload& open) -> Result<double> {
-        auto r = estimate::SimulateServing(sc, replicas, open, s, slo);
-        if (!r) return tl::unexpected(r.error());
-        last = std::move(*r);
-        if (!last.feasible) return static_cast<double>(w.concurrency);
-        return last.mean_requests_in_system;
-      });
-  if (!fit) return tl::unexpected(fit.error());
+  auto spread = estimate::SimulateSpreadClosedLoop(sc, replicas, w, s, slo);
+  if (!spread) return tl::unexpected(spread.error());
+  const estimate::SimulationResult& last = spread->result;
+  const estimate::ClosedLoopFit& fit = spread->fit;
   if (!last.feasible) return std::string();
   const Json r = report::ToJson(last);
   (*json)["staggered"] = {
-      {"rate_per_s", fit->rate_per_s},
-      {"mean_requests_in_system", fit->mean_in_system},
-      {"simulations", fit->runs},
+      {"rate_per_s", fit.rate_per_s},
+      {"mean_requests_in_system", fit.mean_in_system},
+      {"simulations", fit.runs},
       {"ttft_s", r["ttft_s"]},
       {"tpot_s", r["tpot_s"]},
       {"itl_s", r["itl_s"]},
@@ -650,8 +643,8 @@ static Result<std::string> StaggeredBound(const estimate::StepCostModel& sc,
           "keeps {:.1f} in the system): TTFT p50 {} (mean {}), TPOT p50 {}, "
           "{} output tokens/s. Published fixed-length closed loops fall "
           "between the two (docs/model.md 7.3)\n",
-          w.concurrency, FormatSeconds(units::Seconds(1 / fit->rate_per_s)),
-          fit->mean_in_system, FormatSeconds(units::Seconds(last.ttft_s.p50)),
+          w.concurrency, FormatSeconds(units::Seconds(1 / fit.rate_per_s)),
+          fit.mean_in_system, FormatSeconds(units::Seconds(last.ttft_s.p50)),
           FormatSeconds(units::Seconds(last.ttft_s.mean)),
           FormatSeconds(units::Seconds(last.tpot_s.p50)),
           units::FormatCount(last.throughput_output_tokens_per_s)),

@@ -244,6 +244,22 @@ Result<ClosedLoopFit> FitClosedLoop(
     const Workload& closed,
     const std::function<Result<double>(const Workload&)>& mean_in_system);
 
+// A closed loop of fixed-length clients with their requests spread evenly
+// over time: SimulateServing on FitClosedLoop's open-loop stand-in for
+// `closed` (docs/model.md 7.3). The aggregated simulator's own closed loop
+// keeps fixed-length clients in step; this is the other bound. `result`
+// is the simulation at the fitted rate (infeasible where a request cannot
+// fit). Errors: SimulateServing's and FitClosedLoop's.
+struct SpreadClosedLoop {
+  SimulationResult result;
+  ClosedLoopFit fit;
+};
+Result<SpreadClosedLoop> SimulateSpreadClosedLoop(const StepCostModel& cost,
+                                                  int replicas,
+                                                  const Workload& closed,
+                                                  const SchedulerOptions& s,
+                                                  const Slo& slo);
+
 }  // namespace scalemodel::estimate
 
 #endif  // SCALEMODEL_ESTIMATE_BATCHING_H_
