@@ -450,6 +450,7 @@ def serve(
     prompt: _Opt | None = ...,
     output: _Opt | None = ...,
     weights: _Opt | None = ...,
+    expert_weights: _Opt | None = ...,
     kv: _Opt | None = ...,
     mode: _Opt | None = ...,
     price_per_chip_hour: float | None = ...,

@@ -115,6 +115,11 @@ struct StepCostModel::Impl {
   bool peak = false;
   hw::Dtype compute = hw::Dtype::kBf16;
   double C = 0;  // matrix rate at the compute dtype
+  // The routed experts' compute dtype, its matrix rate and their bytes per
+  // weight (ServeConfig::expert_weights; equal to the above when unset).
+  hw::Dtype ecompute = hw::Dtype::kBf16;
+  double eC = 0;
+  double ewb = 2;
   double W = 0;  // achievable HBM bandwidth
   double n = 1;  // chips per replica (tp x ep)
   // The tensor-parallel group of attention, the dense MLPs, the shared
@@ -193,14 +198,17 @@ struct StepCostModel::Impl {
   // the library's best tile (TileQuantization: skinny GEMMs take a small
   // tile and split-K and stream their weights); on a TPU fewer rows than
   // the MXU tile pad only to a skinny tile.
-  double Gemm(double rows, double cols, double inner) const {
+  // `expert`: a routed expert's GEMM, at the experts' dtype.
+  double Gemm(double rows, double cols, double inner,
+              bool expert = false) const {
     ChipEfficiency e = eff;
     e.op_overhead = units::Seconds(0);
     if (rows < e.tile_m && e.units <= 0) {
       e.tile_m = static_cast<int>(SkinnyTileRows(rows));
     }
     return GemmTime(chip(), e, rows, cols, inner,
-                    GemmFormat{compute, 2, wb, 2, true})
+                    expert ? GemmFormat{ecompute, 2, ewb, 2, true}
+                           : GemmFormat{compute, 2, wb, 2, true})
         .si();
   }
   // The routed experts' grouped GEMM: `groups` experts of `rows` rows
@@ -315,6 +323,12 @@ Result<bool> CheckServePlan(const model::ModelSpec& m, const hw::System& sys,
             " with ep=" + std::to_string(cfg.ep) + " on " + m.id,
         "--redundant-experts");
   }
+  if (cfg.expert_weights && !m.is_moe()) {
+    return InvalidArgument(
+        "an expert weight dtype needs a mixture-of-experts model; " + m.id +
+            " is dense: give its dtype with --weights",
+        "--expert-weights");
+  }
   if (cfg.dp_attention && cfg.ep < 2) {
     return InvalidArgument(
         "data-parallel attention splits the sequences over the ep ranks; "
@@ -391,25 +405,25 @@ double StepCostModel::Impl::GroupedGemm(double groups, double rows, double cols,
     e.units = 0;
     e.gemm_stream = moe_kernel.stream_fraction;
     return groups * GemmTime(chip(), e, rows, cols, inner,
-                             GemmFormat{compute, 2, wb, 2, true})
+                             GemmFormat{ecompute, 2, ewb, 2, true})
                         .si();
   }
-  if (peak || rows < eff.tile_m) return groups * Gemm(rows, cols, inner);
+  if (peak || rows < eff.tile_m) return groups * Gemm(rows, cols, inner, true);
   if (moe_kernel.compute_fraction > 0) {
     // Prefill and large batches: the same fused kernel, its FLOPs at its
     // measured fraction of the peak, its weights at its streaming rate.
     const double flops = groups * 2 * rows * cols * inner;
-    const double weights = groups * inner * cols * wb;
+    const double weights = groups * inner * cols * ewb;
     return std::max(
-        flops / (moe_kernel.compute_fraction * C),
+        flops / (moe_kernel.compute_fraction * eC),
         weights / (moe_kernel.stream_fraction * chip().hbm_bandwidth.si()));
   }
-  const double e = GemmMaxFor(eff, compute);
+  const double e = GemmMaxFor(eff, ecompute);
   const double tq = TileQuantization(eff, rows, cols, groups);
   const double flops = groups * 2 * rows * cols * inner;
   const double bytes =
-      groups * (rows * inner * 2 + inner * cols * wb + rows * cols * 2);
-  return std::max(flops / (e * tq * C), bytes / W);
+      groups * (rows * inner * 2 + inner * cols * ewb + rows * cols * 2);
+  return std::max(flops / (e * tq * eC), bytes / W);
 }
 
 // A tensor-parallel all-reduce of `bytes` over the dense group g: with
@@ -597,13 +611,25 @@ double StepCostModel::Impl::WeightBytesRead(double tokens) const {
   double dense_w = pc.matmul_total - pc.experts;  // incl. logits
   double expert_w = moe_layers * Touched(tokens) * expert_params_layer *
                     (m.is_moe() ? slots / m.moe.num_experts : 0.0);
-  return dense_w / g * wb + expert_w * wb / n;
+  return dense_w / g * wb + expert_w * ewb / n;
 }
 
-// Peak matmul time: all FLOPs at peak or all weight bytes at HBM peak.
+namespace {
+// Active routed-expert parameters per token (top_k experts of each MoE
+// layer).
+double ActiveExpertParams(const model::ModelSpec& m, double moe_layers,
+                          double expert_params_layer) {
+  return m.is_moe() ? moe_layers * m.moe.top_k * expert_params_layer : 0.0;
+}
+}  // namespace
+
+// Peak matmul time: all FLOPs at peak (the routed experts' at their own
+// dtype's) or all weight bytes at HBM peak.
 double StepCostModel::Impl::PeakMatmuls(double tokens) const {
-  double flops = 2 * pc.matmul_active * tokens / n;
-  return std::max(flops / C, WeightBytesRead(tokens) / W);
+  const double experts = ActiveExpertParams(m, moe_layers, expert_params_layer);
+  double flops = 2 * (pc.matmul_active - experts) * tokens / n / C +
+                 2 * experts * tokens / n / eC;
+  return std::max(flops, WeightBytesRead(tokens) / W);
 }
 
 // Peak decode (the book's formula): KV + max(FLOPs, parameter bytes), every
@@ -615,12 +641,15 @@ double StepCostModel::Impl::PeakMatmuls(double tokens) const {
 StepParts StepCostModel::Impl::PeakDecode(const StepWork& w) const {
   const double B = w.decode_seqs * q;
   double dense = (pc.total - pc.experts) * wb;
-  double experts = moe_layers * Touched(B) * expert_params_layer * wb *
+  double experts = moe_layers * Touched(B) * expert_params_layer * ewb *
                    (m.is_moe() ? slots / m.moe.num_experts : 0.0);
   double param_bytes = dense / g + experts / n;
+  const double active_experts =
+      ActiveExpertParams(m, moe_layers, expert_params_layer);
   StepParts p;
-  p.matmul =
-      units::Seconds(std::max(2 * B * pc.active / (n * C), param_bytes / W));
+  p.matmul = units::Seconds(std::max(
+      2 * B * ((pc.active - active_experts) / C + active_experts / eC) / n,
+      param_bytes / W));
   p.attention = units::Seconds(w.decode_context * kv_bytes_per_token / W);
   double comm = Comm(B);
   double rest = (p.matmul + p.attention).si();
@@ -742,7 +771,7 @@ double StepCostModel::Impl::WeightsPerChip() const {
   const double dense = pc.total - pc.experts - replicated;
   const double experts =
       m.is_moe() ? pc.experts * slots / m.moe.num_experts : 0.0;
-  double w = (dense / g + replicated + experts / n) * wb / cfg.pp;
+  double w = ((dense / g + replicated) * wb + experts / n * ewb) / cfg.pp;
   switch (cfg.spec.kind) {
     case SpecDecode::kMtp:
     case SpecDecode::kEagle:
@@ -991,6 +1020,9 @@ Result<std::shared_ptr<StepCostModel::Impl>> BuildImpl(
   x->eff = x->peak ? PeakEfficiency() : RealisticEfficiency(chip);
   x->compute = ComputeDtypeFor(chip, cfg.weights);
   x->C = chip.Peak(x->compute).si();
+  x->ecompute = ComputeDtypeFor(chip, cfg.ExpertWeights());
+  x->eC = chip.Peak(x->ecompute).si();
+  x->ewb = hw::BytesPerElement(cfg.ExpertWeights());
   x->W = chip.hbm_bandwidth.si() * (x->peak ? 1.0 : x->eff.hbm);
   x->n = cfg.tp * cfg.ep;
   x->g = cfg.dp_attention ? cfg.tp : x->n;
@@ -1062,7 +1094,8 @@ Result<std::shared_ptr<StepCostModel::Impl>> BuildImpl(
                                          : 1.0)) *
       chip.Peak(hw::Dtype::kBf16).si();
   if (!x->peak && !chip.is_tpu() && m.is_moe()) {
-    x->moe_kernel = MeasuredFusedMoe(chip, cfg.engine, cfg.weights, x->compute);
+    x->moe_kernel =
+        MeasuredFusedMoe(chip, cfg.engine, cfg.ExpertWeights(), x->ecompute);
   }
   x->fixed = x->peak ? 0 : FixedStepCost(*x);
   if (!x->peak) {
@@ -1102,7 +1135,8 @@ void Summarize(const StepCostModel::Impl& x, double attn_time,
   est->tokens_per_s_per_user = 1.0 / step;
   // Decode turns compute-bound when 2 B N_active / C exceeds weight bytes / W.
   est->critical_batch =
-      (x.pc.total * x.wb / x.W) * x.C / (2 * x.pc.matmul_active);
+      (((x.pc.total - x.pc.experts) * x.wb + x.pc.experts * x.ewb) / x.W) *
+      x.C / (2 * x.pc.matmul_active);
   const double price = hw::PricePerChipHour(x.chip(), cfg.price_per_chip_hour);
   est->cost_per_million_tokens_usd =
       price > 0 ? price * chips / 3600 / est->tokens_per_s * 1e6

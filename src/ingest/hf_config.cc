@@ -603,6 +603,16 @@ Result<ImportedModel> ParseHfConfig(std::string_view json_text,
                            "/quantization_config/quant_method"));
     if (method == "fp8") {
       m.weight_dtype = hw::Dtype::kFp8;
+    } else if (method == "mxfp4") {
+      // gpt-oss: MXFP4 routed experts; attention, router, embeddings and
+      // the output layer stay in the checkpoint's dtype
+      // (quantization_config.modules_to_not_convert).
+      out.notes.push_back(
+          "quantization method 'mxfp4': the routed experts are MXFP4 and the "
+          "rest " +
+          std::string(hw::DtypeName(m.weight_dtype)) +
+          "; serve with --weights " +
+          std::string(hw::DtypeName(m.weight_dtype)) + " --expert-weights fp4");
     } else if (!method.empty()) {
       out.notes.push_back("quantization method '" + method +
                           "' is not modelled; weights counted at " +

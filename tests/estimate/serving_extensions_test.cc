@@ -314,5 +314,48 @@ TEST(ExpertParallel, DpAttentionSplitsTheDenseRows) {
                    2 * b->KvBytesPerTokenPerChip());
 }
 
+// Quantized experts alone (gpt-oss's MXFP4, Kimi K2 Thinking's INT4): the
+// routed experts' weights take their own bytes, the rest keeps --weights';
+// unset, the experts take --weights'.
+TEST(ExpertWeights, OnlyTheRoutedExpertsChangeDtype) {
+  const model::ModelSpec m = Model("qwen3-30b-a3b");
+  const hw::System sys = System("h200:1x1");
+  ServeConfig bf16 = Base(1, 8);
+  ServeConfig same = bf16;
+  same.expert_weights = hw::Dtype::kBf16;
+  ServeConfig mixed = bf16;
+  mixed.expert_weights = hw::Dtype::kFp4;
+  ServeConfig fp4 = bf16;
+  fp4.weights = hw::Dtype::kFp4;
+  auto b = StepCostModel::Create(m, sys, bf16);
+  auto s = StepCostModel::Create(m, sys, same);
+  auto x = StepCostModel::Create(m, sys, mixed);
+  auto f = StepCostModel::Create(m, sys, fp4);
+  ASSERT_TRUE(b && s && x && f);
+  const model::ParamCounts pc = model::CountParams(m);
+  EXPECT_DOUBLE_EQ(s->WeightsBytesPerChip(), b->WeightsBytesPerChip());
+  EXPECT_NEAR(x->WeightsBytesPerChip(),
+              (pc.total - pc.experts) * 2 + pc.experts * 0.5, 1);
+  EXPECT_NEAR(f->WeightsBytesPerChip(), pc.total * 0.5, 1);
+  // A decode step streams the dense weights at 2 bytes and the touched
+  // experts at half a byte: between all-bf16 and all-fp4.
+  for (Mode mode : {Mode::kPeak, Mode::kRealistic}) {
+    ServeConfig cb = bf16, cx = mixed, cf = fp4;
+    cb.mode = cx.mode = cf.mode = mode;
+    auto eb = EstimateServing(m, sys, cb);
+    auto ex = EstimateServing(m, sys, cx);
+    auto ef = EstimateServing(m, sys, cf);
+    ASSERT_TRUE(eb && ex && ef);
+    EXPECT_LT(ex->decode_step.si(), eb->decode_step.si());
+    EXPECT_GT(ex->decode_step.si(), ef->decode_step.si());
+  }
+  // A dense model has no experts to give a dtype: one sentence.
+  ServeConfig dense = Base(1, 8);
+  dense.expert_weights = hw::Dtype::kFp4;
+  auto e = EstimateServing(Model("llama3-8b"), sys, dense);
+  ASSERT_FALSE(e);
+  EXPECT_NE(e.error().message.find("dense"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace scalemodel::estimate

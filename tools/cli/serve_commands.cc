@@ -59,6 +59,8 @@ struct ServeCli {
   double price = 0;
   // Speculative decoding, DP attention, redundant experts (docs/cli.md).
   std::string spec, spec_accept;
+  // The routed experts' weight dtype when it differs from --weights.
+  std::string expert_weights;
   bool dp_attention = false;
   int redundant_experts = 0;
   ServeSimCli sim;
@@ -564,6 +566,17 @@ static Result<bool> ApplyServeExtensions(const catalog::Catalog& cat,
   }
   cfg->dp_attention = o.dp_attention;
   cfg->redundant_experts = o.redundant_experts;
+  if (!o.expert_weights.empty()) {
+    auto w = hw::ParseDtype(o.expert_weights);
+    if (!w || (*w != hw::Dtype::kBf16 && *w != hw::Dtype::kFp8 &&
+               *w != hw::Dtype::kInt8 && *w != hw::Dtype::kInt4 &&
+               *w != hw::Dtype::kFp4)) {
+      return InvalidArgument("expected bf16, fp8, int8, int4 or fp4, got '" +
+                                 o.expert_weights + "'",
+                             "--expert-weights");
+    }
+    cfg->expert_weights = *w;
+  }
   return true;
 }
 
@@ -581,6 +594,9 @@ static void PutServeExtensions(const estimate::ServeConfig& cfg,
     (*j)["speculative"] = s;
   }
   if (cfg.dp_attention) (*j)["dp_attention"] = true;
+  if (cfg.expert_weights) {
+    (*j)["expert_weights"] = std::string(hw::DtypeName(*cfg.expert_weights));
+  }
   if (!cfg.host_time_source.empty()) {
     (*j)["engine_host_time"] = {{"step_s", cfg.host_step_s},
                                 {"fraction_of_gpu_time", cfg.host_fraction},
@@ -1189,6 +1205,11 @@ Command AddServeCommand(CLI::App& app) {
       ->capture_default_str();
   c.app->add_option("--weights", o->weights, "bf16, fp8, int8, int4 or fp4")
       ->capture_default_str();
+  c.app->add_option("--expert-weights", o->expert_weights,
+                    "The routed experts' weights when the checkpoint "
+                    "quantizes them alone: bf16, fp8, int8, int4 or fp4 "
+                    "(gpt-oss: --weights bf16 --expert-weights fp4, its MXFP4 "
+                    "experts; Kimi K2 Thinking: int4); default --weights");
   c.app->add_option("--kv", o->kv, "KV-cache dtype: bf16, fp8 or int8")
       ->capture_default_str();
   c.app->add_option("--mode", o->mode, "realistic or peak (the book's formula)")
@@ -1287,6 +1308,13 @@ Command AddServeCommand(CLI::App& app) {
     }
     if (!m->resolution.empty() && o->from.empty()) {
       from_notes.push_back(m->resolution);
+    }
+    // The checkpoint's quantization, read from its config.json: what the
+    // estimate took and how to change it.
+    for (const std::string& n : m->notes) {
+      if (n.rfind("quantization method", 0) == 0 && !cfg->expert_weights) {
+        from_notes.push_back(n);
+      }
     }
     e->notes.insert(e->notes.begin(), from_notes.begin(), from_notes.end());
     if (cfg->spec.on()) {

@@ -13,8 +13,13 @@ errors by model, GPU, engine and precision (docs/model.md 7.3).
 With --moe it runs the MoE runs instead (DeepSeek-R1/V3 as the catalog's
 deepseek-v3, Qwen3-235B-A22B-FP8) whose experts are split by tensor
 parallelism alone (moe_tp = tp, no expert or attention data parallelism).
+With --more, gpt-oss-120b, MiniMax-M2.5 and Kimi-K2.5 the same way (their
+config.json shapes below; gpt-oss's and Kimi's quantized checkpoints as
+bf16 weights with quantized routed experts, --expert-weights; docs/model.md
+7.1).
 
-  python3 tools/dev/silicon_check.py silicon_sample.csv [--limit N] [--moe]
+  python3 tools/dev/silicon_check.py silicon_sample.csv [--limit N]
+      [--moe | --more]
 """
 import argparse
 import csv
@@ -34,6 +39,41 @@ QWEN3_32B = {  # Qwen/Qwen3-32B config.json (the fields scalemodel reads)
     "num_key_value_heads": 8, "head_dim": 128, "vocab_size": 151936,
     "max_position_embeddings": 40960, "tie_word_embeddings": False,
     "torch_dtype": "bfloat16"}
+# The MoE families of --more, as their config.json files give them (the
+# fields scalemodel reads). gpt-oss-120b: openai/gpt-oss-120b (sliding
+# window of 128 on every other layer, MXFP4 routed experts); MiniMax-M2.5:
+# MiniMaxAI/MiniMax-M2.5 (MiniMax-M2's shapes); Kimi-K2.5: the language
+# model of moonshotai/Kimi-K2.5 (Kimi K2's: DeepSeek-V3's layout with 384
+# experts, 64 heads and one dense layer; INT4 routed experts).
+GPT_OSS_120B = {
+    "architectures": ["GptOssForCausalLM"], "model_type": "gpt_oss",
+    "hidden_size": 2880, "intermediate_size": 2880, "num_hidden_layers": 36,
+    "num_attention_heads": 64, "num_key_value_heads": 8, "head_dim": 64,
+    "vocab_size": 201088, "num_local_experts": 128,
+    "num_experts_per_tok": 4, "sliding_window": 128,
+    "layer_types": ["sliding_attention", "full_attention"] * 18,
+    "max_position_embeddings": 131072, "tie_word_embeddings": False,
+    "attention_bias": True, "torch_dtype": "bfloat16"}
+MINIMAX_M2_5 = {
+    "architectures": ["MiniMaxM2ForCausalLM"], "model_type": "minimax_m2",
+    "hidden_size": 3072, "intermediate_size": 1536, "num_hidden_layers": 62,
+    "num_attention_heads": 48, "num_key_value_heads": 8, "head_dim": 128,
+    "vocab_size": 200064, "tie_word_embeddings": False,
+    "max_position_embeddings": 196608, "num_local_experts": 256,
+    "num_experts_per_tok": 8, "torch_dtype": "bfloat16"}
+KIMI_K2_5 = {
+    "architectures": ["DeepseekV3ForCausalLM"], "model_type": "deepseek_v3",
+    "hidden_size": 7168, "intermediate_size": 18432,
+    "moe_intermediate_size": 2048, "num_hidden_layers": 61,
+    "num_attention_heads": 64, "num_key_value_heads": 64,
+    "vocab_size": 163840, "tie_word_embeddings": False,
+    "max_position_embeddings": 262144, "q_lora_rank": 1536,
+    "kv_lora_rank": 512, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64,
+    "v_head_dim": 128, "n_routed_experts": 384, "n_shared_experts": 1,
+    "num_experts_per_tok": 8, "first_k_dense_replace": 1,
+    "torch_dtype": "bfloat16"}
+# Checkpoints that quantize the routed experts alone (--expert-weights).
+EXPERTS_ONLY = {"openai/gpt-oss-120b", "moonshotai/Kimi-K2.5"}
 CHIPS = {"h100_sxm": "h100", "h200_sxm": "h200", "b200_sxm": "b200"}
 
 
@@ -43,20 +83,34 @@ def main():
     ap.add_argument("--limit", type=int, default=0)
     ap.add_argument("--binary", default="build/scalemodel")
     ap.add_argument("--dump", help="write each run's errors to this JSON file")
+    ap.add_argument("--more", action="store_true",
+                    help="gpt-oss-120b, MiniMax-M2.5 and Kimi-K2.5 (experts "
+                         "split by tensor parallelism alone, as --moe)")
     ap.add_argument("--moe", action="store_true",
                     help="the MoE runs instead (DeepSeek-V3/R1, Qwen3-235B-A22B) "
                          "whose experts are split by tensor parallelism alone "
                          "(moe_tp = tp, no expert or attention data parallelism)")
     a = ap.parse_args()
-    qwen = os.path.join(tempfile.mkdtemp(), "qwen3-32b.json")
-    with open(qwen, "w") as f:
-        json.dump(QWEN3_32B, f)
+    tmp = tempfile.mkdtemp()
+
+    def config(name, spec):
+        path = os.path.join(tmp, name + ".json")
+        with open(path, "w") as f:
+            json.dump(spec, f)
+        return path
+
+    qwen = config("qwen3-32b", QWEN3_32B)
     models = {"meta-llama/Llama-3.1-8B-Instruct": "llama3-8b",
               "meta-llama/Llama-3.1-70B": "llama3-70b", "Qwen/Qwen3-32B": qwen}
     if a.moe:
         models = {"deepseek-ai/DeepSeek-R1": "deepseek-v3",
                   "deepseek-ai/DeepSeek-V3": "deepseek-v3",
                   "Qwen/Qwen3-235B-A22B-FP8": "qwen3-235b-a22b"}
+    if a.more:
+        a.moe = True
+        models = {"openai/gpt-oss-120b": config("gpt-oss-120b", GPT_OSS_120B),
+                  "MiniMaxAI/MiniMax-M2.5": config("minimax-m2.5", MINIMAX_M2_5),
+                  "moonshotai/Kimi-K2.5": config("kimi-k2.5", KIMI_K2_5)}
     rows = [r for r in csv.DictReader(open(a.csv))
             if r["mode"] == "agg" and r["model_path"] in models
             and r["system"] in CHIPS and r["pp_size"] == "1"
@@ -68,18 +122,27 @@ def main():
 
     def run(r):
         tp, c = int(r["tp_size"]), int(r["batch_size"])
-        weights = {"fp8": "fp8", "fp4": "fp4"}.get(r["precision"], "bf16")
+        weights = {"fp8": "fp8", "fp4": "fp4", "int4": "int4"}.get(
+            r["precision"], "bf16")
         # aiconfigurator quantizes the KV cache to fp8 for fp8 and nvfp4
         # checkpoints (aic-core/src/aiconfigurator_core/sdk/models/
         # helpers.py: "FMHA quant mode" sets kvcache_quant_mode fp8).
         kv = "fp8" if weights in ("fp8", "fp4") else "bf16"
-        engine = r["backend"] + ("@" + r["backend_version"]
-                                 if r["backend_version"] else "")
+        experts = []
+        if r["model_path"] in EXPERTS_ONLY and weights != "bf16":
+            experts = ["--expert-weights", weights]
+            weights = "bf16"
+        # A release scalemodel can read ("0.18.0"); a build tag
+        # ("gpt-oss-dev", "nightly-...") names the engine alone.
+        version = r["backend_version"]
+        engine = r["backend"] + ("@" + version
+                                 if version[:1].isdigit() else "")
         cmd = [a.binary, "serve", "--model", models[r["model_path"]],
                "--system", f"{CHIPS[r['system']]}:{tp}x1", "--plan",
                f"tp={tp}", "--concurrency", str(c), "--requests",
                str(20 * c), "--prompt", r["isl"], "--output", r["osl"],
-               "--weights", weights, "--kv", kv, "--engine", engine, "--json"]
+               "--weights", weights, *experts, "--kv", kv, "--engine", engine,
+               "--json"]
         p = subprocess.run(cmd, capture_output=True, text=True)
         if p.returncode:
             return r, None, p.stderr.strip()

@@ -11,6 +11,7 @@
 #define SCALEMODEL_ESTIMATE_INFERENCE_H_
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -75,6 +76,12 @@ struct ServeConfig {
   double prompt = 1024;  // prompt tokens
   double output = 256;   // generated tokens
   hw::Dtype weights = hw::Dtype::kBf16;
+  // The routed experts' weights when the checkpoint quantizes them alone
+  // (gpt-oss: MXFP4 experts, bf16 attention; Kimi K2 Thinking: INT4
+  // experts): their bytes, their GEMMs' compute dtype and their fused-MoE
+  // fit. Unset: `weights`.
+  std::optional<hw::Dtype> expert_weights;
+  hw::Dtype ExpertWeights() const { return expert_weights.value_or(weights); }
   hw::Dtype kv = hw::Dtype::kBf16;
   Mode mode = Mode::kRealistic;
   double price_per_chip_hour = 0;  // 0: catalog price
