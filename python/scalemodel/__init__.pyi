@@ -493,6 +493,7 @@ def plan_serve(
     tpot_max: _Opt | None = ...,
     ttft_max: _Opt | None = ...,
     weights: _Opt | None = ...,
+    expert_weights: _Opt | None = ...,
     kv: _Opt | None = ...,
     mode: _Opt | None = ...,
     price_per_chip_hour: float | None = ...,

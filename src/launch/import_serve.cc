@@ -79,6 +79,10 @@ Result<void> Dtypes(Args& a, const model::ModelSpec& m, ImportedServing* out) {
   } else if (q == "awq" || q == "gptq" || q == "awq_marlin" ||
              q == "gptq_marlin") {
     c.weights = hw::Dtype::kInt4;
+  } else if (q == "mxfp4" && m.is_moe()) {
+    // vLLM's and SGLang's MXFP4 (gpt-oss) quantizes the fused-MoE layers
+    // alone; attention and the other linear layers stay unquantized.
+    c.expert_weights = hw::Dtype::kFp4;
   } else if (q == "modelopt_fp4" || q == "mxfp4") {
     c.weights = hw::Dtype::kFp4;
   } else if (!q.empty()) {

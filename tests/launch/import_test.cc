@@ -359,6 +359,29 @@ TEST(ImportTest, ServingExtensionsRoundTrip) {
   for (const ServeExtCase& t : cases) RoundTripExtensions(t);
 }
 
+// MXFP4 (gpt-oss's format) quantizes the fused-MoE layers alone: on a MoE
+// model it sets the experts' dtype and leaves the rest; on a dense one it
+// is every weight's.
+TEST(ImportTest, Mxfp4QuantizesTheExpertsOfAMoe) {
+  const catalog::Catalog& cat = BuiltinCatalog();
+  auto sys = cat.FindSystem("h200:1x1");
+  ASSERT_TRUE(sys);
+  auto moe = ImportServing(
+      ServeEngine::kVllm,
+      {"vllm serve Qwen/Qwen3-30B-A3B --quantization mxfp4"}, cat, *sys, "");
+  ASSERT_TRUE(moe) << moe.error().ToString();
+  EXPECT_EQ(moe->config.weights, hw::Dtype::kBf16);
+  ASSERT_TRUE(moe->config.expert_weights);
+  EXPECT_EQ(*moe->config.expert_weights, hw::Dtype::kFp4);
+  auto dense =
+      ImportServing(ServeEngine::kVllm,
+                    {"vllm serve meta-llama/Llama-3.1-8B --quantization mxfp4"},
+                    cat, *sys, "");
+  ASSERT_TRUE(dense) << dense.error().ToString();
+  EXPECT_EQ(dense->config.weights, hw::Dtype::kFp4);
+  EXPECT_FALSE(dense->config.expert_weights);
+}
+
 TEST(ImportTest, UsersDpAttentionAndSpeculation) {
   const catalog::Catalog& cat = BuiltinCatalog();
   auto sys = cat.FindSystem("h200:8x1");

@@ -167,6 +167,8 @@ struct ServeSearchCli {
   std::string model, chip, prompt = "1024", output = "256", weights = "bf16",
                            kv = "bf16", mode = "realistic", tpot_max, ttft_max,
                            emit, engine;
+  // The routed experts' weight dtype when it differs from --weights.
+  std::string expert_weights;
   int max_chips = 0;
   double price = 0;
   // plan serve --rate (serve_slo_commands.cc): the SLO search.

@@ -553,6 +553,28 @@ static Result<estimate::SpecDecode> ParseSpec(const catalog::Catalog& cat,
 }
 
 // The plan's pp and the serving extensions into `cfg`.
+// --expert-weights (serve, plan serve): the routed experts' weight dtype;
+// empty leaves them at --weights.
+static Result<bool> ApplyExpertWeights(const std::string& text,
+                                       estimate::ServeConfig* cfg) {
+  if (text.empty()) return true;
+  auto w = hw::ParseDtype(text);
+  if (!w || (*w != hw::Dtype::kBf16 && *w != hw::Dtype::kFp8 &&
+             *w != hw::Dtype::kInt8 && *w != hw::Dtype::kInt4 &&
+             *w != hw::Dtype::kFp4)) {
+    return InvalidArgument(
+        "expected bf16, fp8, int8, int4 or fp4, got '" + text + "'",
+        "--expert-weights");
+  }
+  cfg->expert_weights = *w;
+  return true;
+}
+
+static constexpr const char* kExpertWeightsHelp =
+    "The routed experts' weights when the checkpoint quantizes them alone: "
+    "bf16, fp8, int8, int4 or fp4 (gpt-oss: --weights bf16 --expert-weights "
+    "fp4, its MXFP4 experts; Kimi K2 Thinking: int4); default --weights";
+
 static Result<bool> ApplyServeExtensions(const catalog::Catalog& cat,
                                          const ServeCli& o,
                                          estimate::ServeConfig* cfg) {
@@ -566,18 +588,7 @@ static Result<bool> ApplyServeExtensions(const catalog::Catalog& cat,
   }
   cfg->dp_attention = o.dp_attention;
   cfg->redundant_experts = o.redundant_experts;
-  if (!o.expert_weights.empty()) {
-    auto w = hw::ParseDtype(o.expert_weights);
-    if (!w || (*w != hw::Dtype::kBf16 && *w != hw::Dtype::kFp8 &&
-               *w != hw::Dtype::kInt8 && *w != hw::Dtype::kInt4 &&
-               *w != hw::Dtype::kFp4)) {
-      return InvalidArgument("expected bf16, fp8, int8, int4 or fp4, got '" +
-                                 o.expert_weights + "'",
-                             "--expert-weights");
-    }
-    cfg->expert_weights = *w;
-  }
-  return true;
+  return ApplyExpertWeights(o.expert_weights, cfg);
 }
 
 // The JSON of the serving extensions given (nothing when none is).
@@ -802,6 +813,15 @@ Result<Output> RunServeSearch(const catalog::Catalog& cat,
   auto base = ParseServeCommon(o.prompt, o.output, o.weights, o.kv, o.mode,
                                o.price, o.engine);
   if (!base) return tl::unexpected(base.error());
+  if (auto x = ApplyExpertWeights(o.expert_weights, &*base); !x) {
+    return tl::unexpected(x.error());
+  }
+  if (base->expert_weights && !m->spec.is_moe()) {
+    return InvalidArgument(
+        "an expert weight dtype needs a mixture-of-experts model; " +
+            m->spec.id + " is dense: give its dtype with --weights",
+        "--expert-weights");
+  }
   double tpot_max = 0, ttft_max = 0;
   if (!o.tpot_max.empty()) {
     auto t = ParseOption<units::Seconds>("--tpot-max", o.tpot_max, [](auto& x) {
@@ -955,6 +975,7 @@ void AddServeSearchOptions(CLI::App* app, ServeSearchCli& o) {
   app->add_option("--ttft-max", o.ttft_max, "Time-to-first-token target (2s)");
   app->add_option("--weights", o.weights, "bf16, fp8, int8, int4 or fp4")
       ->capture_default_str();
+  app->add_option("--expert-weights", o.expert_weights, kExpertWeightsHelp);
   app->add_option("--kv", o.kv, "KV-cache dtype: bf16, fp8 or int8")
       ->capture_default_str();
   app->add_option("--mode", o.mode, "realistic or peak")->capture_default_str();
@@ -1121,6 +1142,9 @@ static Result<std::vector<std::string>> ApplyServeFrom(
     o->batch = FormatNumber(c.batch);
   }
   o->weights = hw::DtypeName(c.weights);
+  if (c.expert_weights && app.count("--expert-weights") == 0) {
+    o->expert_weights = hw::DtypeName(*c.expert_weights);
+  }
   o->kv = hw::DtypeName(c.kv);
   o->sim.from_engine = ToLower(launch::ServeEngineName(*engine));
   if (app.count("--max-num-seqs") == 0 && r->batch_given) {
@@ -1205,11 +1229,7 @@ Command AddServeCommand(CLI::App& app) {
       ->capture_default_str();
   c.app->add_option("--weights", o->weights, "bf16, fp8, int8, int4 or fp4")
       ->capture_default_str();
-  c.app->add_option("--expert-weights", o->expert_weights,
-                    "The routed experts' weights when the checkpoint "
-                    "quantizes them alone: bf16, fp8, int8, int4 or fp4 "
-                    "(gpt-oss: --weights bf16 --expert-weights fp4, its MXFP4 "
-                    "experts; Kimi K2 Thinking: int4); default --weights");
+  c.app->add_option("--expert-weights", o->expert_weights, kExpertWeightsHelp);
   c.app->add_option("--kv", o->kv, "KV-cache dtype: bf16, fp8 or int8")
       ->capture_default_str();
   c.app->add_option("--mode", o->mode, "realistic or peak (the book's formula)")

@@ -415,6 +415,10 @@ std::string ServeCommand(const search::SloPlan& p,
   if (r.base.weights != hw::Dtype::kBf16) {
     s += " --weights " + std::string(hw::DtypeName(r.base.weights));
   }
+  if (r.base.expert_weights) {
+    s += " --expert-weights " +
+         std::string(hw::DtypeName(*r.base.expert_weights));
+  }
   if (r.base.kv != hw::Dtype::kBf16) {
     s += " --kv " + std::string(hw::DtypeName(r.base.kv));
   }
