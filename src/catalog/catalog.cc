@@ -266,9 +266,11 @@ Result<bool> ReadMoeEngineFits(const toml::node& n, const std::string& path,
           r.Fail("engine", "expected vllm or sglang, got '" + f.engine + "'" +
                                DidYouMean(f.engine, {"vllm", "sglang"}));
         }
-        if (f.dtype != "bf16" && f.dtype != "fp8") {
-          r.Fail("dtype", "expected bf16 or fp8, got '" + f.dtype + "'" +
-                              DidYouMean(f.dtype, {"bf16", "fp8"}));
+        if (f.dtype != "bf16" && f.dtype != "fp8" && f.dtype != "fp4" &&
+            f.dtype != "int4") {
+          r.Fail("dtype",
+                 "expected bf16, fp8, fp4 or int4, got '" + f.dtype + "'" +
+                     DidYouMean(f.dtype, {"bf16", "fp8", "fp4", "int4"}));
         }
         // The table's own source and date cite both terms; a per-value
         // source in the inline form is accepted and not kept apart.

@@ -1512,6 +1512,29 @@ FusedMoeKernel MeasuredFusedMoe(hw::Dtype weights, hw::Dtype compute) {
 FusedMoeKernel MeasuredFusedMoe(const hw::Chip& chip, std::string_view engine,
                                 hw::Dtype weights, hw::Dtype compute) {
   FusedMoeKernel k = MeasuredFusedMoe(weights, compute);
+  // 4-bit experts dequantized in the kernel (compute bf16: W4A16, int4 or
+  // MXFP4 on a chip without fp4 tensor cores): the engines' own fits alone,
+  // the running engine's, else vLLM's (an unnamed engine is vLLM), else
+  // another engine's; none: the generic GEMM costs.
+  if (k.floor_s <= 0 && compute == hw::Dtype::kBf16 &&
+      (weights == hw::Dtype::kFp4 || weights == hw::Dtype::kInt4)) {
+    const std::string dt = weights == hw::Dtype::kFp4 ? "fp4" : "int4";
+    const hw::MoeEngineFit* pick = nullptr;
+    for (const hw::MoeEngineFit& f : chip.moe_engine) {
+      if (f.dtype != dt) continue;
+      if (f.engine == engine) {
+        pick = &f;
+        break;
+      }
+      if (!pick || f.engine == "vllm") pick = &f;
+    }
+    if (!pick) return k;
+    k.floor_s = pick->floor.si();
+    k.stream_fraction = pick->stream;
+    k.source = chip.id + "'s " + pick->engine + " " + dt +
+               " (W4A16) fit, catalog [[moe_engine]]";
+    return k;
+  }
   if (k.floor_s <= 0) return k;
   const bool bf16 = weights == hw::Dtype::kBf16;
   for (const hw::MoeEngineFit& f : chip.moe_engine) {

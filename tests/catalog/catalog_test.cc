@@ -278,10 +278,10 @@ TEST(CatalogEfficiency, ReadsEngineMoeFits) {
             at(3) +
                 "moe_engine.engine: expected vllm or sglang, got 'sglng' "
                 "(did you mean 'sglang'?)");
-  EXPECT_EQ(error("\"bf16\"", "\"fp4\""),
+  EXPECT_EQ(error("\"bf16\"", "\"fp6\""),
             at(4) +
-                "moe_engine.dtype: expected bf16 or fp8, got 'fp4' (did "
-                "you mean 'fp8'?)");
+                "moe_engine.dtype: expected bf16, fp8, fp4 or int4, got 'fp6' "
+                "(did you mean 'fp8'?)");
   EXPECT_EQ(error("0.721", "1.2"),
             at(6) +
                 "moe_engine.stream: expected a fraction of the HBM peak "
@@ -487,7 +487,7 @@ TEST(CatalogEfficiency, ChipReportShowsTheRealisticModeData) {
   EXPECT_TRUE(j["moe_engine"].empty());
   EXPECT_EQ(
       report::ToJson(**BuiltinCatalog().FindChip("h200"))["moe_engine"].size(),
-      4u);
+      8u);
 
   Catalog c = BuiltinCatalog();
   ASSERT_TRUE(

@@ -302,9 +302,14 @@ TEST(RealisticEfficiency, CatalogValuesByChip) {
       }
     }
     // ... and SGLang's and vLLM's own fits on the NVIDIA three, bf16 and fp8
-    // ([[moe_engine]]).
+    // ([[moe_engine]]), with 4-bit W4A16 ones: fp4 and int4 on H100 and
+    // H200, int4 on B200.
+    const std::string id = r.chip;
+    const size_t w4 = id == "h100" || id == "h200" ? 4u
+                      : id == "b200"               ? 2u
+                                                   : 0u;
     EXPECT_EQ(chip.moe_engine.size(),
-              moe != kMoe.end() && r.chip != std::string("mi300x") ? 4u : 0u);
+              moe != kMoe.end() && id != "mi300x" ? 4u + w4 : 0u);
     EXPECT_EQ(d.moe_stream.has_value(), d.moe_floor.has_value());
     EXPECT_EQ(d.moe_stream_fp8.has_value(), d.moe_floor_fp8.has_value());
     ASSERT_TRUE(chip.efficiency.collective_launch.has_value());

@@ -8,7 +8,9 @@
 //
 // The procedure, the same for every chip and dtype: each table of the chip
 // at the commit (every engine and release), its rows with the dtype (bf16:
-// `bfloat16`; fp8: `fp8` and `fp8_block`), balanced routing, no expert
+// `bfloat16`; fp8: `fp8` and `fp8_block`; fp4: `nvfp4`, `w4a16_mxfp4` and
+// `w4a8_mxfp4_mxfp8`; int4: `int4_wo`; fp4 and int4 per engine only),
+// balanced routing, no expert
 // parallelism and 1 to 16 tokens (decode batches, where the touched
 // experts' weights dominate); per table, the least-squares fit (relative
 // error) of t = floor + bytes / (fraction x HBM_BYTES_PER_S), bytes the
@@ -35,8 +37,20 @@ const [dir, gpu, peakArg, dtype, commit, ...rest] = process.argv.slice(2)
 const engineName = rest[0] === '--engine' ? rest[1] : ''
 const engines = engineName ? rest.slice(2) : rest
 const peak = Number(peakArg)
-const dtypes = dtype === 'bf16' ? ['bfloat16'] : ['fp8', 'fp8_block']
-const bytesPerWeight = dtype === 'bf16' ? 2 : 1
+// The tables' expert formats read as each scalemodel dtype, and the bytes
+// per weight the model streams for it (4-bit formats: 0.5, their block
+// scales left to the fitted fraction).
+const FORMATS = {
+  bf16: [['bfloat16'], 2],
+  fp8: [['fp8', 'fp8_block'], 1],
+  fp4: [['nvfp4', 'w4a16_mxfp4', 'w4a8_mxfp4_mxfp8'], 0.5],
+  int4: [['int4_wo'], 0.5],
+}
+if (!FORMATS[dtype]) throw new Error(`dtype: expected bf16, fp8, fp4 or int4, got ${dtype}`)
+if (!engineName && (dtype === 'fp4' || dtype === 'int4')) {
+  throw new Error('fp4 and int4 fits are per engine: give --engine NAME')
+}
+const [dtypes, bytesPerWeight] = FORMATS[dtype]
 const fits = []
 let device = ''
 for (const ev of engines) {
