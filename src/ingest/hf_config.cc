@@ -403,6 +403,39 @@ class Reader {
 // Families whose attention always normalizes q and k (RMSNorm per head, or
 // over all heads for MiniMax-M2) before RoPE; other configs say so with
 // "use_qk_norm".
+// A compressed-tensors quantization_config's 4-bit weight format: "int4"
+// or "fp4" when a config group stores 4-bit weights (weights.num_bits 4,
+// type int or float), else null.
+const char* FourBitGroups(const json& quant) {
+  const json groups = quant.value("config_groups", json());
+  if (!groups.is_object()) return nullptr;
+  for (const auto& [name, g] : groups.items()) {
+    if (!g.is_object()) continue;
+    const json w = g.value("weights", json());
+    if (!w.is_object()) continue;
+    const json bits = w.value("num_bits", json());
+    if (!bits.is_number_integer() || bits.get<long>() != 4) continue;
+    const json type = w.value("type", json());
+    return type.is_string() && type.get<std::string>() == "float" ? "fp4"
+                                                                  : "int4";
+  }
+  return nullptr;
+}
+
+// Whether a compressed-tensors `ignore` list leaves the attention
+// unquantized (an entry naming self_attn).
+bool IgnoresAttention(const json& quant) {
+  const json ignore = quant.value("ignore", json());
+  if (!ignore.is_array()) return false;
+  for (const json& e : ignore) {
+    if (e.is_string() &&
+        e.get<std::string>().find("self_attn") != std::string::npos) {
+      return true;
+    }
+  }
+  return false;
+}
+
 bool QkNormFamily(const std::string& model_type) {
   static const std::set<std::string> kQkNorm = {
       "qwen3",       "qwen3_moe", "qwen3_next", "gemma3",
@@ -613,6 +646,21 @@ Result<ImportedModel> ParseHfConfig(std::string_view json_text,
           std::string(hw::DtypeName(m.weight_dtype)) +
           "; serve with --weights " +
           std::string(hw::DtypeName(m.weight_dtype)) + " --expert-weights fp4");
+    } else if (method == "compressed-tensors" && FourBitGroups(quant)) {
+      // llm-compressor's 4-bit checkpoints (Kimi K2 Thinking: INT4 routed
+      // experts, its `ignore` list naming attention, shared experts and
+      // dense MLPs): the experts alone when the attention is ignored.
+      const char* dt = FourBitGroups(quant);
+      const std::string base(hw::DtypeName(m.weight_dtype));
+      out.notes.push_back(
+          IgnoresAttention(quant)
+              ? "quantization method 'compressed-tensors': 4-bit (" +
+                    std::string(dt) +
+                    ") weights outside its ignore list, which names the "
+                    "attention; serve with --weights " +
+                    base + " --expert-weights " + dt
+              : "quantization method 'compressed-tensors': 4-bit (" +
+                    std::string(dt) + ") weights; serve with --weights " + dt);
     } else if (!method.empty()) {
       out.notes.push_back("quantization method '" + method +
                           "' is not modelled; weights counted at " +

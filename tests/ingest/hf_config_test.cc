@@ -159,6 +159,33 @@ std::string ErrorOf(const std::string& text) {
   return m ? "(parsed)" : m.error().ToString();
 }
 
+// Checkpoints that quantize the routed experts alone get a note naming the
+// serve flags: gpt-oss's MXFP4, llm-compressor's 4-bit groups whose ignore
+// list names the attention (Kimi K2 Thinking); 4-bit everywhere otherwise.
+TEST(HfConfigTest, QuantizedExpertsAreNoted) {
+  auto notes = [](const std::string& quant) {
+    auto m = ParseHfConfig(Config(", \"quantization_config\": " + quant),
+                           "cfg.json");
+    std::string all;
+    if (m) {
+      for (const std::string& n : m->notes) all += n + "\n";
+    }
+    return all;
+  };
+  EXPECT_NE(notes(R"({"quant_method": "mxfp4"})")
+                .find("serve with --weights bf16 --expert-weights fp4"),
+            std::string::npos);
+  const std::string group =
+      R"("config_groups": {"group_0": {"weights": {"num_bits": 4, "type": "int"}}})";
+  EXPECT_NE(notes(R"({"quant_method": "compressed-tensors", )" + group +
+                  R"(, "ignore": ["lm_head", "re:.*self_attn.*"]})")
+                .find("serve with --weights bf16 --expert-weights int4"),
+            std::string::npos);
+  EXPECT_NE(notes(R"({"quant_method": "compressed-tensors", )" + group + "}")
+                .find("4-bit (int4) weights; serve with --weights int4"),
+            std::string::npos);
+}
+
 TEST(HfConfigTest, HostileInputIsOneSentence) {
   ASSERT_EQ(ErrorOf(Config("")), "(parsed)");
   // Nesting 100,000 deep is refused before parsing, and not echoed.
