@@ -232,6 +232,17 @@ struct StepCostModel::Impl {
   double KvPerTokenPerChip() const;
 };
 
+Result<bool> CheckExpertWeights(const model::ModelSpec& m,
+                                const ServeConfig& cfg) {
+  if (cfg.expert_weights && !m.is_moe()) {
+    return InvalidArgument(
+        "an expert weight dtype needs a mixture-of-experts model; " + m.id +
+            " is dense: give its dtype with --weights",
+        "--expert-weights");
+  }
+  return true;
+}
+
 namespace {
 
 // Most draft tokens per step (--spec): EAGLE-2's dynamic trees and vLLM's
@@ -323,12 +334,7 @@ Result<bool> CheckServePlan(const model::ModelSpec& m, const hw::System& sys,
             " with ep=" + std::to_string(cfg.ep) + " on " + m.id,
         "--redundant-experts");
   }
-  if (cfg.expert_weights && !m.is_moe()) {
-    return InvalidArgument(
-        "an expert weight dtype needs a mixture-of-experts model; " + m.id +
-            " is dense: give its dtype with --weights",
-        "--expert-weights");
-  }
+  if (auto ok = CheckExpertWeights(m, cfg); !ok) return ok;
   if (cfg.dp_attention && cfg.ep < 2) {
     return InvalidArgument(
         "data-parallel attention splits the sequences over the ep ranks; "

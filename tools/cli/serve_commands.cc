@@ -816,11 +816,8 @@ Result<Output> RunServeSearch(const catalog::Catalog& cat,
   if (auto x = ApplyExpertWeights(o.expert_weights, &*base); !x) {
     return tl::unexpected(x.error());
   }
-  if (base->expert_weights && !m->spec.is_moe()) {
-    return InvalidArgument(
-        "an expert weight dtype needs a mixture-of-experts model; " +
-            m->spec.id + " is dense: give its dtype with --weights",
-        "--expert-weights");
+  if (auto x = estimate::CheckExpertWeights(m->spec, *base); !x) {
+    return tl::unexpected(x.error());
   }
   double tpot_max = 0, ttft_max = 0;
   if (!o.tpot_max.empty()) {

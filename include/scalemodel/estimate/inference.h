@@ -108,6 +108,11 @@ struct ServeConfig {
   std::string engine;
 };
 
+// Errors when `cfg.expert_weights` is given for a dense model (one
+// sentence naming --expert-weights); EstimateServing checks it too.
+Result<bool> CheckExpertWeights(const model::ModelSpec& m,
+                                const ServeConfig& cfg);
+
 // The engine family a row or a user names: "SGLang v0.5.6" -> "sglang",
 // "vllm@0.6.3" -> "vllm", "TensorRT-LLM v0.6.1" and "NeMo Framework
 // (TensorRT-LLM)" -> "trtllm"; empty for others.
