@@ -725,7 +725,7 @@ std::string RowSchemaError(const json& row) {
         "limit), found {}",
         row["max_batch_cap"].dump());
   }
-  for (const char* k : {"weights", "kv"}) {
+  for (const char* k : {"weights", "expert_weights", "kv"}) {
     if (row.contains(k) &&
         !(row[k].is_string() && hw::ParseDtype(row[k].get<std::string>()))) {
       return fmt::format(
@@ -841,6 +841,11 @@ Result<bool> ScoreServingJson(const catalog::Catalog& cat,
   cfg.dp_attention = row["plan"].value("dp_attention", false);
   cfg.dp = std::max(1, sys->num_chips() / (cfg.tp * cfg.ep));
   cfg.weights = *hw::ParseDtype(row.value("weights", "bf16"));
+  // Checkpoints that quantize the routed experts alone (docs/model.md 7.1).
+  if (row.contains("expert_weights")) {
+    cfg.expert_weights =
+        *hw::ParseDtype(row["expert_weights"].get<std::string>());
+  }
   cfg.kv = *hw::ParseDtype(row.value("kv", "bf16"));
   // The row's engine and release, else its family's engine
   // ("TensorRT-LLM, H100 / H200 / B200"): host time, collective curve,
@@ -890,12 +895,16 @@ Result<bool> ScoreServingJson(const catalog::Catalog& cat,
         continue;
       }
       std::string detail = fmt::format(
-          "{} on {}, tp={} ep={}{}, {}, {} in / {} out, weights {}, KV "
+          "{} on {}, tp={} ep={}{}, {}, {} in / {} out, weights {}{}, KV "
           "{}{}{}{}",
           row.value("model_name", ""), sys->id, cfg.tp, cfg.ep,
           cfg.dp_attention ? " (DP attention)" : "", load->text,
           FormatNumber(cfg.prompt), FormatNumber(cfg.output),
-          hw::DtypeName(cfg.weights), hw::DtypeName(cfg.kv),
+          hw::DtypeName(cfg.weights),
+          cfg.expert_weights ? fmt::format(" (routed experts {})",
+                                           hw::DtypeName(*cfg.expert_weights))
+                             : std::string(),
+          hw::DtypeName(cfg.kv),
           c.contains("statistic")
               ? "; measured: " + c["statistic"].get<std::string>()
               : std::string(),
