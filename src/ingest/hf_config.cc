@@ -400,9 +400,6 @@ class Reader {
   std::string prefix_;
 };
 
-// Families whose attention always normalizes q and k (RMSNorm per head, or
-// over all heads for MiniMax-M2) before RoPE; other configs say so with
-// "use_qk_norm".
 // A compressed-tensors quantization_config's 4-bit weight format: "int4"
 // or "fp4" when a config group stores 4-bit weights (weights.num_bits 4,
 // type int or float), else null.
@@ -436,6 +433,9 @@ bool IgnoresAttention(const json& quant) {
   return false;
 }
 
+// Families whose attention always normalizes q and k (RMSNorm per head, or
+// over all heads for MiniMax-M2) before RoPE; other configs say so with
+// "use_qk_norm".
 bool QkNormFamily(const std::string& model_type) {
   static const std::set<std::string> kQkNorm = {
       "qwen3",       "qwen3_moe", "qwen3_next", "gemma3",
