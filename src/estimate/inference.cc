@@ -216,6 +216,7 @@ struct StepCostModel::Impl {
   double GroupedGemm(double groups, double rows, double cols,
                      double inner) const;
   double TpAllReduce(double bytes) const;
+  double TpAllReduces(double tokens) const;
   double Comm(double tokens) const;
   double RealisticMatmuls(double tokens) const;
   double Elementwise(double tokens) const;
@@ -458,6 +459,18 @@ double StepCostModel::Impl::TpAllReduce(double bytes) const {
   return t;
 }
 
+// The tensor-parallel all-reduces of one forward over `tokens` tokens: two
+// of [tokens, D] per layer; with a q/k norm over all heads
+// (qk_norm_all_heads) one more per layer of the q and k variances, two
+// fp32 values per token.
+double StepCostModel::Impl::TpAllReduces(double tokens) const {
+  if (!(g > 1)) return 0;
+  const double rows = DenseRows(tokens);
+  double t = 2 * L * TpAllReduce(rows * D * 2);
+  if (m.qk_norm_all_heads) t += L * TpAllReduce(rows * 2 * 4);
+  return t;
+}
+
 // Tensor-parallel all-reduce of [tokens, D] over the dense group twice per
 // layer (after attention and after the MLP or MoE: without DP attention
 // every rank holds all the step's tokens, so its routed experts' partial
@@ -466,10 +479,7 @@ double StepCostModel::Impl::TpAllReduce(double bytes) const {
 // Pipeline parallelism: the activations [tokens, D] cross pp - 1 stage
 // boundaries (one point-to-point send each, on the critical path).
 double StepCostModel::Impl::Comm(double tokens) const {
-  double t = 0;
-  if (g > 1) {
-    t += 2 * L * TpAllReduce(DenseRows(tokens) * D * 2);
-  }
+  double t = TpAllReduces(tokens);
   if (cfg.pp > 1) {
     t += (cfg.pp - 1) * lay.coll[kPpPermute].Time(tokens * D * 2, peak);
   }
@@ -760,7 +770,7 @@ double StepCostModel::Impl::DraftTime(const StepWork& w) const {
                                chip().Peak(hw::Dtype::kBf16).si()) +
                   a.prefill_pairs * prefill_flops_per_pair / prefill_attn_rate;
     double mm = peak ? PeakMatmuls(tokens) : RealisticMatmuls(tokens);
-    double comm = g > 1 ? 2 * L * TpAllReduce(DenseRows(tokens) * D * 2) : 0.0;
+    double comm = TpAllReduces(tokens);
     return (mm + comm + attn + fixed) / L + Logits(tokens);
   };
   return sp.k * head(w.decode_seqs, dec) + head(w.prefill_tokens, pre);
@@ -1186,6 +1196,14 @@ void Summarize(const StepCostModel::Impl& x, double attn_time,
         "per step; from {}",
         units::FormatSeconds(units::Seconds(x.TpAllReduce(bytes))),
         bytes / 1024, 2 * static_cast<int>(x.L), from));
+    if (x.m.qk_norm_all_heads) {
+      est->notes.push_back(fmt::format(
+          "the q/k norm spans all heads ({}): one more all-reduce per layer "
+          "of the variances, {} each",
+          x.m.id,
+          units::FormatSeconds(units::Seconds(
+              x.TpAllReduce(x.DenseRows(cfg.batch * x.q) * 2 * 4)))));
+    }
   }
   est->notes.push_back(fmt::format(
       "decode is {} below a batch of about {:.0f} (the book's B_crit for "

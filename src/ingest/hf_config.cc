@@ -530,6 +530,10 @@ Result<ImportedModel> ParseHfConfig(std::string_view json_text,
       type == "qwen2" || type == "qwen2_moe" || kPlainMlp.count(type) > 0);
   m.mlp_bias = boolean({"mlp_bias"}, kPlainMlp.count(type) > 0);
   m.qk_norm = boolean({"use_qk_norm"}, QkNormFamily(type));
+  const std::string qk_norm_type = string({"qk_norm_type"});
+  m.qk_norm_all_heads =
+      m.qk_norm && (qk_norm_type == "per_layer" ||
+                    (qk_norm_type.empty() && type == "minimax_m2"));
 
   // MoE: three names for the expert count.
   long experts =

@@ -357,5 +357,30 @@ TEST(ExpertWeights, OnlyTheRoutedExpertsChangeDtype) {
   EXPECT_NE(e.error().message.find("dense"), std::string::npos);
 }
 
+// A q/k norm over all heads (MiniMax-M2's per_layer QK norm) all-reduces
+// the q and k variances once per layer under tensor parallelism: decode
+// communication grows by L small all-reduces; without TP nothing changes.
+TEST(TensorParallel, QkNormOverAllHeadsAddsOneAllReducePerLayer) {
+  model::ModelSpec m = Model("qwen3-30b-a3b");
+  model::ModelSpec all = m;
+  all.qk_norm_all_heads = true;
+  for (int tp : {1, 4}) {
+    const hw::System sys = System(tp == 1 ? "h200:1x1" : "h200:4x1");
+    ServeConfig cfg = Base(tp, 8);
+    auto a = EstimateServing(m, sys, cfg);
+    auto b = EstimateServing(all, sys, cfg);
+    ASSERT_TRUE(a && b);
+    if (tp == 1) {
+      EXPECT_EQ(b->decode_step.si(), a->decode_step.si());
+    } else {
+      const double extra =
+          (b->decode_parts.communication - a->decode_parts.communication).si();
+      EXPECT_GT(extra, 0);
+      // L all-reduces of a few bytes each: latency-bound, a few us apiece.
+      EXPECT_LT(extra, m.num_layers * 50e-6);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace scalemodel::estimate

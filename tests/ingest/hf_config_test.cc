@@ -186,6 +186,19 @@ TEST(HfConfigTest, QuantizedExpertsAreNoted) {
             std::string::npos);
 }
 
+// MiniMax-M2 normalizes q and k over all heads ("qk_norm_type":
+// "per_layer", its default); per-head QK norms (Qwen3) do not.
+TEST(HfConfigTest, QkNormOverAllHeads) {
+  auto flag = [](const std::string& extra) {
+    auto m = ParseHfConfig(Config(extra), "cfg.json");
+    return m && m->spec.qk_norm_all_heads;
+  };
+  EXPECT_TRUE(flag(R"(, "model_type": "minimax_m2")"));
+  EXPECT_TRUE(flag(R"(, "use_qk_norm": true, "qk_norm_type": "per_layer")"));
+  EXPECT_FALSE(flag(R"(, "model_type": "qwen3")"));
+  EXPECT_FALSE(flag(R"(, "model_type": "minimax_m2", "use_qk_norm": false)"));
+}
+
 TEST(HfConfigTest, HostileInputIsOneSentence) {
   ASSERT_EQ(ErrorOf(Config("")), "(parsed)");
   // Nesting 100,000 deep is refused before parsing, and not echoed.

@@ -67,6 +67,11 @@ struct ModelSpec {
   // RMSNorm on the queries and keys before RoPE (Qwen3, Gemma 3, OLMo 2,
   // MiniMax-M2; config.json "use_qk_norm").
   bool qk_norm = false;
+  // The q/k RMSNorm spans all heads, not each head (MiniMax-M2's
+  // "qk_norm_type": "per_layer"): with the heads split over tensor-parallel
+  // ranks, every layer all-reduces the per-token variances of q and k
+  // (vLLM models/minimax_m2.py MiniMaxText01RMSNormTP.forward_qk).
+  bool qk_norm_all_heads = false;
   std::optional<MlaSpec> mla;
   MoeSpec moe;
   // Sliding-window attention: window in tokens (0: none) and, per layer,
