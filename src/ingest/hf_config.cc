@@ -644,17 +644,17 @@ Result<ImportedModel> ParseHfConfig(std::string_view json_text,
       // gpt-oss: MXFP4 routed experts; attention, router, embeddings and
       // the output layer stay in the checkpoint's dtype
       // (quantization_config.modules_to_not_convert).
+      const std::string base(hw::DtypeName(m.weight_dtype));
       out.notes.push_back(
           "quantization method 'mxfp4': the routed experts are MXFP4 and the "
           "rest " +
-          std::string(hw::DtypeName(m.weight_dtype)) +
-          "; serve with --weights " +
-          std::string(hw::DtypeName(m.weight_dtype)) + " --expert-weights fp4");
-    } else if (method == "compressed-tensors" && FourBitGroups(quant)) {
+          base + "; serve with --weights " + base + " --expert-weights fp4");
+    } else if (const char* dt = method == "compressed-tensors"
+                                    ? FourBitGroups(quant)
+                                    : nullptr) {
       // llm-compressor's 4-bit checkpoints (Kimi K2 Thinking: INT4 routed
       // experts, its `ignore` list naming attention, shared experts and
       // dense MLPs): the experts alone when the attention is ignored.
-      const char* dt = FourBitGroups(quant);
       const std::string base(hw::DtypeName(m.weight_dtype));
       out.notes.push_back(
           IgnoresAttention(quant)

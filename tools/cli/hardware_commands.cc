@@ -141,16 +141,14 @@ Command AddChipsCommand(CLI::App& app) {
 // `chip NAME`'s second table: the constants the realistic mode reads
 // (docs/model.md 5.6, 7.2) and the serving measurements in the chip's file,
 // each with its source note (`cite` numbers a source's text along with the
-// first table's notes; "-" for none).
+// first table's notes, "-" for none; `src` cites the chip file's source of
+// a key).
 std::string RealisticModeTable(
     const hw::Chip& ch,
-    const std::function<std::string(const std::string&)>& cite) {
+    const std::function<std::string(const std::string&)>& cite,
+    const std::function<std::string(const std::string&)>& src) {
   std::vector<std::vector<std::string>> rows = {
       {"constant", "value", "source"}};
-  auto src = [&](const std::string& key) {
-    auto it = ch.sources.find(key);
-    return cite(it == ch.sources.end() ? std::string() : it->second);
-  };
   auto eff_src = [&](const report::EfficiencyEntry& e) {
     return cite(e.source);
   };
@@ -304,7 +302,7 @@ Command AddChipCommand(CLI::App& app) {
                                                ch.price->cloud, ch.price->date)
                              : "not in catalog (--price-per-chip-hour)",
                     src("price.usd_per_chip_hour")});
-    const std::string realistic = RealisticModeTable(ch, cite);
+    const std::string realistic = RealisticModeTable(ch, cite, src);
     double bf16 = ch.Peak(hw::Dtype::kBf16).si();
     std::string sources = "\nsources:\n";
     for (size_t i = 0; i < notes.size(); ++i) {

@@ -96,6 +96,20 @@ static Result<bool> AddServeLaunch(const std::string& engine_name,
   return PutCheckedLaunch(*c, out);
 }
 
+// A serving weight dtype (--weights, --expert-weights): bf16, fp8, int8,
+// int4 or fp4; one sentence naming `flag` otherwise.
+static Result<hw::Dtype> ParseWeightDtype(const std::string& text,
+                                          const char* flag) {
+  auto w = hw::ParseDtype(text);
+  if (!w || (*w != hw::Dtype::kBf16 && *w != hw::Dtype::kFp8 &&
+             *w != hw::Dtype::kInt8 && *w != hw::Dtype::kInt4 &&
+             *w != hw::Dtype::kFp4)) {
+    return InvalidArgument(
+        "expected bf16, fp8, int8, int4 or fp4, got '" + text + "'", flag);
+  }
+  return *w;
+}
+
 static Result<estimate::ServeConfig> ParseServeCommon(
     const std::string& prompt, const std::string& output,
     const std::string& weights, const std::string& kv, const std::string& mode,
@@ -121,14 +135,8 @@ static Result<estimate::ServeConfig> ParseServeCommon(
   if (!o) return tl::unexpected(o.error());
   c.prompt = *p;
   c.output = *o;
-  auto w = hw::ParseDtype(weights);
-  if (!w || (*w != hw::Dtype::kBf16 && *w != hw::Dtype::kFp8 &&
-             *w != hw::Dtype::kInt8 && *w != hw::Dtype::kInt4 &&
-             *w != hw::Dtype::kFp4)) {
-    return InvalidArgument(
-        "expected bf16, fp8, int8, int4 or fp4, got '" + weights + "'",
-        "--weights");
-  }
+  auto w = ParseWeightDtype(weights, "--weights");
+  if (!w) return tl::unexpected(w.error());
   auto k = hw::ParseDtype(kv);
   if (!k || (*k != hw::Dtype::kBf16 && *k != hw::Dtype::kFp8 &&
              *k != hw::Dtype::kInt8)) {
@@ -552,20 +560,13 @@ static Result<estimate::SpecDecode> ParseSpec(const catalog::Catalog& cat,
   return sp;
 }
 
-// The plan's pp and the serving extensions into `cfg`.
 // --expert-weights (serve, plan serve): the routed experts' weight dtype;
 // empty leaves them at --weights.
 static Result<bool> ApplyExpertWeights(const std::string& text,
                                        estimate::ServeConfig* cfg) {
   if (text.empty()) return true;
-  auto w = hw::ParseDtype(text);
-  if (!w || (*w != hw::Dtype::kBf16 && *w != hw::Dtype::kFp8 &&
-             *w != hw::Dtype::kInt8 && *w != hw::Dtype::kInt4 &&
-             *w != hw::Dtype::kFp4)) {
-    return InvalidArgument(
-        "expected bf16, fp8, int8, int4 or fp4, got '" + text + "'",
-        "--expert-weights");
-  }
+  auto w = ParseWeightDtype(text, "--expert-weights");
+  if (!w) return tl::unexpected(w.error());
   cfg->expert_weights = *w;
   return true;
 }
@@ -575,6 +576,7 @@ static constexpr const char* kExpertWeightsHelp =
     "bf16, fp8, int8, int4 or fp4 (gpt-oss: --weights bf16 --expert-weights "
     "fp4, its MXFP4 experts; Kimi K2 Thinking: int4); default --weights";
 
+// The plan's pp and the serving extensions into `cfg`.
 static Result<bool> ApplyServeExtensions(const catalog::Catalog& cat,
                                          const ServeCli& o,
                                          estimate::ServeConfig* cfg) {
