@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <deque>
 #include <limits>
+#include <random>
 
 #include "scalemodel/base/strings.h"
 
@@ -687,12 +688,19 @@ Result<bool> CheckInputs(const StepCostModel& cost, int replicas,
                                std::to_string(w.concurrency),
                            "--concurrency");
   }
-  if (w.arrivals != Workload::kTrace && w.requests < 1) {
+  if (w.arrivals == Workload::kConcurrency && !w.trace.empty()) {
+    if (w.trace.size() > static_cast<size_t>(kMaxRequests)) {
+      return InvalidArgument("expected at most 2^20 (1048576) requests, got " +
+                                 std::to_string(w.trace.size()),
+                             "--trace-file");
+    }
+  } else if (w.arrivals != Workload::kTrace && w.requests < 1) {
     return InvalidArgument(
         "expected at least 1 request, got " + std::to_string(w.requests),
         "--requests");
   }
-  if (w.arrivals != Workload::kTrace && w.requests > kMaxRequests) {
+  if (w.trace.empty() && w.arrivals != Workload::kTrace &&
+      w.requests > kMaxRequests) {
     return InvalidArgument(
         "expected at most 2^20 (1048576) requests (a simulation of that many "
         "takes about a minute), got " +
@@ -741,6 +749,19 @@ Result<bool> CheckInputs(const StepCostModel& cost, int replicas,
 std::vector<Req> MakeRequests(const Workload& w) {
   std::vector<Req> reqs;
   Rng rng(w.seed);
+  if (w.arrivals == Workload::kConcurrency && !w.trace.empty()) {
+    // A closed loop replaying lengths: in the given order, sent by clients.
+    for (size_t i = 0; i < w.trace.size(); ++i) {
+      Req q;
+      q.id = static_cast<int>(i);
+      q.prompt =
+          static_cast<int>(std::max(1.0, std::round(w.trace[i].prompt_tokens)));
+      q.output =
+          static_cast<int>(std::max(1.0, std::round(w.trace[i].output_tokens)));
+      reqs.push_back(q);
+    }
+    return reqs;
+  }
   if (w.arrivals == Workload::kTrace) {
     const std::vector<TraceRequest>& t = w.trace;
     std::vector<int> order(t.size());
@@ -936,6 +957,70 @@ Result<LengthDist> ParseLengthDist(const std::string& text, double fixed_value,
   return d;
 }
 
+namespace {
+
+// numpy's legacy RandomState.randint(low, high + 1) for int64: masked
+// rejection on MT19937's 32-bit outputs (numpy/random/src/distributions/
+// distributions.c, random_bounded_uint64_fill with use_masked; a range of
+// one value draws nothing). std::mt19937 seeded with s is numpy's
+// RandomState(s) (the same init_genrand).
+int64_t NumpyRandint(std::mt19937* gen, int64_t low, int64_t high) {
+  const uint64_t rng = static_cast<uint64_t>(high - low);
+  if (rng == 0) return low;
+  uint64_t mask = rng;
+  for (int shift = 1; shift <= 32; shift *= 2) mask |= mask >> shift;
+  uint64_t v = 0;
+  do {
+    v = static_cast<uint64_t>((*gen)()) & mask;
+  } while (v > rng);
+  return low + static_cast<int64_t>(v);
+}
+
+}  // namespace
+
+Result<std::vector<TraceRequest>> SglangRandomLengths(
+    const BenchRandomDataset& d) {
+  if (d.requests < 1 || d.requests > kMaxRequests) {
+    return InvalidArgument("expected 1 to 2^20 (1048576) requests, got " +
+                               std::to_string(d.requests),
+                           "num_prompts");
+  }
+  if (d.input_len < 1 || d.output_len < 1 || d.input_len > kMaxLength ||
+      d.output_len > kMaxLength) {
+    return InvalidArgument(
+        "expected input and output lengths from 1 to 2^30 tokens, got " +
+            std::to_string(d.input_len) + " and " +
+            std::to_string(d.output_len),
+        "random_input_len");
+  }
+  if (!(d.range_ratio >= 0 && d.range_ratio <= 1)) {
+    return InvalidArgument("expected a range ratio from 0 to 1, got " +
+                               FormatNumber(d.range_ratio),
+                           "random_range_ratio");
+  }
+  if (d.output_min != 0 && d.output_min != 1) {
+    return InvalidArgument("expected an output minimum of 0 or 1, got " +
+                               std::to_string(d.output_min),
+                           "output_min");
+  }
+  std::mt19937 gen(d.seed);
+  const auto lo_in = std::max<int64_t>(
+      static_cast<int64_t>(std::floor(d.input_len * d.range_ratio)), 1);
+  const auto lo_out = std::max<int64_t>(
+      static_cast<int64_t>(std::floor(d.output_len * d.range_ratio)),
+      d.output_min);
+  std::vector<TraceRequest> out(static_cast<size_t>(d.requests));
+  for (TraceRequest& r : out) {
+    r.prompt_tokens =
+        static_cast<double>(NumpyRandint(&gen, lo_in, d.input_len));
+  }
+  for (TraceRequest& r : out) {
+    r.output_tokens = static_cast<double>(
+        std::max<int64_t>(1, NumpyRandint(&gen, lo_out, d.output_len)));
+  }
+  return out;
+}
+
 std::vector<TraceRequest> OpenLoopRequests(const Workload& w) {
   std::vector<TraceRequest> out;
   if (w.arrivals == Workload::kConcurrency) return out;
@@ -1075,13 +1160,17 @@ Workload ClockedArrivals(const std::vector<Req>& reqs, int c, double rate,
 Result<ClosedLoopFit> FitClosedLoop(
     const Workload& closed,
     const std::function<Result<double>(const Workload&)>& mean_in_system) {
-  if (closed.concurrency < 1 || closed.requests < 1 ||
-      closed.requests > kMaxRequests) {
+  const int requests =
+      closed.trace.empty()
+          ? closed.requests
+          : static_cast<int>(std::min<size_t>(closed.trace.size(),
+                                              kMaxRequests + size_t{1}));
+  if (closed.concurrency < 1 || requests < 1 || requests > kMaxRequests) {
     return InvalidArgument("expected a concurrency of at least 1 and 1 to " +
                                std::to_string(kMaxRequests) +
                                " requests, got " +
                                std::to_string(closed.concurrency) + " and " +
-                               std::to_string(closed.requests),
+                               std::to_string(requests),
                            "concurrency");
   }
   Workload lengths = closed;

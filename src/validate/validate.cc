@@ -345,6 +345,11 @@ struct ServingLoad {
   // Simulated lengths: uniform within +-spread of the stated means (the
   // case's `spread` where its source states one, else 50%).
   double spread = 0.5;
+  // The run's own request lengths, in sending order, where the row names
+  // the benchmark's generator (bench_dataset): replayed by the closed loop
+  // instead of lengths drawn within +-spread.
+  std::vector<estimate::TraceRequest> lengths;
+  std::string dataset;  // the generator, for the setup text
   // The engine's step limits where the source states them (0: the
   // simulation's defaults): sequences and tokens per step, per DP rank
   // where the engine counts them so.
@@ -363,6 +368,7 @@ int SimulatedRequests(const ServingLoad& load) {
   // shapes the run's throughput. One client's requests do not interact, so
   // a one-client run is simulated at least 24 requests long (medians of a
   // few random lengths would only add noise).
+  if (!load.lengths.empty()) return static_cast<int>(load.lengths.size());
   if (load.requests > 0) {
     const int n = static_cast<int>(load.requests);
     return load.concurrency == 1 ? std::max(24, n) : n;
@@ -372,6 +378,10 @@ int SimulatedRequests(const ServingLoad& load) {
 
 // The simulated run's length and lengths, for a case's setup text.
 std::string SimulatedRunText(const ServingLoad& load) {
+  if (!load.lengths.empty()) {
+    return fmt::format("the run's {} requests, lengths as {} drew them",
+                       load.lengths.size(), load.dataset);
+  }
   return fmt::format("{} requests{}, lengths +-{}%", SimulatedRequests(load),
                      load.requests > 0 ? " as the run sent" : "",
                      FormatNumber(100 * load.spread));
@@ -399,6 +409,8 @@ Result<estimate::SimulationResult> Simulate(const model::ModelSpec& m,
   const double lo = 1 - load.spread, hi = 1 + load.spread;
   w.prompt = {estimate::LengthDist::kUniform, lo * cfg.prompt, hi * cfg.prompt};
   w.output = {estimate::LengthDist::kUniform, lo * cfg.output, hi * cfg.output};
+  // The run's own lengths where the row names the benchmark's generator.
+  if (w.arrivals == estimate::Workload::kConcurrency) w.trace = load.lengths;
   estimate::SchedulerOptions sched;
   sched.chunked_prefill = true;
   sched.max_num_seqs =
@@ -497,6 +509,52 @@ Result<double> PredictServingMetric(const model::ModelSpec& m,
   return 1.0 / step;
 }
 
+// The lengths a row's `bench_dataset` generator sends for a case of
+// `requests` requests (estimate::SglangRandomLengths: "sglang-random",
+// sglang.bench_serving --dataset-name random with its seed and range
+// ratio, defaults 1 and 0), checked against the case's stated mean prompt
+// and output (to their rounding, 0.05 token, and an output of 0 drawn
+// and counted as 1): a mismatch means the row does not name the run's
+// generator, an error.
+Result<std::vector<estimate::TraceRequest>> BenchDatasetLengths(const json& d,
+                                                                int requests,
+                                                                double prompt,
+                                                                double output) {
+  if (requests < 1) {
+    return InvalidArgument(
+        "expected 'requests' (the run's request count) beside a "
+        "bench_dataset",
+        "requests");
+  }
+  estimate::BenchRandomDataset g;
+  g.requests = requests;
+  g.input_len = d["input_len"].get<int>();
+  g.output_len = d["output_len"].get<int>();
+  g.range_ratio = d.value("range_ratio", 0.0);
+  g.seed = d.value("seed", 1U);
+  g.output_min = d.value("output_min", 1);
+  auto t = estimate::SglangRandomLengths(g);
+  if (!t) return t;
+  double in = 0, out = 0;
+  for (const estimate::TraceRequest& r : *t) {
+    in += r.prompt_tokens;
+    out += r.output_tokens;
+  }
+  in /= requests;
+  out /= requests;
+  const double tol = 0.05 + 1.0 / requests;
+  if (std::fabs(in - prompt) > tol || std::fabs(out - output) > tol) {
+    return InvalidArgument(
+        fmt::format("the bench_dataset's {} requests average {} prompt and {} "
+                    "output tokens, the case states {} and {}: not the run's "
+                    "generator",
+                    requests, FormatNumber(in), FormatNumber(out),
+                    FormatNumber(prompt), FormatNumber(output)),
+        "bench_dataset");
+  }
+  return t;
+}
+
 // Reads a case's load: a static batch (a number, or "max" for the largest
 // that fits, capped at the 8192 CUDA-graph padding limit the TensorRT-LLM
 // sources state and at the row's `max_batch_cap`, the runtime's own batch
@@ -505,9 +563,20 @@ Result<double> PredictServingMetric(const model::ModelSpec& m,
 // source reports means.
 Result<ServingLoad> ReadLoad(const model::ModelSpec& m, const hw::System& sys,
                              estimate::ServeConfig cfg, const json& c,
-                             double batch_cap) {
+                             double batch_cap, const json& dataset) {
   ServingLoad load;
   const double run_requests = c.value("requests", 0.0);
+  if (dataset.is_object() && c.contains("concurrency")) {
+    auto lengths = BenchDatasetLengths(dataset, static_cast<int>(run_requests),
+                                       cfg.prompt, cfg.output);
+    if (!lengths) return tl::unexpected(lengths.error());
+    load.lengths = std::move(*lengths);
+    load.dataset = fmt::format(
+        "sglang.bench_serving's random dataset ({} and {} tokens at most, "
+        "seed {})",
+        dataset["input_len"].get<int>(), dataset["output_len"].get<int>(),
+        dataset.value("seed", 1));
+  }
   if (c.contains("spread")) load.spread = c["spread"].get<double>();
   load.max_num_seqs = c.value("max_num_seqs", 0);
   load.max_batched_tokens = c.value("max_batched_tokens", 0);
@@ -734,6 +803,26 @@ std::string RowSchemaError(const json& row) {
           k, row[k].dump());
     }
   }
+  if (row.contains("bench_dataset")) {
+    const json& d = row["bench_dataset"];
+    auto whole = [&d](const char* k, long lo, long hi) {
+      return d.contains(k) && d[k].is_number_integer() &&
+             d[k].get<long>() >= lo && d[k].get<long>() <= hi;
+    };
+    if (!(d.is_object() && d.value("name", "") == "sglang-random" &&
+          whole("input_len", 1, 1L << 30) && whole("output_len", 1, 1L << 30) &&
+          (!d.contains("seed") || whole("seed", 0, 4294967295L)) &&
+          (!d.contains("output_min") || whole("output_min", 0, 1)) &&
+          (!d.contains("range_ratio") ||
+           (d["range_ratio"].is_number() && d["range_ratio"] >= 0 &&
+            d["range_ratio"] <= 1)))) {
+      return fmt::format(
+          "expected 'bench_dataset' as {{\"name\": \"sglang-random\", "
+          "\"input_len\": N, \"output_len\": N}} with optional seed, "
+          "range_ratio (0 to 1) and output_min (0 or 1), found {}",
+          d.dump());
+    }
+  }
   if (!row.contains("cases") || !row["cases"].is_array() ||
       row["cases"].empty()) {
     return "expected 'cases' as a non-empty list of measured points";
@@ -863,7 +952,8 @@ Result<bool> ScoreServingJson(const catalog::Catalog& cat,
     cfg.prompt = c["prompt"].get<double>();
     cfg.output = c["output"].get<double>();
     auto load =
-        ReadLoad(mdl->spec, *sys, cfg, c, row.value("max_batch_cap", 0.0));
+        ReadLoad(mdl->spec, *sys, cfg, c, row.value("max_batch_cap", 0.0),
+                 row.value("bench_dataset", json()));
     if (!load) {
       report.skipped.push_back(
           fmt::format("{}#{}: {}", id, k, load.error().message));
@@ -1338,8 +1428,10 @@ std::string ServingMarkdown(const ValidationReport& r) {
       "TTFT with the prefill of the whole batch, end-to-end latency with TTFT "
       "plus the output's decode steps, throughput with the estimate's output "
       "tokens/s. A concurrency or a request rate runs the continuous-batching "
-      "simulator (chunked prefill, lengths within +-50% of the stated means: "
-      "an assumption; SGLang's rows with SGLang's prefill-first steps) and "
+      "simulator (chunked prefill; each request's own lengths where the row "
+      "names the benchmark's generator, as for the SGLang cookbook's random "
+      "dataset, else lengths within +-50% of the stated means, an "
+      "assumption; SGLang's rows with SGLang's prefill-first steps) and "
       "compares its medians, or means where the source reports means. A "
       "closed-loop throughput whose run contradicts its own TTFT and TPOT "
       "(Little's law implies a concurrency off the stated one by more than "

@@ -1247,5 +1247,70 @@ TEST(Simulator, TenThousandRequestsAreFast) {
   EXPECT_LT(secs, 2.0);
 }
 
+// sglang.bench_serving's random dataset, reproduced draw for draw: the
+// SGLang cookbook's runs (seed 1, range ratio 0) report these totals, e.g.
+// "Total input tokens: 6101", "Total generated tokens: 4220" for 10
+// prompts of at most 1,000 tokens (Llama 3.1 page, concurrency 1), 4210
+// where the release draws outputs from 0 (Qwen3 page); the first ten
+// lengths are numpy's RandomState(1).randint(1, 1001, size=10).
+TEST(SglangRandomLengths, ReproducesTheBenchmarksDraws) {
+  auto sum = [](const std::vector<TraceRequest>& t, bool prompt) {
+    double s = 0;
+    for (const TraceRequest& r : t)
+      s += prompt ? r.prompt_tokens : r.output_tokens;
+    return s;
+  };
+  auto a = SglangRandomLengths({10, 1000, 1000, 0, 1, 1});
+  ASSERT_TRUE(a.has_value());
+  const double first[] = {38, 236, 909, 73, 768, 906, 716, 646, 848, 961};
+  for (int i = 0; i < 10; ++i) EXPECT_EQ((*a)[i].prompt_tokens, first[i]);
+  EXPECT_EQ((*a)[0].output_tokens, 145);
+  EXPECT_EQ(sum(*a, true), 6101);
+  EXPECT_EQ(sum(*a, false), 4220);
+  auto b = SglangRandomLengths({10, 1000, 1000, 0, 1, 0});
+  ASSERT_TRUE(b.has_value());
+  EXPECT_EQ(sum(*b, false), 4210);
+  auto c = SglangRandomLengths({320, 8000, 1000, 0, 1, 1});
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(sum(*c, true), 1273893);
+  auto d = SglangRandomLengths({80, 1000, 8000, 0, 1, 1});
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(sum(*d, false), 318306);
+  // A range ratio: numpy's RandomState(7).randint(512, 1025, size=5).
+  auto e = SglangRandomLengths({5, 1024, 1, 0.5, 7, 1});
+  ASSERT_TRUE(e.has_value());
+  const double ratio[] = {687, 708, 1014, 723, 860};
+  for (int i = 0; i < 5; ++i) EXPECT_EQ((*e)[i].prompt_tokens, ratio[i]);
+  EXPECT_FALSE(SglangRandomLengths({0, 1000, 1000, 0, 1, 1}).has_value());
+  EXPECT_FALSE(SglangRandomLengths({10, 1000, 1000, 1.5, 1, 1}).has_value());
+  EXPECT_FALSE(SglangRandomLengths({10, 1000, 1000, 0, 1, 2}).has_value());
+}
+
+// A closed loop replaying given lengths sends them in order: with one
+// client, request i's prompt is the trace's i-th, so the simulated
+// requests' total prompt tokens and count are the trace's.
+TEST(Simulator, ClosedLoopReplaysTraceLengths) {
+  model::ModelSpec m = Model("llama3-8b");
+  auto sc = StepCostModel::Create(m, System("h100:1x1"), Config(1, 1, 1));
+  ASSERT_TRUE(sc.has_value());
+  Workload w;
+  w.arrivals = Workload::kConcurrency;
+  w.concurrency = 2;
+  w.requests = 999;  // unused: the trace's count
+  w.trace = {{0, 100, 10}, {0, 2000, 20}, {0, 300, 30}, {0, 50, 5}};
+  SchedulerOptions s;
+  s.chunked_prefill = true;
+  SimulationResult r = Simulate(*sc, w, s);
+  EXPECT_EQ(r.requests, 4);
+  double in = 0, out = 0;
+  for (const RequestSpan& q : r.request_spans) {
+    in += q.prompt;
+    out += q.output;
+  }
+  EXPECT_EQ(in, 2450);
+  EXPECT_EQ(out, 65);
+  ExpectLittlesLaw(r);
+}
+
 }  // namespace
 }  // namespace scalemodel::estimate

@@ -254,6 +254,68 @@ TEST(ServingValidationTest, StatedRequestCountBoundsTheLargestBatch) {
             std::string::npos);
 }
 
+// A row naming its benchmark's generator (bench_dataset) replays the run's
+// own lengths: the simulation is the closed loop over exactly those
+// requests; a case whose stated means the generator does not give is not
+// compared, with a reason; a malformed bench_dataset is a schema error.
+TEST(ServingValidationTest, BenchDatasetReplaysTheRunsOwnLengths) {
+  const char* row = R"({
+    "id": "synthetic-bench", "source": "unit test", "family": "test",
+    "engine": "TestEngine v1.2", "system": "h100:1x1",
+    "model": {"catalog": "llama3-8b"}, "plan": {"tp": 1, "ep": 1},
+    "bench_dataset": {"name": "sglang-random", "input_len": 1000,
+                      "output_len": 1000},
+    "cases": [
+      {"concurrency": 1, "max_concurrency": 1, "requests": 10,
+       "prompt": 610.1, "output": 422, "measured": {"ttft_s": 0.05}},
+      {"concurrency": 1, "max_concurrency": 1, "requests": 10,
+       "prompt": 500, "output": 422, "measured": {"ttft_s": 0.05}}]})";
+  ValidationReport r;
+  auto ok = ScoreServingRow(BuiltinCatalog(), "test.json", row, r);
+  ASSERT_TRUE(ok) << ok.error().ToString();
+  auto m = ingest::FindModel(BuiltinCatalog(), "llama3-8b");
+  auto sys = BuiltinCatalog().FindSystem("h100:1x1");
+  estimate::ServeConfig cfg;
+  cfg.prompt = 610.1;
+  cfg.output = 422;
+  auto cost = estimate::StepCostModel::Create(m->spec, *sys, cfg);
+  ASSERT_TRUE(cost.has_value());
+  estimate::Workload w;
+  w.arrivals = estimate::Workload::kConcurrency;
+  w.concurrency = 1;
+  w.trace = *estimate::SglangRandomLengths({10, 1000, 1000, 0, 1, 1});
+  estimate::SchedulerOptions sched;
+  sched.chunked_prefill = true;
+  estimate::ApplyEngineScheduling("TestEngine v1.2", &sched);
+  auto want = estimate::SimulateServing(*cost, 1, w, sched, {});
+  ASSERT_TRUE(want.has_value());
+  const ValidationCase* c = Find(r, "synthetic-bench#1");
+  ASSERT_NE(c, nullptr);
+  EXPECT_DOUBLE_EQ(c->predicted, want->ttft_s.p50);
+  EXPECT_NE(c->detail.find("the run's 10 requests, lengths as "
+                           "sglang.bench_serving's random dataset"),
+            std::string::npos)
+      << c->detail;
+  for (const ValidationCase& k : r.cases) {
+    EXPECT_NE(k.id.rfind("synthetic-bench#2", 0), 0U) << k.id;
+  }
+  bool skipped = false;
+  for (const std::string& s : r.skipped) {
+    skipped |= s.find(
+                   "synthetic-bench#2: the bench_dataset's 10 requests "
+                   "average 610.1 prompt") != std::string::npos;
+  }
+  EXPECT_TRUE(skipped);
+  EXPECT_NE(SchemaError(R"({"id": "bad-bench", "system": "h100:1x1",
+      "model": {"catalog": "llama3-8b"}, "plan": {"tp": 1},
+      "bench_dataset": {"name": "sharegpt", "input_len": 1000,
+      "output_len": 1000}, "cases": [{"concurrency": 1, "prompt": 1,
+      "output": 1, "measured": {"tpot_s": 0.01}}]})")
+                .find("expected 'bench_dataset' as {\"name\": "
+                      "\"sglang-random\""),
+            std::string::npos);
+}
+
 // A closed-loop case that states its cap and its request count (the
 // benchmark's --max-concurrency and --num-prompts) is simulated as that
 // run: the cap, not the run's lower average, and the run's requests (a

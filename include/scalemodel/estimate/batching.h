@@ -68,7 +68,11 @@ struct Workload {
                           // request when the last one finishes
   int requests = 1000;    // kPoisson, kConcurrency: how many to simulate
   LengthDist prompt, output;
-  std::vector<TraceRequest> trace;  // kTrace: the requests, any order
+  // kTrace: the requests, any order. kConcurrency: when not empty, the
+  // clients send these requests' lengths in this order (arrival times
+  // ignored; `requests` and the length distributions unused), as a
+  // benchmark replays a dataset.
+  std::vector<TraceRequest> trace;
   uint64_t seed = 0;
 };
 
@@ -205,6 +209,28 @@ struct SimulationResult {
   std::vector<RequestSpan> request_spans;
   std::vector<std::string> notes;
 };
+
+// The request lengths `python -m sglang.bench_serving --dataset-name random`
+// sends (its defaults: --random-range-ratio 0, --seed 1), in sending
+// order: numpy's legacy RandomState(seed).randint draws (MT19937, masked
+// rejection), `requests` prompts uniform in
+// [max(floor(input_len * range_ratio), 1), input_len], then as many
+// outputs uniform in [max(floor(output_len * range_ratio), output_min),
+// output_len]. SGLang releases differ in output_min (0 or 1); a run's
+// total generated tokens tell which. Outputs of 0 tokens count as 1 (the
+// simulator's least). Arrival times are 0 (a closed loop sends them).
+// Errors: fewer than 1 request or more than 2^20, a length below 1 or
+// above 2^30, a range ratio outside [0, 1], output_min not 0 or 1.
+struct BenchRandomDataset {
+  int requests = 1;
+  int input_len = 1;
+  int output_len = 1;
+  double range_ratio = 0;
+  uint32_t seed = 1;
+  int output_min = 1;
+};
+Result<std::vector<TraceRequest>> SglangRandomLengths(
+    const BenchRandomDataset& d);
 
 // The requests an open-loop workload sends (kPoisson: sampled with its
 // seed; kTrace: the trace), in the order RequestSpan::id counts them.
