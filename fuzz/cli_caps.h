@@ -101,7 +101,7 @@ inline bool TooLong(const std::vector<std::string>& args) {
     for (const char* f : {"--prompt", "--output"}) {
       if (ValueOf(args, i, f, &v) && LongLength(v)) return true;
     }
-    for (const char* f : {"--prompt-dist", "--output-dist"}) {
+    for (const char* f : {"--prompt-dist", "--output-dist", "--dataset"}) {
       if (!ValueOf(args, i, f, &v)) continue;
       std::stringstream parts(v);
       std::string p;

@@ -15,9 +15,9 @@
 //   (--rate or --concurrency) takes about one step per output token of each
 //   request, so it must give --requests of at most kMaxRequests (the default
 //   is 1000), and --prompt, --output and the numbers in --prompt-dist and
-//   --output-dist must be plain numbers up to kMaxSimLength, or beyond the
-//   2^30 tokens the parsers accept (so their errors stay reachable), or not
-//   numbers at all. --max-chips (plan serve's search size) is capped at
+//   --output-dist (and --dataset) must be plain numbers up to kMaxSimLength, or
+//   beyond the 2^30 tokens the parsers accept (so their errors stay reachable),
+//   or not numbers at all. --max-chips (plan serve's search size) is capped at
 //   kMaxChips, --threads at 2 and --top at kMaxTop (plan train keeps 8 to
 //   64 candidates a plan listed: 10,000 plans take seconds even
 //   uninstrumented). Values of those flags that the command refuses

@@ -460,6 +460,7 @@ def serve(
     rate: _Opt | None = ...,
     concurrency: int | None = ...,
     trace_file: _Opt | None = ...,
+    dataset: _Opt | None = ...,
     requests: int | None = ...,
     prompt_dist: _Opt | None = ...,
     output_dist: _Opt | None = ...,

@@ -688,7 +688,7 @@ Result<bool> CheckInputs(const StepCostModel& cost, int replicas,
                                std::to_string(w.concurrency),
                            "--concurrency");
   }
-  if (w.arrivals == Workload::kConcurrency && !w.trace.empty()) {
+  if (w.arrivals != Workload::kTrace && !w.trace.empty()) {
     if (w.trace.size() > static_cast<size_t>(kMaxRequests)) {
       return InvalidArgument("expected at most 2^20 (1048576) requests, got " +
                                  std::to_string(w.trace.size()),
@@ -707,8 +707,9 @@ Result<bool> CheckInputs(const StepCostModel& cost, int replicas,
             std::to_string(w.requests),
         "--requests");
   }
-  if (w.arrivals == Workload::kPoisson &&
-      w.requests / w.rate_per_s > kMaxArrivalS) {
+  const double sent =
+      w.trace.empty() ? w.requests : static_cast<double>(w.trace.size());
+  if (w.arrivals == Workload::kPoisson && sent / w.rate_per_s > kMaxArrivalS) {
     return InvalidArgument(
         "expected a rate of at least " +
             FormatNumber(w.requests / kMaxArrivalS) + " requests/s for " +
@@ -749,11 +750,17 @@ Result<bool> CheckInputs(const StepCostModel& cost, int replicas,
 std::vector<Req> MakeRequests(const Workload& w) {
   std::vector<Req> reqs;
   Rng rng(w.seed);
-  if (w.arrivals == Workload::kConcurrency && !w.trace.empty()) {
-    // A closed loop replaying lengths: in the given order, sent by clients.
+  if (w.arrivals != Workload::kTrace && !w.trace.empty()) {
+    // Replayed lengths in the given order: sent by closed-loop clients, or
+    // at Poisson arrivals.
+    double t = 0;
     for (size_t i = 0; i < w.trace.size(); ++i) {
       Req q;
       q.id = static_cast<int>(i);
+      if (w.arrivals == Workload::kPoisson) {
+        t += rng.Exponential(w.rate_per_s);
+        q.arrival = t;
+      }
       q.prompt =
           static_cast<int>(std::max(1.0, std::round(w.trace[i].prompt_tokens)));
       q.output =
@@ -1019,6 +1026,58 @@ Result<std::vector<TraceRequest>> SglangRandomLengths(
         std::max<int64_t>(1, NumpyRandint(&gen, lo_out, d.output_len)));
   }
   return out;
+}
+
+Result<std::vector<TraceRequest>> ParseBenchDataset(const std::string& text,
+                                                    int requests,
+                                                    const std::string& where) {
+  std::vector<std::string> parts = Split(text, ':');
+  static const std::vector<std::string> kNames = {"sglang-random"};
+  if (std::find(kNames.begin(), kNames.end(), parts[0]) == kNames.end()) {
+    return InvalidArgument("unknown dataset '" + Excerpt(parts[0]) + "'" +
+                               DidYouMean(parts[0], kNames) +
+                               "; expected sglang-random:IN:OUT[:RATIO[:SEED]]",
+                           where);
+  }
+  if (parts.size() < 3 || parts.size() > 5) {
+    return InvalidArgument(
+        "expected sglang-random:IN:OUT[:RATIO[:SEED]] (sglang.bench_serving's "
+        "--random-input-len, --random-output-len, --random-range-ratio and "
+        "--seed), got '" +
+            Excerpt(text) + "'",
+        where);
+  }
+  double v[4] = {0, 0, 0, 1};
+  for (size_t i = 1; i < parts.size(); ++i) {
+    char* end = nullptr;
+    v[i - 1] = std::strtod(parts[i].c_str(), &end);
+    const bool whole = i != 3;
+    if (parts[i].empty() || *end != '\0' || !std::isfinite(v[i - 1]) ||
+        (whole && (v[i - 1] != std::floor(v[i - 1]) || v[i - 1] < 0 ||
+                   v[i - 1] > 4294967295.0))) {
+      return InvalidArgument(
+          "expected " + std::string(whole ? "a whole number" : "a number") +
+              ", got '" + Excerpt(parts[i]) + "' in '" + Excerpt(text) + "'",
+          where);
+    }
+  }
+  if (v[0] > kMaxLength || v[1] > kMaxLength) {
+    return InvalidArgument(
+        "expected lengths of at most 2^30 tokens, got '" + Excerpt(text) + "'",
+        where);
+  }
+  BenchRandomDataset d;
+  d.requests = requests;
+  d.input_len = static_cast<int>(v[0]);
+  d.output_len = static_cast<int>(v[1]);
+  d.range_ratio = v[2];
+  d.seed = static_cast<uint32_t>(v[3]);
+  auto t = SglangRandomLengths(d);
+  if (!t) {
+    return InvalidArgument(t.error().message + " in '" + Excerpt(text) + "'",
+                           where);
+  }
+  return t;
 }
 
 std::vector<TraceRequest> OpenLoopRequests(const Workload& w) {

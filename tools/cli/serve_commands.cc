@@ -32,7 +32,7 @@ namespace scalemodel::cli {
 // The continuous-batching options (`serve --rate/--concurrency/--trace-file`).
 struct ServeSimCli {
   std::string rate, trace_file, prompt_dist = "fixed", output_dist = "fixed",
-                                slo_ttft, slo_tpot;
+                                slo_ttft, slo_tpot, dataset;
   int concurrency = 0, requests = 1000, max_num_seqs = 256,
       max_batched_tokens = 8192;
   bool chunked_prefill = false, mixed_chunk = false;
@@ -45,7 +45,7 @@ struct ServeSimCli {
     for (const char* f :
          {"--requests", "--prompt-dist", "--output-dist", "--max-num-seqs",
           "--max-batched-tokens", "--chunked-prefill", "--enable-mixed-chunk",
-          "--prefix-hit", "--seed", "--slo-ttft", "--slo-tpot"}) {
+          "--prefix-hit", "--seed", "--slo-ttft", "--slo-tpot", "--dataset"}) {
       if (app.count(f) > 0) return true;
     }
     return false;
@@ -386,20 +386,27 @@ static Result<estimate::Workload> ParseWorkload(const ServeSimCli& o,
   estimate::Workload w;
   w.requests = o.requests;
   w.seed = o.seed;
-  if (!o.trace_file.empty()) {
-    auto t = ReadTrace(o.trace_file);
-    if (!t) return tl::unexpected(t.error());
-    w.arrivals = estimate::Workload::kTrace;
-    w.trace = std::move(*t);
+  // The step-cost model's reference lengths: a length list's means.
+  auto means = [cfg](const std::vector<estimate::TraceRequest>& t) {
     double p = 0, q = 0;
-    for (const auto& r : w.trace) {
+    for (const auto& r : t) {
       p += r.prompt_tokens;
       q += r.output_tokens;
     }
-    if (!w.trace.empty()) {
-      cfg->prompt = std::max(1.0, std::round(p / w.trace.size()));
-      cfg->output = std::max(1.0, std::round(q / w.trace.size()));
+    if (!t.empty()) {
+      cfg->prompt = std::max(1.0, std::round(p / t.size()));
+      cfg->output = std::max(1.0, std::round(q / t.size()));
     }
+  };
+  if (!o.trace_file.empty()) {
+    auto t = ReadTrace(o.trace_file);
+    if (!t) return tl::unexpected(t.error());
+    // With --concurrency the clients replay the trace's lengths in order.
+    w.arrivals = o.concurrency > 0 ? estimate::Workload::kConcurrency
+                                   : estimate::Workload::kTrace;
+    w.concurrency = o.concurrency;
+    w.trace = std::move(*t);
+    means(w.trace);
     return w;
   }
   if (!o.rate.empty()) {
@@ -413,6 +420,13 @@ static Result<estimate::Workload> ParseWorkload(const ServeSimCli& o,
   } else {
     w.arrivals = estimate::Workload::kConcurrency;
     w.concurrency = o.concurrency;
+  }
+  if (!o.dataset.empty()) {
+    auto t = estimate::ParseBenchDataset(o.dataset, o.requests, "--dataset");
+    if (!t) return tl::unexpected(t.error());
+    w.trace = std::move(*t);
+    means(w.trace);
+    return w;
   }
   auto p =
       estimate::ParseLengthDist(o.prompt_dist, cfg->prompt, "--prompt-dist");
@@ -644,7 +658,7 @@ static Result<std::string> StaggeredBound(const estimate::StepCostModel& sc,
   // Each fitting step simulates every request again (about 10-20 times).
   constexpr int kMaxRequests = 100000;
   if (w.arrivals != estimate::Workload::kConcurrency || !fixed ||
-      w.concurrency < 2 || w.requests <= w.concurrency ||
+      !w.trace.empty() || w.concurrency < 2 || w.requests <= w.concurrency ||
       w.requests > kMaxRequests) {
     return std::string();
   }
@@ -715,6 +729,13 @@ static Result<Output> RunServeSim(const catalog::Catalog& cat,
       : w->arrivals == estimate::Workload::kPoisson
           ? "Poisson at " + so.rate + " requests/s"
           : std::to_string(so.concurrency) + " concurrent clients";
+  if (w->arrivals != estimate::Workload::kTrace && !w->trace.empty()) {
+    arrivals += so.dataset.empty() ? ", lengths of trace " + so.trace_file
+                                   : ", lengths of " + so.dataset;
+  }
+  const std::string lengths = !so.dataset.empty()      ? so.dataset
+                              : !so.trace_file.empty() ? "trace"
+                                                       : std::string();
   if (disaggregated) {
     return RunServeDisagg(m, sys, cfg, *w, sched, slo, arrivals, o.disagg,
                           o.trace, o.emit);
@@ -730,8 +751,8 @@ static Result<Output> RunServeSim(const catalog::Catalog& cat,
        {"plan", o.plan},
        {"arrivals", arrivals},
        {"requests", r->requests},
-       {"prompt_dist", so.trace_file.empty() ? so.prompt_dist : "trace"},
-       {"output_dist", so.trace_file.empty() ? so.output_dist : "trace"},
+       {"prompt_dist", lengths.empty() ? so.prompt_dist : lengths},
+       {"output_dist", lengths.empty() ? so.output_dist : lengths},
        {"max_num_seqs", sched.max_num_seqs},
        {"max_batched_tokens", sched.max_batched_tokens},
        {"chunked_prefill", sched.chunked_prefill},
@@ -995,7 +1016,15 @@ static void AddServeSimOptions(CLI::App* app, ServeSimCli& o) {
                   "bound with their requests spread evenly)");
   app->add_option("--trace-file", o.trace_file,
                   "Simulate a trace: CSV or JSONL rows of arrival_s, "
-                  "prompt_tokens, output_tokens");
+                  "prompt_tokens, output_tokens; with --concurrency the "
+                  "clients send its lengths in order (arrival times "
+                  "ignored)");
+  app->add_option("--dataset", o.dataset,
+                  "With --concurrency or --rate: the lengths a benchmark "
+                  "sends, request by request, instead of --prompt-dist and "
+                  "--output-dist: sglang-random:IN:OUT[:RATIO[:SEED]] is "
+                  "sglang.bench_serving --dataset-name random (range ratio "
+                  "0 and seed 1 by default, its own), --requests of them");
   app->add_option("--requests", o.requests, "Requests to simulate")
       ->capture_default_str();
   app->add_option("--prompt-dist", o.prompt_dist,
@@ -1033,13 +1062,38 @@ static void AddServeSimOptions(CLI::App* app, ServeSimCli& o) {
 // --concurrency and --trace-file; the other simulation flags need one.
 static Result<bool> SimulationWanted(const CLI::App& app, const ServeCli& cli) {
   const ServeSimCli& o = cli.sim;
+  const bool replay =
+      app.count("--concurrency") > 0 && app.count("--trace-file") > 0;
   int sources = (app.count("--rate") > 0) + (app.count("--concurrency") > 0) +
-                (app.count("--trace-file") > 0);
+                (app.count("--trace-file") > 0) - replay;
   if (sources > 1) {
     return InvalidArgument(
         "give one of --rate (open-loop arrivals), --concurrency (closed-loop "
-        "clients) and --trace-file, not several",
+        "clients) and --trace-file, not several (--concurrency with "
+        "--trace-file replays the trace's lengths)",
         "serve");
+  }
+  if (app.count("--dataset") > 0) {
+    if (app.count("--trace-file") > 0 || app.count("--prompt-dist") > 0 ||
+        app.count("--output-dist") > 0) {
+      return InvalidArgument(
+          "gives every request's lengths; drop --trace-file, "
+          "--prompt-dist and --output-dist",
+          "--dataset");
+    }
+    if (sources == 0) {
+      return InvalidArgument(
+          "needs --concurrency or --rate (how the requests are sent)",
+          "--dataset");
+    }
+  }
+  if (replay &&
+      (app.count("--prompt-dist") > 0 || app.count("--output-dist") > 0 ||
+       app.count("--requests") > 0)) {
+    return InvalidArgument(
+        "the trace gives the requests and their lengths; drop --requests, "
+        "--prompt-dist and --output-dist",
+        "--trace-file");
   }
   if (sources == 0 && o.given(app)) {
     return InvalidArgument(

@@ -68,10 +68,10 @@ struct Workload {
                           // request when the last one finishes
   int requests = 1000;    // kPoisson, kConcurrency: how many to simulate
   LengthDist prompt, output;
-  // kTrace: the requests, any order. kConcurrency: when not empty, the
-  // clients send these requests' lengths in this order (arrival times
-  // ignored; `requests` and the length distributions unused), as a
-  // benchmark replays a dataset.
+  // kTrace: the requests, any order. kConcurrency, kPoisson: when not
+  // empty, the requests' lengths in sending order (arrival times ignored;
+  // `requests` and the length distributions unused), as a benchmark
+  // replays a dataset.
   std::vector<TraceRequest> trace;
   uint64_t seed = 0;
 };
@@ -231,6 +231,15 @@ struct BenchRandomDataset {
 };
 Result<std::vector<TraceRequest>> SglangRandomLengths(
     const BenchRandomDataset& d);
+
+// Parses "sglang-random:IN:OUT[:RATIO[:SEED]]" (`serve --dataset`): the
+// benchmark's --random-input-len, --random-output-len, --random-range-ratio
+// (default 0) and --seed (default 1), for `requests` requests, outputs
+// from 1. Errors name `where`: an unknown dataset (with "did you mean"),
+// a missing or non-numeric field, SglangRandomLengths' limits.
+Result<std::vector<TraceRequest>> ParseBenchDataset(const std::string& text,
+                                                    int requests,
+                                                    const std::string& where);
 
 // The requests an open-loop workload sends (kPoisson: sampled with its
 // seed; kTrace: the trace), in the order RequestSpan::id counts them.
