@@ -16,7 +16,9 @@ parallelism alone (moe_tp = tp, no expert or attention data parallelism).
 With --more, gpt-oss-120b, MiniMax-M2.5 and Kimi-K2.5 the same way (their
 config.json shapes below; gpt-oss's and Kimi's quantized checkpoints as
 bf16 weights with quantized routed experts, --expert-weights; docs/model.md
-7.1).
+7.1). With --ep, the runs of all six MoE models whose experts are split by
+expert parallelism alone inside the TP group (moe_ep = tp, moe_tp 1, no
+attention data parallelism), as plan tp=1,ep=N (docs/model.md 7).
 
   python3 tools/dev/silicon_check.py silicon_sample.csv [--limit N]
       [--moe | --more]
@@ -90,6 +92,12 @@ def main():
                     help="the MoE runs instead (DeepSeek-V3/R1, Qwen3-235B-A22B) "
                          "whose experts are split by tensor parallelism alone "
                          "(moe_tp = tp, no expert or attention data parallelism)")
+    ap.add_argument("--ep", action="store_true",
+                    help="the MoE runs of --moe and --more whose experts are "
+                         "split by expert parallelism alone inside the TP "
+                         "group (moe_ep = tp, moe_tp 1, no attention data "
+                         "parallelism: SGLang --tp N --ep N, vLLM "
+                         "--enable-expert-parallel), run as plan tp=1,ep=N")
     a = ap.parse_args()
     tmp = tempfile.mkdtemp()
 
@@ -106,17 +114,24 @@ def main():
         models = {"deepseek-ai/DeepSeek-R1": "deepseek-v3",
                   "deepseek-ai/DeepSeek-V3": "deepseek-v3",
                   "Qwen/Qwen3-235B-A22B-FP8": "qwen3-235b-a22b"}
-    if a.more:
-        a.moe = True
-        models = {"openai/gpt-oss-120b": config("gpt-oss-120b", GPT_OSS_120B),
-                  "MiniMaxAI/MiniMax-M2.5": config("minimax-m2.5", MINIMAX_M2_5),
-                  "moonshotai/Kimi-K2.5": config("kimi-k2.5", KIMI_K2_5)}
+    if a.more or a.ep:
+        models = ({} if a.more else {
+            "deepseek-ai/DeepSeek-R1": "deepseek-v3",
+            "deepseek-ai/DeepSeek-V3": "deepseek-v3",
+            "Qwen/Qwen3-235B-A22B-FP8": "qwen3-235b-a22b"}) | {
+            "openai/gpt-oss-120b": config("gpt-oss-120b", GPT_OSS_120B),
+            "MiniMaxAI/MiniMax-M2.5": config("minimax-m2.5", MINIMAX_M2_5),
+            "moonshotai/Kimi-K2.5": config("kimi-k2.5", KIMI_K2_5)}
+        a.moe = not a.ep
     rows = [r for r in csv.DictReader(open(a.csv))
             if r["mode"] == "agg" and r["model_path"] in models
             and r["system"] in CHIPS and r["pp_size"] == "1"
             and (not a.moe or (r["moe_ep_size"] == "1"
                                and r["attention_dp_size"] in ("", "1")
-                               and r["moe_tp_size"] == r["tp_size"]))]
+                               and r["moe_tp_size"] == r["tp_size"]))
+            and (not a.ep or (r["moe_ep_size"] == r["tp_size"] != "1"
+                              and r["attention_dp_size"] in ("", "1")
+                              and r["moe_tp_size"] == "1"))]
     if a.limit:
         rows = rows[:a.limit]
 
@@ -139,7 +154,7 @@ def main():
                                  if version[:1].isdigit() else "")
         cmd = [a.binary, "serve", "--model", models[r["model_path"]],
                "--system", f"{CHIPS[r['system']]}:{tp}x1", "--plan",
-               f"tp={tp}", "--concurrency", str(c), "--requests",
+               f"tp=1,ep={tp}" if a.ep else f"tp={tp}", "--concurrency", str(c), "--requests",
                str(20 * c), "--prompt", r["isl"], "--output", r["osl"],
                "--weights", weights, *experts, "--kv", kv, "--engine", engine,
                "--json"]
