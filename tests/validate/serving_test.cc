@@ -49,17 +49,29 @@ estimate::ServeEstimate Estimate(double batch, double prompt, double output) {
   return *e;
 }
 
-// The simulation validate runs for a concurrency or rate case: continuous
-// batching with chunked prefill, lengths uniform within +-50% of the means.
-estimate::SimulationResult Simulated(estimate::Workload::Arrivals arrivals,
-                                     double load, int requests) {
+// A simulation as validate runs it: Llama 3 8B on one H100, continuous
+// batching with chunked prefill, the step-cost model's reference lengths
+// `prompt` and `output`.
+estimate::SimulationResult SimulateOn8b(const estimate::Workload& w,
+                                        double prompt, double output) {
   auto m = ingest::FindModel(BuiltinCatalog(), "llama3-8b");
   auto sys = BuiltinCatalog().FindSystem("h100:1x1");
   estimate::ServeConfig cfg;
-  cfg.prompt = 512;
-  cfg.output = 128;
+  cfg.prompt = prompt;
+  cfg.output = output;
   auto cost = estimate::StepCostModel::Create(m->spec, *sys, cfg);
   EXPECT_TRUE(cost.has_value());
+  estimate::SchedulerOptions sched;
+  sched.chunked_prefill = true;
+  auto r = estimate::SimulateServing(*cost, 1, w, sched, {});
+  EXPECT_TRUE(r.has_value());
+  return *r;
+}
+
+// The simulation validate runs for a concurrency or rate case: lengths
+// uniform within +-50% of the means.
+estimate::SimulationResult Simulated(estimate::Workload::Arrivals arrivals,
+                                     double load, int requests) {
   estimate::Workload w;
   w.arrivals = arrivals;
   if (arrivals == estimate::Workload::kPoisson) {
@@ -70,11 +82,7 @@ estimate::SimulationResult Simulated(estimate::Workload::Arrivals arrivals,
   w.requests = requests;
   w.prompt = {estimate::LengthDist::kUniform, 256, 768};
   w.output = {estimate::LengthDist::kUniform, 64, 192};
-  estimate::SchedulerOptions sched;
-  sched.chunked_prefill = true;
-  auto r = estimate::SimulateServing(*cost, 1, w, sched, {});
-  EXPECT_TRUE(r.has_value());
-  return *r;
+  return SimulateOn8b(w, 512, 128);
 }
 
 const ValidationCase* Find(const ValidationReport& r, const std::string& id) {
@@ -273,25 +281,14 @@ TEST(ServingValidationTest, BenchDatasetReplaysTheRunsOwnLengths) {
   ValidationReport r;
   auto ok = ScoreServingRow(BuiltinCatalog(), "test.json", row, r);
   ASSERT_TRUE(ok) << ok.error().ToString();
-  auto m = ingest::FindModel(BuiltinCatalog(), "llama3-8b");
-  auto sys = BuiltinCatalog().FindSystem("h100:1x1");
-  estimate::ServeConfig cfg;
-  cfg.prompt = 610.1;
-  cfg.output = 422;
-  auto cost = estimate::StepCostModel::Create(m->spec, *sys, cfg);
-  ASSERT_TRUE(cost.has_value());
   estimate::Workload w;
   w.arrivals = estimate::Workload::kConcurrency;
   w.concurrency = 1;
   w.trace = *estimate::SglangRandomLengths({10, 1000, 1000, 0, 1, 1});
-  estimate::SchedulerOptions sched;
-  sched.chunked_prefill = true;
-  estimate::ApplyEngineScheduling("TestEngine v1.2", &sched);
-  auto want = estimate::SimulateServing(*cost, 1, w, sched, {});
-  ASSERT_TRUE(want.has_value());
+  const estimate::SimulationResult want = SimulateOn8b(w, 610.1, 422);
   const ValidationCase* c = Find(r, "synthetic-bench#1");
   ASSERT_NE(c, nullptr);
-  EXPECT_DOUBLE_EQ(c->predicted, want->ttft_s.p50);
+  EXPECT_DOUBLE_EQ(c->predicted, want.ttft_s.p50);
   EXPECT_NE(c->detail.find("the run's 10 requests, lengths as "
                            "sglang.bench_serving's random dataset"),
             std::string::npos)
