@@ -711,9 +711,8 @@ Result<bool> CheckInputs(const StepCostModel& cost, int replicas,
       w.trace.empty() ? w.requests : static_cast<double>(w.trace.size());
   if (w.arrivals == Workload::kPoisson && sent / w.rate_per_s > kMaxArrivalS) {
     return InvalidArgument(
-        "expected a rate of at least " +
-            FormatNumber(w.requests / kMaxArrivalS) + " requests/s for " +
-            std::to_string(w.requests) +
+        "expected a rate of at least " + FormatNumber(sent / kMaxArrivalS) +
+            " requests/s for " + FormatNumber(sent) +
             " requests (arrivals within 1e9 s, as in a trace file), got " +
             FormatNumber(w.rate_per_s),
         "--rate");
