@@ -40,6 +40,23 @@ class Rng {
   uint64_t s_;
 };
 
+// Whether `w` replays a list of lengths (Workload::trace beside a
+// concurrency or a rate) rather than drawing them.
+bool Replays(const Workload& w) {
+  return w.arrivals != Workload::kTrace && !w.trace.empty();
+}
+
+// The requests a workload sends: a trace's or a replayed list's, else
+// `requests`.
+double RequestsSent(const Workload& w) {
+  return w.trace.empty() ? w.requests : static_cast<double>(w.trace.size());
+}
+
+// A length as the simulator holds it: whole tokens, at least 1.
+int WholeTokens(double tokens) {
+  return static_cast<int>(std::max(1.0, std::round(tokens)));
+}
+
 double BlocksForTokens(double tokens, int block) {
   // Whole blocks.
   return std::ceil(tokens / block);
@@ -688,13 +705,12 @@ Result<bool> CheckInputs(const StepCostModel& cost, int replicas,
                                std::to_string(w.concurrency),
                            "--concurrency");
   }
-  if (w.arrivals != Workload::kTrace && !w.trace.empty()) {
-    if (w.trace.size() > static_cast<size_t>(kMaxRequests)) {
-      return InvalidArgument("expected at most 2^20 (1048576) requests, got " +
-                                 std::to_string(w.trace.size()),
-                             "--trace-file");
-    }
-  } else if (w.arrivals != Workload::kTrace && w.requests < 1) {
+  if (Replays(w) && w.trace.size() > static_cast<size_t>(kMaxRequests)) {
+    return InvalidArgument("expected at most 2^20 (1048576) requests, got " +
+                               std::to_string(w.trace.size()),
+                           "--trace-file");
+  }
+  if (w.trace.empty() && w.arrivals != Workload::kTrace && w.requests < 1) {
     return InvalidArgument(
         "expected at least 1 request, got " + std::to_string(w.requests),
         "--requests");
@@ -707,8 +723,7 @@ Result<bool> CheckInputs(const StepCostModel& cost, int replicas,
             std::to_string(w.requests),
         "--requests");
   }
-  const double sent =
-      w.trace.empty() ? w.requests : static_cast<double>(w.trace.size());
+  const double sent = RequestsSent(w);
   if (w.arrivals == Workload::kPoisson && sent / w.rate_per_s > kMaxArrivalS) {
     return InvalidArgument(
         "expected a rate of at least " + FormatNumber(sent / kMaxArrivalS) +
@@ -749,25 +764,6 @@ Result<bool> CheckInputs(const StepCostModel& cost, int replicas,
 std::vector<Req> MakeRequests(const Workload& w) {
   std::vector<Req> reqs;
   Rng rng(w.seed);
-  if (w.arrivals != Workload::kTrace && !w.trace.empty()) {
-    // Replayed lengths in the given order: sent by closed-loop clients, or
-    // at Poisson arrivals.
-    double t = 0;
-    for (size_t i = 0; i < w.trace.size(); ++i) {
-      Req q;
-      q.id = static_cast<int>(i);
-      if (w.arrivals == Workload::kPoisson) {
-        t += rng.Exponential(w.rate_per_s);
-        q.arrival = t;
-      }
-      q.prompt =
-          static_cast<int>(std::max(1.0, std::round(w.trace[i].prompt_tokens)));
-      q.output =
-          static_cast<int>(std::max(1.0, std::round(w.trace[i].output_tokens)));
-      reqs.push_back(q);
-    }
-    return reqs;
-  }
   if (w.arrivals == Workload::kTrace) {
     const std::vector<TraceRequest>& t = w.trace;
     std::vector<int> order(t.size());
@@ -780,24 +776,33 @@ std::vector<Req> MakeRequests(const Workload& w) {
       Req q;
       q.id = i;
       q.arrival = r.arrival_s;
-      q.prompt = static_cast<int>(std::max(1.0, std::round(r.prompt_tokens)));
-      q.output = static_cast<int>(std::max(1.0, std::round(r.output_tokens)));
+      q.prompt = WholeTokens(r.prompt_tokens);
+      q.output = WholeTokens(r.output_tokens);
       q.cached = static_cast<int>(
           std::clamp(std::floor(r.cached_tokens), 0.0, q.prompt - 1.0));
       reqs.push_back(q);
     }
     return reqs;
   }
+  // Drawn lengths, or a replayed list's in its order; Poisson arrivals or
+  // (closed loop) sent by the clients.
+  const bool replay = Replays(w);
+  const int n = static_cast<int>(RequestsSent(w));
   double t = 0;
-  for (int i = 0; i < w.requests; ++i) {
+  for (int i = 0; i < n; ++i) {
     Req q;
     q.id = i;
     if (w.arrivals == Workload::kPoisson) {
       t += rng.Exponential(w.rate_per_s);
       q.arrival = t;
     }
-    q.prompt = static_cast<int>(Sample(w.prompt, rng));
-    q.output = static_cast<int>(Sample(w.output, rng));
+    if (replay) {
+      q.prompt = WholeTokens(w.trace[i].prompt_tokens);
+      q.output = WholeTokens(w.trace[i].output_tokens);
+    } else {
+      q.prompt = static_cast<int>(Sample(w.prompt, rng));
+      q.output = static_cast<int>(Sample(w.output, rng));
+    }
     reqs.push_back(q);
   }
   return reqs;
@@ -1218,17 +1223,13 @@ Workload ClockedArrivals(const std::vector<Req>& reqs, int c, double rate,
 Result<ClosedLoopFit> FitClosedLoop(
     const Workload& closed,
     const std::function<Result<double>(const Workload&)>& mean_in_system) {
-  const int requests =
-      closed.trace.empty()
-          ? closed.requests
-          : static_cast<int>(std::min<size_t>(closed.trace.size(),
-                                              kMaxRequests + size_t{1}));
+  const double requests = RequestsSent(closed);
   if (closed.concurrency < 1 || requests < 1 || requests > kMaxRequests) {
     return InvalidArgument("expected a concurrency of at least 1 and 1 to " +
                                std::to_string(kMaxRequests) +
                                " requests, got " +
                                std::to_string(closed.concurrency) + " and " +
-                               std::to_string(requests),
+                               FormatNumber(requests),
                            "concurrency");
   }
   Workload lengths = closed;
