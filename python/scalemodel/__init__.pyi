@@ -66,6 +66,7 @@ class ChipResult(Result):
     fp8_flops_per_s: int
     peak_flops_per_s: Record
     hbm_bytes: int
+    device_memory_bytes: int
     hbm_bytes_per_s: int
     on_chip_memory: Table
     host_memory_bytes_per_s: int
@@ -452,6 +453,7 @@ def serve(
     weights: _Opt | None = ...,
     expert_weights: _Opt | None = ...,
     kv: _Opt | None = ...,
+    mem_fraction: _Opt | None = ...,
     mode: _Opt | None = ...,
     price_per_chip_hour: float | None = ...,
     emit: _Opt | None = ...,
@@ -496,6 +498,7 @@ def plan_serve(
     weights: _Opt | None = ...,
     expert_weights: _Opt | None = ...,
     kv: _Opt | None = ...,
+    mem_fraction: _Opt | None = ...,
     mode: _Opt | None = ...,
     price_per_chip_hour: float | None = ...,
     emit: _Opt | None = ...,

@@ -459,6 +459,9 @@ Result<hw::Chip> ParseChipFile(std::string_view contents,
         if (auto v = quantity(r, "hbm_capacity", true, c, AsBytes)) {
           chip.hbm_capacity = units::Bytes(*v);
         }
+        if (auto v = quantity(r, "hbm_device_total", false, c, AsBytes)) {
+          chip.hbm_device_total = units::Bytes(*v);
+        }
         if (auto v = quantity(r, "hbm_bandwidth", true, c, AsBandwidth)) {
           chip.hbm_bandwidth = units::BytesPerSecond(*v);
         }

@@ -343,6 +343,13 @@ Result<bool> CheckServePlan(const model::ModelSpec& m, const hw::System& sys,
         "--dp-attention");
   }
   if (auto ok = CheckSpec(cfg.spec); !ok) return ok;
+  if (!(cfg.memory_fraction >= 0 && cfg.memory_fraction <= 1)) {
+    return InvalidArgument(
+        "expected a memory fraction above 0 and at most 1 (the engine's "
+        "--mem-fraction-static or --gpu-memory-utilization, e.g. 0.9), got " +
+            FormatNumber(cfg.memory_fraction),
+        "--mem-fraction");
+  }
   if (!(cfg.batch >= 1) || !(cfg.prompt >= 1) || !(cfg.output >= 1)) {
     return InvalidArgument("batch, prompt and output must be at least 1",
                            "batch");
@@ -350,10 +357,21 @@ Result<bool> CheckServePlan(const model::ModelSpec& m, const hw::System& sys,
   return true;
 }
 
+// The memory per chip weights and KV cache are measured against: with the
+// engine's memory fraction (realistic mode), the device's own total (the
+// fraction multiplies it); otherwise the datasheet capacity.
+double CapacityBytes(const StepCostModel::Impl& x) {
+  return !x.peak && x.cfg.memory_fraction > 0 ? x.chip().DeviceMemory().si()
+                                              : x.chip().hbm_capacity.si();
+}
+
 // HBM per chip held back from weights and KV cache in realistic mode
-// (activations, CUDA graphs, fragmentation): 5% of capacity.
+// (activations, CUDA graphs, fragmentation): what the engine's memory
+// fraction leaves, else 5% of capacity.
 double ReserveBytes(const StepCostModel::Impl& x) {
-  return x.peak ? 0 : 0.05 * x.chip().hbm_capacity.si();
+  if (x.peak) return 0;
+  const double f = x.cfg.memory_fraction;
+  return (f > 0 ? 1 - f : 0.05) * CapacityBytes(x);
 }
 
 // Memory per chip: weights sharded over the replica, KV cache of the batch
@@ -372,22 +390,43 @@ void ServeMemory(const StepCostModel::Impl& x, ServeEstimate* est) {
       model::KvCacheBytes(x.m, ctx, cfg.kv) / (x.kv_shard * cfg.pp) +
       ctx * x.DraftKvPerTokenPerChip();
   double kv_per_chip = cfg.batch * kv_seq_chip;
-  double capacity = x.chip().hbm_capacity.si();
+  double capacity = CapacityBytes(x);
   double reserve = ReserveBytes(x);
   est->weights_bytes = units::Bytes(weights_per_chip);
   est->kv_cache_bytes = units::Bytes(kv_per_chip);
   est->total_bytes = units::Bytes(weights_per_chip + kv_per_chip + reserve);
-  est->capacity_bytes = x.chip().hbm_capacity;
+  est->capacity_bytes = units::Bytes(capacity);
   est->max_batch = std::max(
       0.0, std::floor((capacity - reserve - weights_per_chip) / kv_seq_chip));
+  if (!x.peak && cfg.memory_fraction > 0) {
+    est->notes.push_back(
+        "memory: weights and KV cache get " +
+        FormatNumber(cfg.memory_fraction) + " of the device's " +
+        units::FormatBytes(units::Bytes(capacity)) +
+        " (the driver's total; --mem-fraction, the engine's "
+        "--mem-fraction-static or --gpu-memory-utilization); " +
+        units::FormatBytes(units::Bytes(reserve)) +
+        " is left to activations and CUDA graphs");
+  }
   if (est->total_bytes.si() > capacity) {
     est->feasible = false;
-    est->reason =
-        "needs " + units::FormatBytes(est->total_bytes) +
-        " HBM per chip, has " + units::FormatBytes(x.chip().hbm_capacity) +
+    const std::string parts =
         " (weights " + units::FormatBytes(est->weights_bytes) + ", KV cache " +
-        units::FormatBytes(est->kv_cache_bytes) +
-        "); the largest batch that fits is " + FormatNumber(est->max_batch);
+        units::FormatBytes(est->kv_cache_bytes) + ")";
+    const double f = x.peak ? 0 : cfg.memory_fraction;
+    est->reason =
+        f > 0 ? "needs " +
+                    units::FormatBytes(
+                        units::Bytes(weights_per_chip + kv_per_chip)) +
+                    " per chip for weights and KV cache, has " +
+                    units::FormatBytes(units::Bytes(capacity - reserve)) +
+                    " (" + FormatNumber(f) + " of the device's " +
+                    units::FormatBytes(est->capacity_bytes) + ")" + parts
+              : "needs " + units::FormatBytes(est->total_bytes) +
+                    " HBM per chip, has " +
+                    units::FormatBytes(est->capacity_bytes) + parts;
+    est->reason +=
+        "; the largest batch that fits is " + FormatNumber(est->max_batch);
   }
 }
 
@@ -829,7 +868,7 @@ double StepCostModel::WeightsBytesPerChip() const {
   return impl_->WeightsPerChip();
 }
 double StepCostModel::KvCapacityBytesPerChip() const {
-  return std::max(0.0, impl_->chip().hbm_capacity.si() - ReserveBytes(*impl_) -
+  return std::max(0.0, CapacityBytes(*impl_) - ReserveBytes(*impl_) -
                            WeightsBytesPerChip());
 }
 int StepCostModel::chips_per_replica() const {

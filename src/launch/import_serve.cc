@@ -102,6 +102,25 @@ Result<void> Dtypes(Args& a, const model::ModelSpec& m, ImportedServing* out) {
   return {};
 }
 
+// The engine's static memory fraction where the line sets it (vLLM
+// --gpu-memory-utilization, SGLang --mem-fraction-static): above 0 and at
+// most 1; absent leaves scalemodel's default rule.
+Result<void> MemoryFraction(Args& a, const char* flag,
+                            estimate::ServeConfig* c) {
+  const std::string v = a.Str(flag);
+  if (v.empty()) return {};
+  auto f = Number(flag, v);
+  if (!f) return tl::unexpected(f.error());
+  if (!(*f > 0 && *f <= 1)) {
+    return InvalidArgument(
+        fmt::format("{}: expected a fraction above 0 and at most 1, got {}",
+                    flag, v),
+        "from");
+  }
+  c->memory_fraction = *f;
+  return {};
+}
+
 // A parallel size a line gives: 1 to 4096 (as --pipeline-parallel-size).
 Result<void> CheckDegree(long v, const char* flag) {
   if (v < 1 || v > 4096) {
@@ -474,6 +493,9 @@ Result<ImportedServing> ImportVllm(const LaunchInput& raw,
   }
   if (auto ok = Replicas(a, sys, &out); !ok) return tl::unexpected(ok.error());
   if (auto ok = VllmSpec(a, cat, &out); !ok) return tl::unexpected(ok.error());
+  if (auto ok = MemoryFraction(a, "--gpu-memory-utilization", &c); !ok) {
+    return tl::unexpected(ok.error());
+  }
   const long dflt = sys.chip.hbm_capacity.si() >= 70.0 * (1L << 30) &&
                             sys.chip.id.rfind("a100", 0) != 0
                         ? 1024
@@ -547,6 +569,9 @@ Result<ImportedServing> ImportSglang(const LaunchInput& in,
   }
   if (auto ok = Replicas(a, sys, &out); !ok) return tl::unexpected(ok.error());
   if (auto ok = SglangSpec(a, cat, &out); !ok) {
+    return tl::unexpected(ok.error());
+  }
+  if (auto ok = MemoryFraction(a, "--mem-fraction-static", &out.config); !ok) {
     return tl::unexpected(ok.error());
   }
   auto reqs = a.Int("--max-running-requests", 0);
@@ -646,6 +671,7 @@ std::vector<std::string> VllmArguments() {
           "--max-model-len",
           "--quantization",
           "--kv-cache-dtype",
+          "--gpu-memory-utilization",
           "--speculative-config",
           "--enable-eplb",
           "--eplb-config / --num-redundant-experts"};
@@ -663,6 +689,7 @@ std::vector<std::string> SglangArguments() {
           "--context-length",
           "--quantization",
           "--kv-cache-dtype",
+          "--mem-fraction-static",
           "--speculative-algorithm",
           "--speculative-num-steps",
           "--speculative-num-draft-tokens",

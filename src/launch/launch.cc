@@ -1108,6 +1108,9 @@ void VllmServer(LaunchText& out, const model::ModelSpec& m,
   }
   out.Flag("--max-model-len", std::lround(cfg.prompt + cfg.output));
   WeightFlags(out, m, cfg, "fp8");
+  if (cfg.memory_fraction > 0) {
+    out.Flag("--gpu-memory-utilization", FormatNumber(cfg.memory_fraction));
+  }
   if (role != nullptr) {
     // vllm/config/kv_transfer.py KVTransferConfig (kv_connector, kv_role
     // kv_producer | kv_consumer | kv_both); NixlConnector instances take
@@ -1208,6 +1211,9 @@ void SglangServer(LaunchText& out, const model::ModelSpec& m,
   out.Flag("--max-running-requests", std::lround(std::ceil(cfg.batch)));
   out.Flag("--context-length", std::lround(cfg.prompt + cfg.output));
   WeightFlags(out, m, cfg, "fp8_e4m3");
+  if (cfg.memory_fraction > 0) {
+    out.Flag("--mem-fraction-static", FormatNumber(cfg.memory_fraction));
+  }
 }
 
 Result<std::string> EmitSglang(const model::ModelSpec& m,

@@ -90,6 +90,9 @@ Json ToJson(const hw::Chip& chip) {
   }
   j["peak_flops_per_s"] = peaks;
   j["hbm_bytes"] = chip.hbm_capacity.si();
+  // The driver's total (the engines' memory fractions multiply it); the
+  // datasheet capacity where none is catalogued.
+  j["device_memory_bytes"] = chip.DeviceMemory().si();
   j["hbm_bytes_per_s"] = chip.hbm_bandwidth.si();
   Json on_chip = Json::array();
   for (const hw::OnChipMemory& m : chip.on_chip) {

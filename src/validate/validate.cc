@@ -792,6 +792,15 @@ std::string RowSchemaError(const json& row) {
         "found {}",
         row["plan"]["dp_attention"].dump());
   }
+  if (row.contains("mem_fraction") &&
+      !(row["mem_fraction"].is_number() && row["mem_fraction"] > 0 &&
+        row["mem_fraction"] <= 1)) {
+    return fmt::format(
+        "expected 'mem_fraction' (the launch's --mem-fraction-static or "
+        "--gpu-memory-utilization) as a number above 0 and at most 1, "
+        "found {}",
+        row["mem_fraction"].dump());
+  }
   if (row.contains("max_batch_cap") &&
       !(row["max_batch_cap"].is_number_integer() &&
         row["max_batch_cap"].get<long>() > 0)) {
@@ -942,6 +951,8 @@ Result<bool> ScoreServingJson(const catalog::Catalog& cat,
         *hw::ParseDtype(row["expert_weights"].get<std::string>());
   }
   cfg.kv = *hw::ParseDtype(row.value("kv", "bf16"));
+  // The launch's static memory fraction of the device's memory.
+  cfg.memory_fraction = row.value("mem_fraction", 0.0);
   // The row's engine and release, else its family's engine
   // ("TensorRT-LLM, H100 / H200 / B200"): host time, collective curve,
   // decode attention, admission.

@@ -174,7 +174,7 @@ TEST(CatalogTest, ChipFileErrorsNameFileLineKeyAndForm) {
   EXPECT_EQ(Catalog::ParseChip(typo, "chips/x1.toml").error().ToString(),
             "chips/x1.toml:12: memory.hbm_bandwdith: unknown key (did you "
             "mean 'hbm_bandwidth'?); expected one of: date, hbm_bandwidth, "
-            "hbm_capacity, source");
+            "hbm_capacity, hbm_device_total, source");
 
   std::string missing = kGoodChip;
   missing.erase(missing.find("hbm_capacity"),

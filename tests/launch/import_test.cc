@@ -600,7 +600,10 @@ TEST(ImportTest, VllmAsUsersWriteIt) {
   EXPECT_EQ(r->config.batch, 128);
   EXPECT_EQ(r->config.kv, hw::Dtype::kFp8);
   EXPECT_EQ(r->max_model_len, 8192);
-  EXPECT_EQ(r->ignored, std::vector<std::string>{"--gpu-memory-utilization"});
+  // The memory fraction is read (weights and KV cache get 0.9 of the
+  // device's memory), --port is not the estimate's business.
+  EXPECT_DOUBLE_EQ(r->config.memory_fraction, 0.9);
+  EXPECT_TRUE(r->ignored.empty());
   auto pp = ImportServing(ServeEngine::kVllm,
                           {"vllm serve meta-llama/Llama-3.1-70B -tp 4 -pp 2"},
                           BuiltinCatalog(), System("h100:8x1"), "");

@@ -194,6 +194,16 @@ TEST(ServingValidationTest, SchemaErrorsAreOneSentenceWithTheRowId) {
   e = SchemaError(head + R"({"batch": 1, "prompt": 1, "output": 1,
       "measured": {"tpot": 0.01}}]})");
   EXPECT_NE(e.find("unknown measured quantity 'tpot'"), std::string::npos) << e;
+  e = SchemaError(
+      R"({"id": "bad-row", "system": "h100:1x1", "model": {"catalog":
+      "llama3-8b"}, "plan": {"tp": 1}, "mem_fraction": 1.2, "cases": [)"
+      R"({"batch": 1, "prompt": 1, "output": 1,
+      "measured": {"tpot_s": 0.01}}]})");
+  EXPECT_NE(e.find("expected 'mem_fraction' (the launch's "
+                   "--mem-fraction-static or --gpu-memory-utilization) as a "
+                   "number above 0 and at most 1, found 1.2"),
+            std::string::npos)
+      << e;
   e = SchemaError(head + R"({"rate": -2, "prompt": 1, "output": 1,
       "measured": {"tpot_s": 0.01}}]})");
   EXPECT_NE(e.find("expected 'rate' as a positive number, found -2"),

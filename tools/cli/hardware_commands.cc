@@ -247,6 +247,12 @@ Command AddChipCommand(CLI::App& app) {
                     FormatBytes(ch.hbm_capacity) + " (" +
                         units::FormatBytesBinary(ch.hbm_capacity) + ")",
                     src("memory.hbm_capacity")});
+    if (ch.hbm_device_total.si() > 0) {
+      rows.push_back({"Device memory (driver's total)",
+                      FormatBytes(ch.hbm_device_total) + " (" +
+                          units::FormatBytesBinary(ch.hbm_device_total) + ")",
+                      src("memory.hbm_device_total")});
+    }
     rows.push_back({"HBM bandwidth", FormatBandwidth(ch.hbm_bandwidth),
                     src("memory.hbm_bandwidth")});
     for (const hw::OnChipMemory& m : ch.on_chip) {

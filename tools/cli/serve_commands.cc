@@ -56,6 +56,8 @@ struct ServeCli {
   std::string model, system, plan = "tp=1", batch = "1", prompt = "1024",
                              output = "256", weights = "bf16", kv = "bf16",
                              mode = "realistic", emit, power_cap, trace, engine;
+  // The engine's static memory fraction (--mem-fraction); empty: unset.
+  std::string mem_fraction;
   double price = 0;
   // Speculative decoding, DP attention, redundant experts (docs/cli.md).
   std::string spec, spec_accept;
@@ -113,8 +115,21 @@ static Result<hw::Dtype> ParseWeightDtype(const std::string& text,
 static Result<estimate::ServeConfig> ParseServeCommon(
     const std::string& prompt, const std::string& output,
     const std::string& weights, const std::string& kv, const std::string& mode,
-    double price, const std::string& engine) {
+    double price, const std::string& engine, const std::string& mem_fraction) {
   estimate::ServeConfig c;
+  if (!mem_fraction.empty()) {
+    char* end = nullptr;
+    const double f = std::strtod(mem_fraction.c_str(), &end);
+    if (*end != '\0' || !(f > 0 && f <= 1)) {
+      return InvalidArgument(
+          "expected a fraction above 0 and at most 1 of the device's memory "
+          "for weights and KV cache (SGLang's --mem-fraction-static, vLLM's "
+          "--gpu-memory-utilization, e.g. 0.9), got '" +
+              Excerpt(mem_fraction) + "'",
+          "--mem-fraction");
+    }
+    c.memory_fraction = f;
+  }
   if (!engine.empty()) {
     auto host = estimate::ParseServingEngine(engine);
     if (!host) {
@@ -621,6 +636,8 @@ static void PutServeExtensions(const estimate::ServeConfig& cfg,
     (*j)["speculative"] = s;
   }
   if (cfg.dp_attention) (*j)["dp_attention"] = true;
+  if (cfg.memory_fraction > 0)
+    (*j)["inputs"]["mem_fraction"] = cfg.memory_fraction;
   if (cfg.expert_weights) {
     (*j)["expert_weights"] = std::string(hw::DtypeName(*cfg.expert_weights));
   }
@@ -834,7 +851,7 @@ Result<Output> RunServeSearch(const catalog::Catalog& cat,
   auto chip = SearchedChip(cat, o.chip, &system_chips);
   if (!chip) return tl::unexpected(chip.error());
   auto base = ParseServeCommon(o.prompt, o.output, o.weights, o.kv, o.mode,
-                               o.price, o.engine);
+                               o.price, o.engine, o.mem_fraction);
   if (!base) return tl::unexpected(base.error());
   if (auto x = ApplyExpertWeights(o.expert_weights, &*base); !x) {
     return tl::unexpected(x.error());
@@ -951,6 +968,9 @@ Result<Output> RunServeSearch(const catalog::Catalog& cat,
                        {"best", best_json},
                        {"configs_evaluated", evaluated},
                        {"search_time_s", elapsed}});
+  if (base->memory_fraction > 0) {
+    out.json["inputs"]["mem_fraction"] = base->memory_fraction;
+  }
   auto [trust, trust_json] =
       TrustOnChip(cat, **chip, false, base->mode == estimate::Mode::kRealistic);
   out.json["accuracy"] = trust_json;
@@ -998,6 +1018,12 @@ void AddServeSearchOptions(CLI::App* app, ServeSearchCli& o) {
   app->add_option("--expert-weights", o.expert_weights, kExpertWeightsHelp);
   app->add_option("--kv", o.kv, "KV-cache dtype: bf16, fp8 or int8")
       ->capture_default_str();
+  app->add_option("--mem-fraction", o.mem_fraction,
+                  "The engine's static memory fraction, 0 to 1 (SGLang "
+                  "--mem-fraction-static, vLLM --gpu-memory-utilization): "
+                  "weights and KV cache get it of the device's memory as its "
+                  "driver reports it (`chip NAME`); default 95% of the "
+                  "datasheet capacity");
   app->add_option("--mode", o.mode, "realistic or peak")->capture_default_str();
   app->add_option("--price-per-chip-hour", o.price, "USD per chip-hour");
   app->add_option("--emit", o.emit, fmt::format(kEmitHelp, "the best plan"));
@@ -1199,6 +1225,15 @@ static Result<std::vector<std::string>> ApplyServeFrom(
     o->expert_weights = hw::DtypeName(*c.expert_weights);
   }
   o->kv = hw::DtypeName(c.kv);
+  if (c.memory_fraction > 0) {
+    if (app.count("--mem-fraction") > 0) {
+      return InvalidArgument(
+          "the launch line given to --from sets this; change it in the line "
+          "(or drop --from)",
+          "--mem-fraction");
+    }
+    o->mem_fraction = FormatNumber(c.memory_fraction);
+  }
   o->sim.from_engine = ToLower(launch::ServeEngineName(*engine));
   if (app.count("--max-num-seqs") == 0 && r->batch_given) {
     // The line's cap: per DP rank for vLLM and TensorRT-LLM (the import's
@@ -1285,6 +1320,12 @@ Command AddServeCommand(CLI::App& app) {
   c.app->add_option("--expert-weights", o->expert_weights, kExpertWeightsHelp);
   c.app->add_option("--kv", o->kv, "KV-cache dtype: bf16, fp8 or int8")
       ->capture_default_str();
+  c.app->add_option("--mem-fraction", o->mem_fraction,
+                    "The engine's static memory fraction, 0 to 1 (SGLang "
+                    "--mem-fraction-static, vLLM --gpu-memory-utilization): "
+                    "weights and KV cache get it of the device's memory as its "
+                    "driver reports it (`chip NAME`); default 95% of the "
+                    "datasheet capacity");
   c.app->add_option("--mode", o->mode, "realistic or peak (the book's formula)")
       ->capture_default_str();
   c.app->add_option("--price-per-chip-hour", o->price, "USD per chip-hour");
@@ -1339,7 +1380,7 @@ Command AddServeCommand(CLI::App& app) {
       return tl::unexpected(p.error());
     }
     auto cfg = ParseServeCommon(o->prompt, o->output, o->weights, o->kv,
-                                o->mode, o->price, o->engine);
+                                o->mode, o->price, o->engine, o->mem_fraction);
     if (!cfg) return tl::unexpected(cfg.error());
     auto b = ParseOption<double>("--batch", o->batch,
                                  [](auto& t) { return units::ParseCount(t); });

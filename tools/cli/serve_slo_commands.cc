@@ -422,6 +422,9 @@ std::string ServeCommand(const search::SloPlan& p,
   if (r.base.kv != hw::Dtype::kBf16) {
     s += " --kv " + std::string(hw::DtypeName(r.base.kv));
   }
+  if (r.base.memory_fraction > 0) {
+    s += " --mem-fraction " + FormatNumber(r.base.memory_fraction);
+  }
   if (r.base.mode == estimate::Mode::kPeak) s += " --mode peak";
   return s;
 }
@@ -631,6 +634,9 @@ Result<Output> RunServeSloSearch(const catalog::Catalog& cat,
        {"candidates_estimated", res->candidates},
        {"simulations", res->simulations},
        {"search_time_s", res->search_time_s}});
+  if (base.memory_fraction > 0) {
+    out.json["inputs"]["mem_fraction"] = base.memory_fraction;
+  }
   auto [trust, trust_json] =
       TrustOnChip(cat, chip, false, base.mode == estimate::Mode::kRealistic);
   out.json["accuracy"] = trust_json;

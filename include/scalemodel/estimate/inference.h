@@ -84,6 +84,12 @@ struct ServeConfig {
   hw::Dtype ExpertWeights() const { return expert_weights.value_or(weights); }
   hw::Dtype kv = hw::Dtype::kBf16;
   Mode mode = Mode::kRealistic;
+  // The engine's static memory fraction (SGLang --mem-fraction-static,
+  // vLLM --gpu-memory-utilization): weights and KV cache get this fraction
+  // of the device's memory (hw::Chip::DeviceMemory), the rest is left to
+  // activations and CUDA graphs. 0 (the default): 95% of the datasheet
+  // capacity (realistic mode; peak mode all of it).
+  double memory_fraction = 0;
   double price_per_chip_hour = 0;  // 0: catalog price
   // Host (CPU) time per step the engine does not overlap with the GPU
   // (realistic mode; docs/model.md 7.2): a fixed time per step plus a

@@ -224,6 +224,15 @@ struct Chip {
   double boost_clock_hz = 0;
 
   units::Bytes hbm_capacity;
+  // The memory the device reports to its runtime (nvidia-smi's
+  // memory.total, the ROCm pool size), which the serving engines' memory
+  // fractions (SGLang --mem-fraction-static, vLLM --gpu-memory-utilization)
+  // multiply; zero where no such figure is catalogued. DeviceMemory() is it,
+  // else hbm_capacity.
+  units::Bytes hbm_device_total;
+  units::Bytes DeviceMemory() const {
+    return hbm_device_total.si() > 0 ? hbm_device_total : hbm_capacity;
+  }
   units::BytesPerSecond hbm_bandwidth;
   std::vector<OnChipMemory> on_chip;
   // [[allreduce_measured]]: a measured all-reduce curve inside one NVLink
