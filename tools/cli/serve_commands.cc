@@ -1157,6 +1157,14 @@ static Result<bool> SimulationWanted(const CLI::App& app, const ServeCli& cli) {
   return sources == 1;
 }
 
+// The error for a flag a --from launch line already sets.
+static tl::unexpected<Error> LineSetsThis(const std::string& flag) {
+  return InvalidArgument(
+      "the launch line given to --from sets this; change it in the line (or "
+      "drop --from)",
+      flag);
+}
+
 // The serving extensions a --from line sets (speculation, DP attention,
 // redundant experts) into the options; the flags may not repeat them.
 static Result<bool> FromExtensions(const CLI::App& app,
@@ -1168,10 +1176,7 @@ static Result<bool> FromExtensions(const CLI::App& app,
   const char* flags[] = {"--spec", "--dp-attention", "--redundant-experts"};
   for (int i = 0; i < 3; ++i) {
     if (line_sets[i] && app.count(flags[i]) > 0) {
-      return InvalidArgument(
-          "the launch line given to --from sets this; change it in the line "
-          "(or drop --from)",
-          flags[i]);
+      return LineSetsThis(flags[i]);
     }
   }
   if (!r.spec.empty()) o->spec = r.spec;
@@ -1186,10 +1191,7 @@ static Result<std::vector<std::string>> ApplyServeFrom(
     const catalog::Catalog& cat, const CLI::App& app, ServeCli* o) {
   for (const char* f : {"--plan", "--weights", "--kv"}) {
     if (app.count(f) > 0) {
-      return InvalidArgument(
-          "the launch line given to --from sets this; change it in the line "
-          "(or drop --from)",
-          f);
+      return LineSetsThis(f);
     }
   }
   auto engine = launch::ParseServeEngine(o->from[0]);
@@ -1213,10 +1215,7 @@ static Result<std::vector<std::string>> ApplyServeFrom(
   if (auto x = FromExtensions(app, *r, o); !x) return tl::unexpected(x.error());
   if (r->batch_given) {
     if (app.count("--batch") > 0) {
-      return InvalidArgument(
-          "the launch line given to --from sets this; change it in the line "
-          "(or drop --from)",
-          "--batch");
+      return LineSetsThis("--batch");
     }
     o->batch = FormatNumber(c.batch);
   }
@@ -1227,10 +1226,7 @@ static Result<std::vector<std::string>> ApplyServeFrom(
   o->kv = hw::DtypeName(c.kv);
   if (c.memory_fraction > 0) {
     if (app.count("--mem-fraction") > 0) {
-      return InvalidArgument(
-          "the launch line given to --from sets this; change it in the line "
-          "(or drop --from)",
-          "--mem-fraction");
+      return LineSetsThis("--mem-fraction");
     }
     o->mem_fraction = FormatNumber(c.memory_fraction);
   }
