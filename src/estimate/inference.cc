@@ -343,6 +343,20 @@ Result<bool> CheckServePlan(const model::ModelSpec& m, const hw::System& sys,
         "--dp-attention");
   }
   if (auto ok = CheckSpec(cfg.spec); !ok) return ok;
+  if (!(cfg.kv_free_fraction >= 0 && cfg.kv_free_fraction <= 1)) {
+    return InvalidArgument(
+        "expected a KV-cache fraction above 0 and at most 1 of the memory "
+        "left after the weights (TensorRT-LLM's free_gpu_memory_fraction, "
+        "e.g. 0.9), got " +
+            FormatNumber(cfg.kv_free_fraction),
+        "--kv-free-fraction");
+  }
+  if (cfg.memory_fraction > 0 && cfg.kv_free_fraction > 0) {
+    return InvalidArgument(
+        "give one memory rule: --mem-fraction (SGLang, vLLM) or "
+        "--kv-free-fraction (TensorRT-LLM), not both",
+        "--kv-free-fraction");
+  }
   if (!(cfg.memory_fraction >= 0 && cfg.memory_fraction <= 1)) {
     return InvalidArgument(
         "expected a memory fraction above 0 and at most 1 (the engine's "
@@ -361,17 +375,25 @@ Result<bool> CheckServePlan(const model::ModelSpec& m, const hw::System& sys,
 // engine's memory fraction (realistic mode), the device's own total (the
 // fraction multiplies it); otherwise the datasheet capacity.
 double CapacityBytes(const StepCostModel::Impl& x) {
-  return !x.peak && x.cfg.memory_fraction > 0 ? x.chip().DeviceMemory().si()
-                                              : x.chip().hbm_capacity.si();
+  return !x.peak && (x.cfg.memory_fraction > 0 || x.cfg.kv_free_fraction > 0)
+             ? x.chip().DeviceMemory().si()
+             : x.chip().hbm_capacity.si();
 }
 
 // HBM per chip held back from weights and KV cache in realistic mode
 // (activations, CUDA graphs, fragmentation): what the engine's memory
 // fraction leaves, else 5% of capacity.
+// With TensorRT-LLM's KV fraction f the KV cache gets f of what the weights
+// and the same 5% leave, so the rest of that is held back too.
 double ReserveBytes(const StepCostModel::Impl& x) {
   if (x.peak) return 0;
   const double f = x.cfg.memory_fraction;
-  return (f > 0 ? 1 - f : 0.05) * CapacityBytes(x);
+  const double device = CapacityBytes(x);
+  if (x.cfg.kv_free_fraction > 0) {
+    const double free = std::max(0.0, 0.95 * device - x.WeightsPerChip());
+    return 0.05 * device + (1 - x.cfg.kv_free_fraction) * free;
+  }
+  return (f > 0 ? 1 - f : 0.05) * device;
 }
 
 // Memory per chip: weights sharded over the replica, KV cache of the batch
@@ -398,6 +420,16 @@ void ServeMemory(const StepCostModel::Impl& x, ServeEstimate* est) {
   est->capacity_bytes = units::Bytes(capacity);
   est->max_batch = std::max(
       0.0, std::floor((capacity - reserve - weights_per_chip) / kv_seq_chip));
+  if (!x.peak && cfg.kv_free_fraction > 0) {
+    est->notes.push_back(
+        "memory: the KV cache gets " + FormatNumber(cfg.kv_free_fraction) +
+        " of the " +
+        units::FormatBytes(
+            units::Bytes(std::max(0.0, 0.95 * capacity - weights_per_chip))) +
+        " the weights and a 5% activation allowance leave of the device's " +
+        units::FormatBytes(units::Bytes(capacity)) +
+        " (--kv-free-fraction, TensorRT-LLM's free_gpu_memory_fraction)");
+  }
   if (!x.peak && cfg.memory_fraction > 0) {
     est->notes.push_back(
         "memory: weights and KV cache get " +
@@ -414,17 +446,24 @@ void ServeMemory(const StepCostModel::Impl& x, ServeEstimate* est) {
         " (weights " + units::FormatBytes(est->weights_bytes) + ", KV cache " +
         units::FormatBytes(est->kv_cache_bytes) + ")";
     const double f = x.peak ? 0 : cfg.memory_fraction;
+    const double kvf = x.peak ? 0 : cfg.kv_free_fraction;
+    const std::string rule = f > 0
+                                 ? FormatNumber(f) + " of the device's " +
+                                       units::FormatBytes(est->capacity_bytes)
+                                 : "the weights and " + FormatNumber(kvf) +
+                                       " of what they leave of the device's " +
+                                       units::FormatBytes(est->capacity_bytes);
     est->reason =
-        f > 0 ? "needs " +
-                    units::FormatBytes(
-                        units::Bytes(weights_per_chip + kv_per_chip)) +
-                    " per chip for weights and KV cache, has " +
-                    units::FormatBytes(units::Bytes(capacity - reserve)) +
-                    " (" + FormatNumber(f) + " of the device's " +
-                    units::FormatBytes(est->capacity_bytes) + ")" + parts
-              : "needs " + units::FormatBytes(est->total_bytes) +
-                    " HBM per chip, has " +
-                    units::FormatBytes(est->capacity_bytes) + parts;
+        f > 0 || kvf > 0
+            ? "needs " +
+                  units::FormatBytes(
+                      units::Bytes(weights_per_chip + kv_per_chip)) +
+                  " per chip for weights and KV cache, has " +
+                  units::FormatBytes(units::Bytes(capacity - reserve)) + " (" +
+                  rule + ")" + parts
+            : "needs " + units::FormatBytes(est->total_bytes) +
+                  " HBM per chip, has " +
+                  units::FormatBytes(est->capacity_bytes) + parts;
     est->reason +=
         "; the largest batch that fits is " + FormatNumber(est->max_batch);
   }

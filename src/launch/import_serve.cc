@@ -628,10 +628,27 @@ Result<ImportedServing> ImportTrtllm(const LaunchInput& in,
   auto slots = a.Int("moe_config.load_balancer.num_slots", 0);
   if (!slots) return tl::unexpected(slots.error());
   const std::string kv = a.Str("kv_cache_config.dtype");
+  // The KV cache's share of the memory the weights leave (a flag or the
+  // YAML key), as --kv-free-fraction.
+  double kv_free = 0;
+  for (const char* k :
+       {"--kv_cache_free_gpu_memory_fraction", "--free_gpu_memory_fraction",
+        "kv_cache_config.free_gpu_memory_fraction"}) {
+    const std::string v = a.Str(k);
+    if (v.empty()) continue;
+    auto f = Number(k, v);
+    if (!f) return tl::unexpected(f.error());
+    if (!(*f > 0 && *f <= 1)) {
+      return InvalidArgument(
+          fmt::format("{}: expected a fraction above 0 and at most 1, got {}",
+                      k, v),
+          "from");
+    }
+    kv_free = *f;
+  }
   // Understood, not modelled: the engine's runtime settings.
   for (const char* k :
-       {"--backend", "--kv_cache_free_gpu_memory_fraction",
-        "--free_gpu_memory_fraction", "cuda_graph_config.enable_padding",
+       {"--backend", "cuda_graph_config.enable_padding",
         "cuda_graph_config.max_batch_size", "moe_config.backend",
         "moe_config.load_balancer.layer_updates_per_iter",
         "enable_chunked_prefill", "disable_overlap_scheduler",
@@ -657,6 +674,7 @@ Result<ImportedServing> ImportTrtllm(const LaunchInput& in,
   }
   done->config.kv =
       kv.rfind("fp8", 0) == 0 ? hw::Dtype::kFp8 : hw::Dtype::kBf16;
+  done->config.kv_free_fraction = kv_free;
   return done;
 }
 
@@ -709,6 +727,8 @@ std::vector<std::string> TrtllmArguments() {
           "--max_seq_len",
           "enable_attention_dp (heredoc YAML)",
           "kv_cache_config.dtype (heredoc YAML)",
+          "--kv_cache_free_gpu_memory_fraction / "
+          "kv_cache_config.free_gpu_memory_fraction",
           "speculative_config (heredoc YAML)",
           "moe_config.load_balancer.num_slots (heredoc YAML)"};
 }

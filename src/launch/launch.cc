@@ -1375,7 +1375,13 @@ void TrtllmServer(LaunchText& out, const model::ModelSpec& m,
   out.Flag("--max_batch_size", batch);
   out.Flag("--max_num_tokens", tokens);
   out.Flag("--max_seq_len", seq);
-  out.Flag("--kv_cache_free_gpu_memory_fraction", "0.9");
+  // The KV cache's share of the memory the weights leave: the plan's where
+  // it states one (--kv-free-fraction), else TensorRT-LLM's default 0.9
+  // (llm_args.py KvCacheConfig), left unwritten.
+  if (cfg.kv_free_fraction > 0) {
+    out.Flag("--kv_cache_free_gpu_memory_fraction",
+             FormatNumber(cfg.kv_free_fraction));
+  }
   out.Flag("--extra_llm_api_options", file);
 }
 

@@ -801,6 +801,14 @@ std::string RowSchemaError(const json& row) {
         "found {}",
         row["mem_fraction"].dump());
   }
+  if (row.contains("kv_free_fraction") &&
+      !(row["kv_free_fraction"].is_number() && row["kv_free_fraction"] > 0 &&
+        row["kv_free_fraction"] <= 1 && !row.contains("mem_fraction"))) {
+    return fmt::format(
+        "expected 'kv_free_fraction' (TensorRT-LLM's free_gpu_memory_fraction) "
+        "as a number above 0 and at most 1, without 'mem_fraction', found {}",
+        row["kv_free_fraction"].dump());
+  }
   if (row.contains("max_batch_cap") &&
       !(row["max_batch_cap"].is_number_integer() &&
         row["max_batch_cap"].get<long>() > 0)) {
@@ -953,6 +961,7 @@ Result<bool> ScoreServingJson(const catalog::Catalog& cat,
   cfg.kv = *hw::ParseDtype(row.value("kv", "bf16"));
   // The launch's static memory fraction of the device's memory.
   cfg.memory_fraction = row.value("mem_fraction", 0.0);
+  cfg.kv_free_fraction = row.value("kv_free_fraction", 0.0);
   // The row's engine and release, else its family's engine
   // ("TensorRT-LLM, H100 / H200 / B200"): host time, collective curve,
   // decode attention, admission.

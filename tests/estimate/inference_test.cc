@@ -146,6 +146,19 @@ TEST(ServeMemory, EngineMemoryFractionOfTheDeviceTotal) {
   EXPECT_FALSE(e->feasible);
   EXPECT_NE(e->reason.find("0.82 of the device's"), std::string::npos)
       << e->reason;
+  // TensorRT-LLM's rule: the KV cache gets 0.75 of what the weights and
+  // the 5% allowance leave of the device total.
+  cfg.memory_fraction = 0;
+  cfg.kv_free_fraction = 0.75;
+  e = EstimateServing(m, sys, cfg);
+  ASSERT_TRUE(e.has_value());
+  const double device = 183359.0 * (1 << 20);
+  EXPECT_EQ(
+      e->max_batch,
+      std::floor(0.75 * (0.95 * device - e->weights_bytes.si()) / kv_seq));
+  cfg.memory_fraction = 0.9;
+  EXPECT_FALSE(EstimateServing(m, sys, cfg).has_value());  // both rules
+  cfg.kv_free_fraction = 0;
   for (double bad : {-0.1, 1.5, std::nan("")}) {
     cfg.memory_fraction = bad;
     auto err = EstimateServing(m, sys, cfg);

@@ -647,5 +647,31 @@ TEST(ImportTest, TrtllmFlagsWithoutItsYaml) {
             std::string::npos);
 }
 
+// TensorRT-LLM's KV fraction, from the flag or the YAML key, becomes
+// --kv-free-fraction; SGLang's static fraction becomes --mem-fraction.
+TEST(ImportTest, EngineMemoryFractions) {
+  auto t = ImportServing(
+      ServeEngine::kTrtllm,
+      {"trtllm-serve deepseek-ai/DeepSeek-V3 --backend pytorch --tp_size 4 "
+       "--kv_cache_free_gpu_memory_fraction 0.75"},
+      BuiltinCatalog(), System("b200:4x1"), "");
+  ASSERT_TRUE(t) << t.error().ToString();
+  EXPECT_DOUBLE_EQ(t->config.kv_free_fraction, 0.75);
+  EXPECT_DOUBLE_EQ(t->config.memory_fraction, 0);
+  auto s = ImportServing(ServeEngine::kSglang,
+                         {"--model-path deepseek-ai/DeepSeek-V3 --tp 4 "
+                          "--mem-fraction-static 0.95"},
+                         BuiltinCatalog(), System("b200:4x1"), "");
+  ASSERT_TRUE(s) << s.error().ToString();
+  EXPECT_DOUBLE_EQ(s->config.memory_fraction, 0.95);
+  auto bad = ImportServing(ServeEngine::kTrtllm,
+                           {"trtllm-serve deepseek-ai/DeepSeek-V3 --tp_size 4 "
+                            "--kv_cache_free_gpu_memory_fraction 0"},
+                           BuiltinCatalog(), System("b200:4x1"), "");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("expected a fraction above 0"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace scalemodel::launch

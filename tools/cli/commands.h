@@ -170,8 +170,9 @@ struct ServeSearchCli {
   // The routed experts' weight dtype when it differs from --weights.
   std::string expert_weights;
   int max_chips = 0;
-  // The engine's static memory fraction (--mem-fraction); empty: unset.
-  std::string mem_fraction;
+  // The engine's static memory fraction (--mem-fraction) and TensorRT-LLM's
+  // KV fraction (--kv-free-fraction); empty: unset.
+  std::string mem_fraction, kv_free_fraction;
   double price = 0;
   // plan serve --rate (serve_slo_commands.cc): the SLO search.
   std::string rate, slo_ttft, slo_tpot, layouts = "both", kv_transfer = "after";

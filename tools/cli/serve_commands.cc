@@ -56,8 +56,9 @@ struct ServeCli {
   std::string model, system, plan = "tp=1", batch = "1", prompt = "1024",
                              output = "256", weights = "bf16", kv = "bf16",
                              mode = "realistic", emit, power_cap, trace, engine;
-  // The engine's static memory fraction (--mem-fraction); empty: unset.
-  std::string mem_fraction;
+  // The engine's static memory fraction (--mem-fraction) and TensorRT-LLM's
+  // KV fraction (--kv-free-fraction); empty: unset.
+  std::string mem_fraction, kv_free_fraction;
   double price = 0;
   // Speculative decoding, DP attention, redundant experts (docs/cli.md).
   std::string spec, spec_accept;
@@ -115,21 +116,42 @@ static Result<hw::Dtype> ParseWeightDtype(const std::string& text,
 static Result<estimate::ServeConfig> ParseServeCommon(
     const std::string& prompt, const std::string& output,
     const std::string& weights, const std::string& kv, const std::string& mode,
-    double price, const std::string& engine, const std::string& mem_fraction) {
+    double price, const std::string& engine, const std::string& mem_fraction,
+    const std::string& kv_free_fraction) {
   estimate::ServeConfig c;
-  if (!mem_fraction.empty()) {
+  // A fraction above 0 and at most 1, or "" (unset: 0).
+  auto fraction = [](const std::string& text, const char* what,
+                     const char* flag) -> Result<double> {
+    if (text.empty()) return 0.0;
     char* end = nullptr;
-    const double f = std::strtod(mem_fraction.c_str(), &end);
+    const double f = std::strtod(text.c_str(), &end);
     if (*end != '\0' || !(f > 0 && f <= 1)) {
-      return InvalidArgument(
-          "expected a fraction above 0 and at most 1 of the device's memory "
-          "for weights and KV cache (SGLang's --mem-fraction-static, vLLM's "
-          "--gpu-memory-utilization, e.g. 0.9), got '" +
-              Excerpt(mem_fraction) + "'",
-          "--mem-fraction");
+      return InvalidArgument(std::string("expected a fraction above 0 and at "
+                                         "most 1 of ") +
+                                 what + ", got '" + Excerpt(text) + "'",
+                             flag);
     }
-    c.memory_fraction = f;
+    return f;
+  };
+  auto mf = fraction(mem_fraction,
+                     "the device's memory for weights and KV cache (SGLang's "
+                     "--mem-fraction-static, vLLM's --gpu-memory-utilization, "
+                     "e.g. 0.9)",
+                     "--mem-fraction");
+  if (!mf) return tl::unexpected(mf.error());
+  auto kf = fraction(kv_free_fraction,
+                     "the memory the weights leave for the KV cache "
+                     "(TensorRT-LLM's free_gpu_memory_fraction, e.g. 0.9)",
+                     "--kv-free-fraction");
+  if (!kf) return tl::unexpected(kf.error());
+  if (*mf > 0 && *kf > 0) {
+    return InvalidArgument(
+        "give one memory rule: --mem-fraction (SGLang, vLLM) or "
+        "--kv-free-fraction (TensorRT-LLM), not both",
+        "--kv-free-fraction");
   }
+  c.memory_fraction = *mf;
+  c.kv_free_fraction = *kf;
   if (!engine.empty()) {
     auto host = estimate::ParseServingEngine(engine);
     if (!host) {
@@ -638,6 +660,9 @@ static void PutServeExtensions(const estimate::ServeConfig& cfg,
   if (cfg.dp_attention) (*j)["dp_attention"] = true;
   if (cfg.memory_fraction > 0)
     (*j)["inputs"]["mem_fraction"] = cfg.memory_fraction;
+  if (cfg.kv_free_fraction > 0) {
+    (*j)["inputs"]["kv_free_fraction"] = cfg.kv_free_fraction;
+  }
   if (cfg.expert_weights) {
     (*j)["expert_weights"] = std::string(hw::DtypeName(*cfg.expert_weights));
   }
@@ -850,8 +875,9 @@ Result<Output> RunServeSearch(const catalog::Catalog& cat,
   int system_chips = 0;
   auto chip = SearchedChip(cat, o.chip, &system_chips);
   if (!chip) return tl::unexpected(chip.error());
-  auto base = ParseServeCommon(o.prompt, o.output, o.weights, o.kv, o.mode,
-                               o.price, o.engine, o.mem_fraction);
+  auto base =
+      ParseServeCommon(o.prompt, o.output, o.weights, o.kv, o.mode, o.price,
+                       o.engine, o.mem_fraction, o.kv_free_fraction);
   if (!base) return tl::unexpected(base.error());
   if (auto x = ApplyExpertWeights(o.expert_weights, &*base); !x) {
     return tl::unexpected(x.error());
@@ -971,6 +997,9 @@ Result<Output> RunServeSearch(const catalog::Catalog& cat,
   if (base->memory_fraction > 0) {
     out.json["inputs"]["mem_fraction"] = base->memory_fraction;
   }
+  if (base->kv_free_fraction > 0) {
+    out.json["inputs"]["kv_free_fraction"] = base->kv_free_fraction;
+  }
   auto [trust, trust_json] =
       TrustOnChip(cat, **chip, false, base->mode == estimate::Mode::kRealistic);
   out.json["accuracy"] = trust_json;
@@ -1024,6 +1053,11 @@ void AddServeSearchOptions(CLI::App* app, ServeSearchCli& o) {
                   "weights and KV cache get it of the device's memory as its "
                   "driver reports it (`chip NAME`); default 95% of the "
                   "datasheet capacity");
+  app->add_option("--kv-free-fraction", o.kv_free_fraction,
+                  "TensorRT-LLM's KV-cache fraction, 0 to 1 "
+                  "(free_gpu_memory_fraction): the KV cache gets it of the "
+                  "device's memory the weights and a 5% activation allowance "
+                  "leave; instead of --mem-fraction");
   app->add_option("--mode", o.mode, "realistic or peak")->capture_default_str();
   app->add_option("--price-per-chip-hour", o.price, "USD per chip-hour");
   app->add_option("--emit", o.emit, fmt::format(kEmitHelp, "the best plan"));
@@ -1230,6 +1264,12 @@ static Result<std::vector<std::string>> ApplyServeFrom(
     }
     o->mem_fraction = FormatNumber(c.memory_fraction);
   }
+  if (c.kv_free_fraction > 0) {
+    if (app.count("--kv-free-fraction") > 0) {
+      return LineSetsThis("--kv-free-fraction");
+    }
+    o->kv_free_fraction = FormatNumber(c.kv_free_fraction);
+  }
   o->sim.from_engine = ToLower(launch::ServeEngineName(*engine));
   if (app.count("--max-num-seqs") == 0 && r->batch_given) {
     // The line's cap: per DP rank for vLLM and TensorRT-LLM (the import's
@@ -1322,6 +1362,11 @@ Command AddServeCommand(CLI::App& app) {
                     "weights and KV cache get it of the device's memory as its "
                     "driver reports it (`chip NAME`); default 95% of the "
                     "datasheet capacity");
+  c.app->add_option("--kv-free-fraction", o->kv_free_fraction,
+                    "TensorRT-LLM's KV-cache fraction, 0 to 1 "
+                    "(free_gpu_memory_fraction): the KV cache gets it of the "
+                    "device's memory the weights and a 5% activation allowance "
+                    "leave; instead of --mem-fraction");
   c.app->add_option("--mode", o->mode, "realistic or peak (the book's formula)")
       ->capture_default_str();
   c.app->add_option("--price-per-chip-hour", o->price, "USD per chip-hour");
@@ -1376,7 +1421,8 @@ Command AddServeCommand(CLI::App& app) {
       return tl::unexpected(p.error());
     }
     auto cfg = ParseServeCommon(o->prompt, o->output, o->weights, o->kv,
-                                o->mode, o->price, o->engine, o->mem_fraction);
+                                o->mode, o->price, o->engine, o->mem_fraction,
+                                o->kv_free_fraction);
     if (!cfg) return tl::unexpected(cfg.error());
     auto b = ParseOption<double>("--batch", o->batch,
                                  [](auto& t) { return units::ParseCount(t); });

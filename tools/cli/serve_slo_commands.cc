@@ -425,6 +425,9 @@ std::string ServeCommand(const search::SloPlan& p,
   if (r.base.memory_fraction > 0) {
     s += " --mem-fraction " + FormatNumber(r.base.memory_fraction);
   }
+  if (r.base.kv_free_fraction > 0) {
+    s += " --kv-free-fraction " + FormatNumber(r.base.kv_free_fraction);
+  }
   if (r.base.mode == estimate::Mode::kPeak) s += " --mode peak";
   return s;
 }
@@ -636,6 +639,9 @@ Result<Output> RunServeSloSearch(const catalog::Catalog& cat,
        {"search_time_s", res->search_time_s}});
   if (base.memory_fraction > 0) {
     out.json["inputs"]["mem_fraction"] = base.memory_fraction;
+  }
+  if (base.kv_free_fraction > 0) {
+    out.json["inputs"]["kv_free_fraction"] = base.kv_free_fraction;
   }
   auto [trust, trust_json] =
       TrustOnChip(cat, chip, false, base.mode == estimate::Mode::kRealistic);

@@ -90,6 +90,12 @@ struct ServeConfig {
   // activations and CUDA graphs. 0 (the default): 95% of the datasheet
   // capacity (realistic mode; peak mode all of it).
   double memory_fraction = 0;
+  // TensorRT-LLM's KV-cache fraction (kv_cache_config
+  // free_gpu_memory_fraction, trtllm-serve
+  // --kv_cache_free_gpu_memory_fraction): the KV cache gets this fraction of
+  // the device's memory left after the weights and the 5% activation allowance.
+  // 0: unset. At most one of the two fractions is set.
+  double kv_free_fraction = 0;
   double price_per_chip_hour = 0;  // 0: catalog price
   // Host (CPU) time per step the engine does not overlap with the GPU
   // (realistic mode; docs/model.md 7.2): a fixed time per step plus a
