@@ -102,13 +102,12 @@ Result<void> Dtypes(Args& a, const model::ModelSpec& m, ImportedServing* out) {
   return {};
 }
 
-// The engine's static memory fraction where the line sets it (vLLM
-// --gpu-memory-utilization, SGLang --mem-fraction-static): above 0 and at
-// most 1; absent leaves scalemodel's default rule.
-Result<void> MemoryFraction(Args& a, const char* flag,
-                            estimate::ServeConfig* c) {
+// A memory fraction the line sets for `flag` (vLLM
+// --gpu-memory-utilization, SGLang --mem-fraction-static, TensorRT-LLM's
+// free_gpu_memory_fraction): above 0 and at most 1; 0 when absent.
+Result<double> LineFraction(Args& a, const char* flag) {
   const std::string v = a.Str(flag);
-  if (v.empty()) return {};
+  if (v.empty()) return 0.0;
   auto f = Number(flag, v);
   if (!f) return tl::unexpected(f.error());
   if (!(*f > 0 && *f <= 1)) {
@@ -117,8 +116,7 @@ Result<void> MemoryFraction(Args& a, const char* flag,
                     flag, v),
         "from");
   }
-  c->memory_fraction = *f;
-  return {};
+  return *f;
 }
 
 // A parallel size a line gives: 1 to 4096 (as --pipeline-parallel-size).
@@ -493,9 +491,9 @@ Result<ImportedServing> ImportVllm(const LaunchInput& raw,
   }
   if (auto ok = Replicas(a, sys, &out); !ok) return tl::unexpected(ok.error());
   if (auto ok = VllmSpec(a, cat, &out); !ok) return tl::unexpected(ok.error());
-  if (auto ok = MemoryFraction(a, "--gpu-memory-utilization", &c); !ok) {
-    return tl::unexpected(ok.error());
-  }
+  auto util = LineFraction(a, "--gpu-memory-utilization");
+  if (!util) return tl::unexpected(util.error());
+  c.memory_fraction = *util;
   const long dflt = sys.chip.hbm_capacity.si() >= 70.0 * (1L << 30) &&
                             sys.chip.id.rfind("a100", 0) != 0
                         ? 1024
@@ -571,9 +569,9 @@ Result<ImportedServing> ImportSglang(const LaunchInput& in,
   if (auto ok = SglangSpec(a, cat, &out); !ok) {
     return tl::unexpected(ok.error());
   }
-  if (auto ok = MemoryFraction(a, "--mem-fraction-static", &out.config); !ok) {
-    return tl::unexpected(ok.error());
-  }
+  auto static_fraction = LineFraction(a, "--mem-fraction-static");
+  if (!static_fraction) return tl::unexpected(static_fraction.error());
+  out.config.memory_fraction = *static_fraction;
   auto reqs = a.Int("--max-running-requests", 0);
   if (!reqs) return tl::unexpected(reqs.error());
   out.batch_given = *reqs > 0;
@@ -634,17 +632,9 @@ Result<ImportedServing> ImportTrtllm(const LaunchInput& in,
   for (const char* k :
        {"--kv_cache_free_gpu_memory_fraction", "--free_gpu_memory_fraction",
         "kv_cache_config.free_gpu_memory_fraction"}) {
-    const std::string v = a.Str(k);
-    if (v.empty()) continue;
-    auto f = Number(k, v);
+    auto f = LineFraction(a, k);
     if (!f) return tl::unexpected(f.error());
-    if (!(*f > 0 && *f <= 1)) {
-      return InvalidArgument(
-          fmt::format("{}: expected a fraction above 0 and at most 1, got {}",
-                      k, v),
-          "from");
-    }
-    kv_free = *f;
+    if (*f > 0) kv_free = *f;
   }
   // Understood, not modelled: the engine's runtime settings.
   for (const char* k :
@@ -727,8 +717,8 @@ std::vector<std::string> TrtllmArguments() {
           "--max_seq_len",
           "enable_attention_dp (heredoc YAML)",
           "kv_cache_config.dtype (heredoc YAML)",
-          "--kv_cache_free_gpu_memory_fraction / "
-          "kv_cache_config.free_gpu_memory_fraction",
+          "--kv_cache_free_gpu_memory_fraction",
+          "kv_cache_config.free_gpu_memory_fraction (heredoc YAML)",
           "speculative_config (heredoc YAML)",
           "moe_config.load_balancer.num_slots (heredoc YAML)"};
 }
