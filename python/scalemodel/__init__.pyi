@@ -469,6 +469,7 @@ def serve(
     output_dist: _Opt | None = ...,
     max_num_seqs: int | None = ...,
     max_batched_tokens: int | None = ...,
+    scheduler_recv_interval: int | None = ...,
     chunked_prefill: bool | None = ...,
     enable_mixed_chunk: bool | None = ...,
     prefix_hit: float | None = ...,

@@ -152,7 +152,14 @@ class Scheduler {
   }
   // Closed loop: with nothing to run, requests sent meanwhile are here.
   void TakeSentWhenIdle() {
-    if (Idle() && !sent_.empty()) TakeSent();
+    if (!Idle()) return;
+    // An idle scheduler receives at once, whatever its recv interval.
+    if (!socket_.empty()) {
+      waiting_.insert(waiting_.end(), socket_.begin(), socket_.end());
+      socket_.clear();
+      recv_count_ = 0;
+    }
+    if (!sent_.empty()) TakeSent();
   }
   bool Idle() const { return running_.empty() && waiting_.empty(); }
   // Forms this scheduler's part of the next step and its work; the
@@ -166,7 +173,8 @@ class Scheduler {
   double used() const { return used_; }
   double capacity() const { return capacity_; }
   double in_system() const {
-    return static_cast<double>(running_.size() + waiting_.size());
+    return static_cast<double>(running_.size() + waiting_.size() +
+                               socket_.size());
   }
   int preemptions() const { return preemptions_; }
   int requests() const { return static_cast<int>(reqs_->size()); }
@@ -216,7 +224,14 @@ class Scheduler {
   std::vector<Scheduled> step_;
   StepWork work_;  // step_'s work, as the cost model takes it
   std::deque<int> waiting_;
-  int group_left_ = 0;    // multi-step: decode steps left in the run
+  int group_left_ = 0;  // multi-step: decode steps left in the run
+  // SGLang's recv interval (opt_.recv_interval > 1): the weighted steps
+  // since the last receive, the last step's weight, and the requests at the
+  // scheduler's socket, not yet received.
+  static constexpr int kRecvWeightPrefill = 1000;
+  int recv_count_ = 0;
+  int last_weight_ = 1;
+  std::vector<int> socket_;
   bool admitted_ = true;  // the last step could admit waiting requests
   std::vector<int> running_;
   double used_ = 0;
@@ -278,9 +293,27 @@ bool Scheduler::Admissible(int r) const {
 }
 
 void Scheduler::ScheduleStep() {
+  if (opt_.recv_interval <= 1) {
+    ScheduleInto(&step_);
+    work_ = StepWorkOf();
+    TakeSent();
+    return;
+  }
+  // SGLang's recv interval: the loop receives what reached its socket only
+  // when the counter, grown by the last step's weight (1 for decode or
+  // nothing to run, 1000 for prompt work), reaches the interval.
+  recv_count_ += last_weight_;
+  if (recv_count_ >= opt_.recv_interval) {
+    recv_count_ = 0;
+    waiting_.insert(waiting_.end(), socket_.begin(), socket_.end());
+    socket_.clear();
+  }
   ScheduleInto(&step_);
   work_ = StepWorkOf();
-  TakeSent();
+  last_weight_ = work_.prefill_tokens > 0 ? kRecvWeightPrefill : 1;
+  // Requests sent after the last step reach the socket during this one.
+  socket_.insert(socket_.end(), sent_.begin(), sent_.end());
+  sent_.clear();
 }
 
 // Forms one step: which requests compute how many tokens.
@@ -504,7 +537,13 @@ void Scheduler::Arrive(double now, double* area) {
   std::vector<Req>& R = *reqs_;
   while (next_ < R.size() && R[next_].arrival <= now) {
     *area += now - R[next_].arrival;  // in the system since it arrived
-    waiting_.push_back(static_cast<int>(next_++));
+    // With a recv interval an arrival waits at the socket to be received.
+    const int r = static_cast<int>(next_++);
+    if (opt_.recv_interval > 1) {
+      socket_.push_back(r);
+    } else {
+      waiting_.push_back(r);
+    }
   }
 }
 
@@ -747,6 +786,13 @@ Result<bool> CheckInputs(const StepCostModel& cost, int replicas,
             std::to_string(s.max_batched_tokens),
         "--max-batched-tokens");
   }
+  if (s.recv_interval < 1 || s.recv_interval > kMaxNumSeqs) {
+    return InvalidArgument(
+        "expected a receive interval from 1 to 2^24 (16777216) decode steps, "
+        "got " +
+            std::to_string(s.recv_interval),
+        "--scheduler-recv-interval");
+  }
   if (!(s.prefix_hit >= 0 && s.prefix_hit < 1)) {
     return InvalidArgument(
         "expected a prefix-cache hit fraction >= 0 and < 1, "
@@ -872,6 +918,31 @@ bool EngineLimitsPerDpRank(std::string_view engine) {
 
 bool EngineReservesToFinish(std::string_view engine) {
   return EngineFamily(engine) == "trtllm";
+}
+
+int EngineDefaultBatchedTokens(std::string_view engine,
+                               double device_memory_bytes) {
+  if (!IsSglang(engine)) return 0;
+  const std::string e = ToLower(engine);
+  const size_t at = e.find_first_of(" @");
+  if (at != std::string::npos) {
+    const char* v = e.c_str() + at + 1;
+    if (*v == 'v') ++v;
+    int major = 0, minor = 0;
+    if (std::sscanf(v, "%d.%d", &major, &minor) == 2 && major == 0 &&
+        minor < 5) {
+      return 0;
+    }
+  }
+  constexpr double kGiB = 1024.0 * 1024 * 1024;
+  constexpr int kMaxPrefillTokens = 16384;  // --max-prefill-tokens default
+  const double gib = device_memory_bytes / kGiB;
+  if (!(gib > 0)) return 0;
+  const int chunk = gib < 35    ? 2048
+                    : gib < 60  ? 4096
+                    : gib < 160 ? 8192
+                                : 16384;
+  return std::min(chunk, kMaxPrefillTokens);
 }
 
 void ApplyEngineScheduling(std::string_view engine, SchedulerOptions* s) {

@@ -525,9 +525,9 @@ Result<ImportedServing> ImportSglang(const LaunchInput& in,
   out.model = m->model;
   out.model_name = m->name;
   estimate::ServeConfig& c = out.config;
-  auto tp = a.Int({"--tp-size", "--tp"}, 1);
-  auto dp = a.Int({"--dp-size", "--dp"}, 1);
-  auto ep = a.Int({"--ep-size", "--ep"}, 1);
+  auto tp = a.Int({"--tp-size", "--tp", "--tensor-parallel-size"}, 1);
+  auto dp = a.Int({"--dp-size", "--dp", "--data-parallel-size"}, 1);
+  auto ep = a.Int({"--ep-size", "--ep", "--expert-parallel-size"}, 1);
   for (const auto* r : {&tp, &dp, &ep}) {
     if (!*r) return tl::unexpected(r->error());
   }
@@ -582,8 +582,20 @@ Result<ImportedServing> ImportSglang(const LaunchInput& in,
         "no --max-running-requests: SGLang sizes it from free memory; the "
         "batch is --batch's");
   }
-  return Finish(a, std::move(out), {"--context-length"},
-                {"--chunked-prefill-size"});
+  // --scheduler-recv-interval (<= 1: every step, SGLang's default).
+  auto recv = a.Int("--scheduler-recv-interval", 1);
+  if (!recv) return tl::unexpected(recv.error());
+  out.recv_interval = static_cast<int>(std::clamp<long>(*recv, 1, 1L << 24));
+  // --max-prefill-tokens bounds a prefill step's new tokens beside the
+  // chunk size (SGLang's PrefillAdder: rem_input_tokens).
+  auto prefill = a.Int("--max-prefill-tokens", 0);
+  if (!prefill) return tl::unexpected(prefill.error());
+  auto done = Finish(a, std::move(out), {"--context-length"},
+                     {"--chunked-prefill-size"});
+  if (done && *prefill > 0 && done->max_batched_tokens > *prefill) {
+    done->max_batched_tokens = *prefill;
+  }
+  return done;
 }
 
 Result<ImportedServing> ImportTrtllm(const LaunchInput& in,
@@ -687,13 +699,15 @@ std::vector<std::string> VllmArguments() {
 
 std::vector<std::string> SglangArguments() {
   return {"--model-path / --model",
-          "--tp-size / --tp",
-          "--dp-size / --dp",
-          "--ep-size / --ep",
+          "--tp-size / --tp / --tensor-parallel-size",
+          "--dp-size / --dp / --data-parallel-size",
+          "--ep-size / --ep / --expert-parallel-size",
           "--enable-dp-attention",
           "--pp-size",
           "--max-running-requests",
           "--chunked-prefill-size",
+          "--max-prefill-tokens",
+          "--scheduler-recv-interval",
           "--context-length",
           "--quantization",
           "--kv-cache-dtype",

@@ -355,6 +355,9 @@ struct ServingLoad {
   // where the engine counts them so.
   int max_num_seqs = 0;
   int max_batched_tokens = 0;
+  // SGLang's --scheduler-recv-interval where the launch sets one (1: every
+  // step, its default).
+  int recv_interval = 1;
   // The case's simulation, run once for all the quantities it measured.
   mutable std::shared_ptr<estimate::SimulationResult> simulated;
   std::string text;  // how the load was read, for the setup column
@@ -417,8 +420,13 @@ Result<estimate::SimulationResult> Simulate(const model::ModelSpec& m,
       load.max_num_seqs > 0 ? load.max_num_seqs : std::max(256, w.concurrency);
   if (load.max_batched_tokens > 0) {
     sched.max_batched_tokens = load.max_batched_tokens;
+  } else if (const int own = estimate::EngineDefaultBatchedTokens(
+                 load.engine, sys.chip.DeviceMemory().si());
+             own > 0) {
+    sched.max_batched_tokens = own;
   }
   sched.scheduler_steps = load.scheduler_steps;
+  sched.recv_interval = load.recv_interval;
   estimate::ApplyEngineScheduling(load.engine, &sched);
   return estimate::SimulateServing(*cost, std::max(1, cfg.dp), w, sched, {});
 }
@@ -586,6 +594,7 @@ Result<ServingLoad> ReadLoad(const model::ModelSpec& m, const hw::System& sys,
   if (c.contains("spread")) load.spread = c["spread"].get<double>();
   load.max_num_seqs = c.value("max_num_seqs", 0);
   load.max_batched_tokens = c.value("max_batched_tokens", 0);
+  load.recv_interval = c.value("scheduler_recv_interval", 1);
   if (c.contains("batch") && c["batch"].is_string()) {
     cfg.batch = 1;
     auto probe = estimate::EstimateServing(m, sys, cfg);
@@ -647,6 +656,12 @@ Result<ServingLoad> ReadLoad(const model::ModelSpec& m, const hw::System& sys,
             ? fmt::format(" {} tokens", load.max_batched_tokens)
             : std::string());
   }
+  if (load.recv_interval > 1) {
+    load.text += fmt::format(
+        ", new requests received every {} decode steps (the launch's "
+        "--scheduler-recv-interval)",
+        load.recv_interval);
+  }
   load.mean = c.value("statistic", "") == "mean";
   return load;
 }
@@ -674,7 +689,8 @@ std::string CaseSchemaError(const json& c) {
         "found {}",
         c["requests"].dump());
   }
-  for (const char* k : {"max_num_seqs", "max_batched_tokens"}) {
+  for (const char* k :
+       {"max_num_seqs", "max_batched_tokens", "scheduler_recv_interval"}) {
     if (c.contains(k) && !(c[k].is_number_integer() && c[k].get<long>() >= 1 &&
                            c[k].get<long>() <= 1000000 && simulated)) {
       return fmt::format(

@@ -667,6 +667,18 @@ Workload ClosedLoop(int clients, int requests, double prompt, double output) {
   return w;
 }
 
+// Poisson arrivals of fixed lengths.
+Workload OpenLoop(double rate, int requests, double prompt, double output,
+                  uint64_t seed) {
+  Workload w;
+  w.rate_per_s = rate;
+  w.requests = requests;
+  w.prompt = {LengthDist::kFixed, prompt, 0};
+  w.output = {LengthDist::kFixed, output, 0};
+  w.seed = seed;
+  return w;
+}
+
 // Little's law on a simulation's outputs: the time-average number of
 // requests in the system equals throughput x mean E2E, exact up to
 // rounding when the window holds every request from arrival to finish.
@@ -785,12 +797,7 @@ TEST(Simulator, MultiStepRunsDelayAdmission) {
   auto sc = StepCostModel::Create(Model("llama3-8b"), System("h100:1x1"),
                                   Config(1, 1, 1));
   ASSERT_TRUE(sc.has_value());
-  Workload w;
-  w.rate_per_s = 4;
-  w.requests = 400;
-  w.prompt = {LengthDist::kFixed, 256, 0};
-  w.output = {LengthDist::kFixed, 200, 0};
-  w.seed = 3;
+  Workload w = OpenLoop(4, 400, 256, 200, 3);
   SchedulerOptions one;
   one.chunked_prefill = true;
   SchedulerOptions ten = one;
@@ -805,6 +812,71 @@ TEST(Simulator, MultiStepRunsDelayAdmission) {
   SchedulerOptions unit = one;
   unit.scheduler_steps = 1;
   EXPECT_EQ(Simulate(*sc, w, unit).ttft_s.p50, a.ttft_s.p50);
+}
+
+// SGLang's --scheduler-recv-interval N: in steady decode a new request is
+// received only every N decode steps (at once after a prefill step), so a
+// closed loop's TTFT grows by about half an interval of decode steps,
+// decode steps are interrupted by fewer, larger prefills, and every
+// request still finishes (Little's law holds, the requests waiting at the
+// socket counted). Open-loop arrivals wait the same way. An interval of 1
+// is the plain scheduler.
+TEST(Simulator, RecvIntervalDelaysReceivingRequests) {
+  auto sc = StepCostModel::Create(Model("llama3-8b"), System("h100:1x1"),
+                                  Config(1, 1, 1));
+  ASSERT_TRUE(sc.has_value());
+  Workload closed = ClosedLoop(32, 640, 512, 256);
+  closed.prompt = {LengthDist::kUniform, 256, 768};
+  closed.output = {LengthDist::kUniform, 128, 384};
+  closed.seed = 5;
+  SchedulerOptions one;
+  one.chunked_prefill = true;
+  one.mixed_prefill = false;  // SGLang's prefill-first steps
+  SchedulerOptions thirty = one;
+  thirty.recv_interval = 30;
+  SimulationResult a = Simulate(*sc, closed, one);
+  SimulationResult b = Simulate(*sc, closed, thirty);
+  ASSERT_EQ(b.requests, 640);
+  const double step = a.tpot_s.p50;
+  EXPECT_GT(b.ttft_s.p50 - a.ttft_s.p50, 5 * step);
+  EXPECT_LT(b.ttft_s.p50 - a.ttft_s.p50, 30 * step);
+  EXPECT_LT(b.tpot_s.mean, a.tpot_s.mean);  // fewer prefill interruptions
+  ExpectLittlesLaw(a);
+  ExpectLittlesLaw(b);
+  SchedulerOptions unit = one;
+  unit.recv_interval = 1;
+  EXPECT_EQ(Simulate(*sc, closed, unit).ttft_s.p50, a.ttft_s.p50);
+  Workload open = OpenLoop(4, 400, 256, 200, 3);
+  SimulationResult c = Simulate(*sc, open, one);
+  SimulationResult d = Simulate(*sc, open, thirty);
+  EXPECT_GT(d.ttft_s.p50, c.ttft_s.p50 + 5 * c.tpot_s.p50);
+  ExpectLittlesLaw(d);
+  // Bad input: an interval below 1.
+  SchedulerOptions zero = one;
+  zero.recv_interval = 0;
+  auto bad = SimulateServing(*sc, 1, closed, zero, {});
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_NE(bad.error().ToString().find("--scheduler-recv-interval"),
+            std::string::npos);
+}
+
+// SGLang's own step budget by the device's memory (server_args.py): 16384
+// tokens on B200 and MI300X, 8192 on H100 and H200, 4096 on A100 40GB and
+// L40S; none for other engines or SGLang before 0.5.
+TEST(Simulator, SglangDefaultStepBudgetByDeviceMemory) {
+  auto budget = [](const char* engine, const char* chip) {
+    return EngineDefaultBatchedTokens(
+        engine, System(std::string(chip) + ":1x1").chip.DeviceMemory().si());
+  };
+  EXPECT_EQ(budget("sglang", "b200"), 16384);
+  EXPECT_EQ(budget("SGLang v0.5.6", "mi300x"), 16384);
+  EXPECT_EQ(budget("sglang@0.5.12", "h200"), 8192);
+  EXPECT_EQ(budget("sglang", "h100"), 8192);
+  EXPECT_EQ(budget("sglang", "a100-40gb"), 4096);
+  EXPECT_EQ(budget("sglang", "l40s"), 4096);
+  EXPECT_EQ(budget("SGLang v0.3.0", "b200"), 0);
+  EXPECT_EQ(budget("vllm@0.10.1", "b200"), 0);
+  EXPECT_EQ(budget("trtllm", "b200"), 0);
 }
 
 TEST(Simulator, PreemptsWhenKvCacheIsTooSmall) {

@@ -673,5 +673,31 @@ TEST(ImportTest, EngineMemoryFractions) {
             std::string::npos);
 }
 
+// SGLang's scheduler flags as InferenceX's DeepSeek-R1 launch writes them
+// (long names with '='): --tensor-parallel-size, the recv interval, and a
+// step budget of the chunk size bounded by --max-prefill-tokens.
+TEST(ImportTest, SglangSchedulerFlags) {
+  auto s = ImportServing(
+      ServeEngine::kSglang,
+      {"python3 -m sglang.launch_server --model-path=deepseek-ai/DeepSeek-V3 "
+       "--tensor-parallel-size=8 --data-parallel-size=1 "
+       "--max-running-requests 128 --chunked-prefill-size 32768 "
+       "--max-prefill-tokens 16384 --scheduler-recv-interval 30"},
+      BuiltinCatalog(), System("b200:8x1"), "");
+  ASSERT_TRUE(s) << s.error().ToString();
+  EXPECT_EQ(s->config.tp, 8);
+  EXPECT_EQ(s->config.dp, 1);
+  EXPECT_EQ(s->recv_interval, 30);
+  EXPECT_EQ(s->max_batched_tokens, 16384);
+  EXPECT_TRUE(s->ignored.empty());
+  auto d = ImportServing(ServeEngine::kSglang,
+                         {"--model-path deepseek-ai/DeepSeek-V3 --tp 8 "
+                          "--chunked-prefill-size 8192"},
+                         BuiltinCatalog(), System("b200:8x1"), "");
+  ASSERT_TRUE(d) << d.error().ToString();
+  EXPECT_EQ(d->recv_interval, 1);
+  EXPECT_EQ(d->max_batched_tokens, 8192);
+}
+
 }  // namespace
 }  // namespace scalemodel::launch

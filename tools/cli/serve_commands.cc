@@ -33,8 +33,10 @@ namespace scalemodel::cli {
 struct ServeSimCli {
   std::string rate, trace_file, prompt_dist = "fixed", output_dist = "fixed",
                                 slo_ttft, slo_tpot, dataset;
+  // max_batched_tokens 0: the engine's own (estimate::
+  // EngineDefaultBatchedTokens), else 8192.
   int concurrency = 0, requests = 1000, max_num_seqs = 256,
-      max_batched_tokens = 8192;
+      max_batched_tokens = 0, recv_interval = 1;
   bool chunked_prefill = false, mixed_chunk = false;
   double prefix_hit = 0;
   uint64_t seed = 0;
@@ -44,8 +46,9 @@ struct ServeSimCli {
   bool given(const CLI::App& app) const {
     for (const char* f :
          {"--requests", "--prompt-dist", "--output-dist", "--max-num-seqs",
-          "--max-batched-tokens", "--chunked-prefill", "--enable-mixed-chunk",
-          "--prefix-hit", "--seed", "--slo-ttft", "--slo-tpot", "--dataset"}) {
+          "--max-batched-tokens", "--scheduler-recv-interval",
+          "--chunked-prefill", "--enable-mixed-chunk", "--prefix-hit", "--seed",
+          "--slo-ttft", "--slo-tpot", "--dataset"}) {
       if (app.count(f) > 0) return true;
     }
     return false;
@@ -750,6 +753,12 @@ static Result<Output> RunServeSim(const catalog::Catalog& cat,
   estimate::SchedulerOptions sched;
   sched.max_num_seqs = so.max_num_seqs;
   sched.max_batched_tokens = so.max_batched_tokens;
+  if (sched.max_batched_tokens == 0) {
+    const int own = estimate::EngineDefaultBatchedTokens(
+        engine, sys.chip.DeviceMemory().si());
+    sched.max_batched_tokens = own > 0 ? own : 8192;
+  }
+  sched.recv_interval = so.recv_interval;
   // SGLang and vLLM V1 chunk prompts whether or not the flag is given.
   sched.chunked_prefill =
       so.chunked_prefill || estimate::EngineChunksPrefill(engine);
@@ -798,6 +807,7 @@ static Result<Output> RunServeSim(const catalog::Catalog& cat,
        {"max_num_seqs", sched.max_num_seqs},
        {"max_batched_tokens", sched.max_batched_tokens},
        {"chunked_prefill", sched.chunked_prefill},
+       {"scheduler_recv_interval", sched.recv_interval},
        {"mixed_prefill", sched.mixed_prefill},
        {"prefix_hit", sched.prefix_hit},
        {"dp_ranks", sc->dp_ranks()},
@@ -817,7 +827,7 @@ static Result<Output> RunServeSim(const catalog::Catalog& cat,
                  "sequences "
                  "and {} tokens per step{}, chunked prefill {}, prefix-cache "
                  "hit "
-                 "{:.0f}%\n\n",
+                 "{:.0f}%{}\n\n",
                  m.spec.name, sys.id, o.plan, r->requests, arrivals,
                  sched.max_num_seqs, sched.max_batched_tokens,
                  sc->dp_ranks() <= 1 ? std::string()
@@ -827,7 +837,12 @@ static Result<Output> RunServeSim(const catalog::Catalog& cat,
                  !sched.chunked_prefill ? "off"
                  : sched.mixed_prefill  ? "on"
                                         : "on (prefill steps alone, SGLang)",
-                 100 * sched.prefix_hit) +
+                 100 * sched.prefix_hit,
+                 sched.recv_interval > 1
+                     ? fmt::format(", new requests received every {} decode "
+                                   "steps",
+                                   sched.recv_interval)
+                     : std::string()) +
              SimText(*r, slo) + *staggered;
   // How close the simulated latencies and throughput come on the published
   // points (per metric it prints, on this chip).
@@ -1098,7 +1113,16 @@ static void AddServeSimOptions(CLI::App* app, ServeSimCli& o) {
                   "Most sequences in one step (vLLM --max-num-seqs)")
       ->capture_default_str();
   app->add_option("--max-batched-tokens", o.max_batched_tokens,
-                  "Most tokens in one step (vLLM --max-num-batched-tokens)")
+                  "Most tokens in one step (vLLM --max-num-batched-tokens, "
+                  "SGLang --chunked-prefill-size); default 8192, with "
+                  "--engine sglang SGLang's own by the GPU's memory (16384 "
+                  "on B200 and MI300X, 8192 on H100 and H200, 4096 on "
+                  "A100 40GB and L40S)");
+  app->add_option("--scheduler-recv-interval", o.recv_interval,
+                  "SGLang --scheduler-recv-interval N: new requests are "
+                  "received once every N decode steps (at once after a "
+                  "prefill step or when idle), so in steady decode a "
+                  "request waits up to N steps before its prefill")
       ->capture_default_str();
   app->add_flag("--chunked-prefill", o.chunked_prefill,
                 "Compute prompts in chunks of --max-batched-tokens, mixed "
@@ -1174,6 +1198,13 @@ static Result<bool> SimulationWanted(const CLI::App& app, const ServeCli& cli) {
         "an SGLang option; add --engine sglang (other engines mix prompt "
         "chunks into decode steps already)",
         "--enable-mixed-chunk");
+  }
+  // 0 stands for the engine's own budget; a given one must be a budget.
+  if (app.count("--max-batched-tokens") > 0 && o.max_batched_tokens < 1) {
+    return InvalidArgument(
+        "expected from 1 to 2^30 (1073741824) tokens per step, got " +
+            std::to_string(o.max_batched_tokens),
+        "--max-batched-tokens");
   }
   if (app.count("--concurrency") > 0 && o.concurrency < 1) {
     return InvalidArgument("expected a concurrency of at least 1, got " +
@@ -1280,6 +1311,12 @@ static Result<std::vector<std::string>> ApplyServeFrom(
   }
   if (app.count("--max-batched-tokens") == 0 && r->max_batched_tokens > 0) {
     o->sim.max_batched_tokens = static_cast<int>(r->max_batched_tokens);
+  }
+  if (r->recv_interval > 1) {
+    if (app.count("--scheduler-recv-interval") > 0) {
+      return LineSetsThis("--scheduler-recv-interval");
+    }
+    o->sim.recv_interval = r->recv_interval;
   }
   std::vector<std::string> notes;
   if (!r->model.resolution.empty()) notes.push_back(r->model.resolution);

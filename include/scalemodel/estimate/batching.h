@@ -117,6 +117,15 @@ struct SchedulerOptions {
   // vLLM's, which starts what its next chunk needs and preempts (recompute)
   // when decode outgrows the cache.
   bool reserve_to_finish = false;
+  // SGLang's --scheduler-recv-interval N: the scheduler takes the requests
+  // sent to it only when a counter reaches N, the counter growing by 1 per
+  // decode step and by 1000 per step with prompt work, so the first loop
+  // after a prefill step receives (python/sglang/srt/managers/
+  // scheduler_recv_skipper.py; SGLANG_SCHEDULER_RECV_SKIPPER_WEIGHT_DECODE
+  // 1, _DEFAULT 1000 in environ.py). In steady decode a new request so
+  // waits up to N decode steps before it is seen. 1 (SGLang's default):
+  // every step. An idle scheduler receives at once.
+  int recv_interval = 1;
 };
 
 // Whether the engine a row or a user names ("SGLang v0.5.6.post1",
@@ -151,6 +160,17 @@ bool EngineLimitsPerDpRank(std::string_view engine);
 // Policy"); false for vLLM and SGLang (SGLang reserves in its own
 // prefill-first path) and unknown names.
 bool EngineReservesToFinish(std::string_view engine);
+
+// The engine's own tokens per step when its launch sets none (0: keep
+// SchedulerOptions' 8192, vLLM's and TensorRT-LLM's default): SGLang from
+// 0.5 (and "sglang" without a release) computes at most
+// min(--chunked-prefill-size, --max-prefill-tokens 16384) prompt tokens per
+// step, its chunk size set by the device's memory as its driver reports it
+// (python/sglang/srt/server_args.py, _handle_gpu_memory_settings: below
+// 35 GiB 2048, below 60 GiB 4096, below 160 GiB 8192 (H100, H200), else
+// 16384 (B200, MI300X)).
+int EngineDefaultBatchedTokens(std::string_view engine,
+                               double device_memory_bytes);
 
 // Sets the scheduling the engine runs by default: mixed_prefill,
 // limits_per_rank and reserve_to_finish (EngineMixesPrefill,

@@ -84,7 +84,10 @@ struct ImportedServing {
   std::string spec;
   long max_model_len = 0;       // 0: the line does not say
   long max_batched_tokens = 0;  // tokens per engine step; 0: not given
-  bool batch_given = false;     // the line sets the batch cap
+  // SGLang's --scheduler-recv-interval (estimate::SchedulerOptions::
+  // recv_interval); 1: every step, the default.
+  int recv_interval = 1;
+  bool batch_given = false;  // the line sets the batch cap
   std::vector<std::string> notes;
   std::vector<std::string> ignored;
 };
