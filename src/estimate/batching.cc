@@ -165,6 +165,13 @@ class Scheduler {
   // Forms this scheduler's part of the next step and its work; the
   // requests sent during the step's forming reach the queue after it.
   void ScheduleStep();
+  // Attention-DP balance: whether new requests may start in the next step.
+  void HoldAdmission(bool hold) { hold_ = hold; }
+  bool Decoding() const { return !running_.empty(); }
+  bool WaitingWithRoom() const {
+    return !waiting_.empty() &&
+           static_cast<int>(running_.size()) < opt_.max_num_seqs;
+  }
   bool StepEmpty() const { return step_.empty(); }
   // This scheduler's work in the step ScheduleStep formed.
   const StepWork& Work() const { return work_; }
@@ -231,6 +238,7 @@ class Scheduler {
   static constexpr int kRecvWeightPrefill = 1000;
   int recv_count_ = 0;
   int last_weight_ = 1;
+  bool hold_ = false;  // attention-DP balance holds new requests
   std::vector<int> socket_;
   bool admitted_ = true;  // the last step could admit waiting requests
   std::vector<int> running_;
@@ -321,7 +329,7 @@ void Scheduler::ScheduleInto(std::vector<Scheduled>* step) {
   step->clear();
   int budget = opt_.max_batched_tokens;
   // Multi-step: inside a run of decode steps nothing is admitted.
-  const bool admit = group_left_ <= 0 || running_.empty();
+  const bool admit = (group_left_ <= 0 || running_.empty()) && !hold_;
   if (group_left_ > 0) --group_left_;
   admitted_ = admit;
   if (opt_.chunked_prefill && !opt_.mixed_prefill) {
@@ -552,15 +560,39 @@ void Scheduler::Arrive(double now, double* area) {
 // (DP attention: the busiest rank's dense GEMMs and attention bound it).
 class Engine {
  public:
-  Engine(const StepCostModel& cost, std::vector<double>* token_time)
-      : cost_(cost), tt_(token_time) {}
+  Engine(const StepCostModel& cost, std::vector<double>* token_time,
+         int balance_timeout)
+      : cost_(cost), tt_(token_time), balance_timeout_(balance_timeout) {}
   void Run(std::vector<Scheduler>* ranks, Runs* itl, SimulationResult* out,
            bool record_series);
 
  private:
   double StepTime(const StepWork& w) const;
+  // TensorRT-LLM's attention-DP balance (SchedulerOptions::
+  // adp_balance_timeout_iters): every rank with a request waiting and a
+  // free slot starts them; otherwise the iteration counter grows, and new
+  // requests wait unless it reaches the timeout (then it resets) or some
+  // rank has nothing decoding.
+  void BalanceAdmission(std::vector<Scheduler>* ranks) {
+    bool all_waiting = true, all_decoding = true;
+    for (const Scheduler& r : *ranks) {
+      all_waiting = all_waiting && r.WaitingWithRoom();
+      all_decoding = all_decoding && r.Decoding();
+    }
+    bool hold = false;
+    if (all_waiting) {
+      balance_count_ = 0;
+    } else if (++balance_count_ >= balance_timeout_ || !all_decoding) {
+      balance_count_ = 0;
+    } else {
+      hold = true;
+    }
+    for (Scheduler& r : *ranks) r.HoldAdmission(hold);
+  }
   const StepCostModel& cost_;
   std::vector<double>* tt_;
+  int balance_timeout_ = 0;
+  int balance_count_ = 0;
 };
 
 // The step's time from the cost model: the token-count part from the
@@ -629,6 +661,7 @@ void Engine::Run(std::vector<Scheduler>* ranks, Runs* itl,
       now = next;  // idle until the next arrival
       continue;
     }
+    if (balance_timeout_ > 0 && S.size() > 1) BalanceAdmission(&S);
     for (Scheduler& r : S) r.ScheduleStep();
     // The step's work; with ranks, the busiest one's (most GEMM rows, then
     // most context).
@@ -785,6 +818,14 @@ Result<bool> CheckInputs(const StepCostModel& cost, int replicas,
         "expected from 1 to 2^30 (1073741824) tokens per step, got " +
             std::to_string(s.max_batched_tokens),
         "--max-batched-tokens");
+  }
+  if (s.adp_balance_timeout_iters < 0 ||
+      s.adp_balance_timeout_iters > kMaxNumSeqs) {
+    return InvalidArgument(
+        "expected a balance timeout from 0 to 2^24 (16777216) iterations, "
+        "got " +
+            std::to_string(s.adp_balance_timeout_iters),
+        "--adp-balance-timeout");
   }
   if (s.recv_interval < 1 || s.recv_interval > kMaxNumSeqs) {
     return InvalidArgument(
@@ -1230,7 +1271,7 @@ Result<SimulationResult> SimulateServing(const StepCostModel& cost,
           kMaxCached)),
       -1.0);
   Runs itl;
-  Engine engine(cost, &token_time);
+  Engine engine(cost, &token_time, s.adp_balance_timeout_iters);
   for (int e = 0; e < engines; ++e) {
     std::vector<Scheduler> group;
     int requests = 0;

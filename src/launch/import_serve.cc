@@ -648,9 +648,18 @@ Result<ImportedServing> ImportTrtllm(const LaunchInput& in,
     if (!f) return tl::unexpected(f.error());
     if (*f > 0) kv_free = *f;
   }
+  // attention_dp_config: enable_balance with its timeout_iters (the
+  // attention-DP ranks wait for one another's new requests).
+  int balance = 0;
+  if (Truthy(a.Str("attention_dp_config.enable_balance"))) {
+    auto t = a.Int("attention_dp_config.timeout_iters", 50);
+    if (!t) return tl::unexpected(t.error());
+    balance = static_cast<int>(std::clamp<long>(*t, 0, 1L << 24));
+  }
   // Understood, not modelled: the engine's runtime settings.
   for (const char* k :
        {"--backend", "cuda_graph_config.enable_padding",
+        "attention_dp_config.batching_wait_iters",
         "cuda_graph_config.max_batch_size", "moe_config.backend",
         "moe_config.load_balancer.layer_updates_per_iter",
         "enable_chunked_prefill", "disable_overlap_scheduler",
@@ -658,6 +667,7 @@ Result<ImportedServing> ImportTrtllm(const LaunchInput& in,
         "cache_transceiver_config.max_tokens_in_buffer"}) {
     a.Use(k);
   }
+  out.adp_balance_timeout = out.config.dp_attention ? balance : 0;
   auto done =
       Finish(a, std::move(out), {"--max_seq_len"}, {"--max_num_tokens"});
   if (!done) return done;
@@ -733,6 +743,7 @@ std::vector<std::string> TrtllmArguments() {
           "kv_cache_config.dtype (heredoc YAML)",
           "--kv_cache_free_gpu_memory_fraction",
           "kv_cache_config.free_gpu_memory_fraction (heredoc YAML)",
+          "attention_dp_config.enable_balance, timeout_iters (heredoc YAML)",
           "speculative_config (heredoc YAML)",
           "moe_config.load_balancer.num_slots (heredoc YAML)"};
 }

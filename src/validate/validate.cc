@@ -358,6 +358,9 @@ struct ServingLoad {
   // SGLang's --scheduler-recv-interval where the launch sets one (1: every
   // step, its default).
   int recv_interval = 1;
+  // TensorRT-LLM's attention-DP balance timeout where the launch enables it
+  // (0: off).
+  int adp_balance = 0;
   // The case's simulation, run once for all the quantities it measured.
   mutable std::shared_ptr<estimate::SimulationResult> simulated;
   std::string text;  // how the load was read, for the setup column
@@ -427,6 +430,7 @@ Result<estimate::SimulationResult> Simulate(const model::ModelSpec& m,
   }
   sched.scheduler_steps = load.scheduler_steps;
   sched.recv_interval = load.recv_interval;
+  sched.adp_balance_timeout_iters = load.adp_balance;
   estimate::ApplyEngineScheduling(load.engine, &sched);
   return estimate::SimulateServing(*cost, std::max(1, cfg.dp), w, sched, {});
 }
@@ -595,6 +599,7 @@ Result<ServingLoad> ReadLoad(const model::ModelSpec& m, const hw::System& sys,
   load.max_num_seqs = c.value("max_num_seqs", 0);
   load.max_batched_tokens = c.value("max_batched_tokens", 0);
   load.recv_interval = c.value("scheduler_recv_interval", 1);
+  load.adp_balance = c.value("adp_balance_timeout_iters", 0);
   if (c.contains("batch") && c["batch"].is_string()) {
     cfg.batch = 1;
     auto probe = estimate::EstimateServing(m, sys, cfg);
@@ -656,6 +661,12 @@ Result<ServingLoad> ReadLoad(const model::ModelSpec& m, const hw::System& sys,
             ? fmt::format(" {} tokens", load.max_batched_tokens)
             : std::string());
   }
+  if (load.adp_balance > 0) {
+    load.text += fmt::format(
+        ", new requests held until every attention-DP rank has one or {} "
+        "iterations pass (the launch's attention_dp_config enable_balance)",
+        load.adp_balance);
+  }
   if (load.recv_interval > 1) {
     load.text += fmt::format(
         ", new requests received every {} decode steps (the launch's "
@@ -690,7 +701,8 @@ std::string CaseSchemaError(const json& c) {
         c["requests"].dump());
   }
   for (const char* k :
-       {"max_num_seqs", "max_batched_tokens", "scheduler_recv_interval"}) {
+       {"max_num_seqs", "max_batched_tokens", "scheduler_recv_interval",
+        "adp_balance_timeout_iters"}) {
     if (c.contains(k) && !(c[k].is_number_integer() && c[k].get<long>() >= 1 &&
                            c[k].get<long>() <= 1000000 && simulated)) {
       return fmt::format(

@@ -1220,6 +1220,37 @@ TEST(Simulator, DpAttentionRequestMustFitOneRanksCache) {
 
 // Little's law holds with eight ranks stepping together, with the limits
 // each rank's or shared among them.
+// TensorRT-LLM's attention-DP balance (enable_balance, timeout_iters N): a
+// closed loop's new request waits until every rank has one or N
+// iterations pass, so TTFT grows by many decode steps; requests still all
+// finish (Little's law holds); N = 0 is off.
+TEST(Simulator, AttentionDpBalanceHoldsNewRequests) {
+  auto sc = DpAttentionCost();
+  ASSERT_TRUE(sc.has_value());
+  Workload w = ClosedLoop(64, 640, 1000, 400);
+  w.prompt = {LengthDist::kUniform, 800, 1200};
+  w.output = {LengthDist::kUniform, 320, 480};
+  w.seed = 2;
+  SchedulerOptions off;
+  off.chunked_prefill = true;
+  SchedulerOptions on = off;
+  on.adp_balance_timeout_iters = 60;
+  SimulationResult a = Simulate(*sc, w, off), b = Simulate(*sc, w, on);
+  ASSERT_EQ(b.requests, 640);
+  EXPECT_GT(b.ttft_s.p50, a.ttft_s.p50 + 10 * a.tpot_s.p50);
+  EXPECT_LT(b.ttft_s.p50, a.ttft_s.p50 + 61 * b.tpot_s.p99);
+  ExpectLittlesLaw(b);
+  SchedulerOptions zero = off;
+  zero.adp_balance_timeout_iters = 0;
+  EXPECT_EQ(Simulate(*sc, w, zero).ttft_s.p50, a.ttft_s.p50);
+  SchedulerOptions bad = off;
+  bad.adp_balance_timeout_iters = -1;
+  auto r = SimulateServing(*sc, 1, w, bad, {});
+  ASSERT_FALSE(r.has_value());
+  EXPECT_NE(r.error().ToString().find("--adp-balance-timeout"),
+            std::string::npos);
+}
+
 TEST(Simulator, DpAttentionLittlesLawHolds) {
   auto sc = DpAttentionCost();
   ASSERT_TRUE(sc.has_value());

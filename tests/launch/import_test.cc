@@ -699,5 +699,34 @@ TEST(ImportTest, SglangSchedulerFlags) {
   EXPECT_EQ(d->max_batched_tokens, 8192);
 }
 
+// TensorRT-LLM's attention-DP balance from the heredoc YAML: the timeout
+// with enable_balance (its default 50 when unstated), nothing without it.
+TEST(ImportTest, TrtllmAttentionDpBalance) {
+  auto line = [](const std::string& yaml) {
+    return "cat > x.yaml <<'EOF'\nenable_attention_dp: true\n" + yaml +
+           "EOF\ntrtllm-serve deepseek-ai/DeepSeek-V3 --tp_size 8 --ep_size 8 "
+           "--extra_llm_api_options x.yaml\n";
+  };
+  auto on =
+      ImportServing(ServeEngine::kTrtllm,
+                    {line("attention_dp_config:\n  batching_wait_iters: 0\n"
+                          "  enable_balance: true\n  timeout_iters: 60\n")},
+                    BuiltinCatalog(), System("b200:8x1"), "");
+  ASSERT_TRUE(on) << on.error().ToString();
+  EXPECT_TRUE(on->config.dp_attention);
+  EXPECT_EQ(on->adp_balance_timeout, 60);
+  EXPECT_TRUE(on->ignored.empty());
+  auto dflt =
+      ImportServing(ServeEngine::kTrtllm,
+                    {line("attention_dp_config:\n  enable_balance: true\n")},
+                    BuiltinCatalog(), System("b200:8x1"), "");
+  ASSERT_TRUE(dflt) << dflt.error().ToString();
+  EXPECT_EQ(dflt->adp_balance_timeout, 50);
+  auto off = ImportServing(ServeEngine::kTrtllm, {line("")}, BuiltinCatalog(),
+                           System("b200:8x1"), "");
+  ASSERT_TRUE(off) << off.error().ToString();
+  EXPECT_EQ(off->adp_balance_timeout, 0);
+}
+
 }  // namespace
 }  // namespace scalemodel::launch

@@ -36,7 +36,7 @@ struct ServeSimCli {
   // max_batched_tokens 0: the engine's own (estimate::
   // EngineDefaultBatchedTokens), else 8192.
   int concurrency = 0, requests = 1000, max_num_seqs = 256,
-      max_batched_tokens = 0, recv_interval = 1;
+      max_batched_tokens = 0, recv_interval = 1, adp_balance = 0;
   bool chunked_prefill = false, mixed_chunk = false;
   double prefix_hit = 0;
   uint64_t seed = 0;
@@ -47,8 +47,8 @@ struct ServeSimCli {
     for (const char* f :
          {"--requests", "--prompt-dist", "--output-dist", "--max-num-seqs",
           "--max-batched-tokens", "--scheduler-recv-interval",
-          "--chunked-prefill", "--enable-mixed-chunk", "--prefix-hit", "--seed",
-          "--slo-ttft", "--slo-tpot", "--dataset"}) {
+          "--adp-balance-timeout", "--chunked-prefill", "--enable-mixed-chunk",
+          "--prefix-hit", "--seed", "--slo-ttft", "--slo-tpot", "--dataset"}) {
       if (app.count(f) > 0) return true;
     }
     return false;
@@ -759,6 +759,7 @@ static Result<Output> RunServeSim(const catalog::Catalog& cat,
     sched.max_batched_tokens = own > 0 ? own : 8192;
   }
   sched.recv_interval = so.recv_interval;
+  sched.adp_balance_timeout_iters = so.adp_balance;
   // SGLang and vLLM V1 chunk prompts whether or not the flag is given.
   sched.chunked_prefill =
       so.chunked_prefill || estimate::EngineChunksPrefill(engine);
@@ -808,6 +809,7 @@ static Result<Output> RunServeSim(const catalog::Catalog& cat,
        {"max_batched_tokens", sched.max_batched_tokens},
        {"chunked_prefill", sched.chunked_prefill},
        {"scheduler_recv_interval", sched.recv_interval},
+       {"adp_balance_timeout_iters", sched.adp_balance_timeout_iters},
        {"mixed_prefill", sched.mixed_prefill},
        {"prefix_hit", sched.prefix_hit},
        {"dp_ranks", sc->dp_ranks()},
@@ -822,28 +824,34 @@ static Result<Output> RunServeSim(const catalog::Catalog& cat,
   PutServeExtensions(cfg, nullptr, &out.json);
   auto staggered = StaggeredBound(*sc, cfg.dp, *w, sched, slo, &out.json);
   if (!staggered) return tl::unexpected(staggered.error());
-  out.text = fmt::format(
-                 "{} on {} ({}): continuous batching, {} requests, {}\nmax {} "
-                 "sequences "
-                 "and {} tokens per step{}, chunked prefill {}, prefix-cache "
-                 "hit "
-                 "{:.0f}%{}\n\n",
-                 m.spec.name, sys.id, o.plan, r->requests, arrivals,
-                 sched.max_num_seqs, sched.max_batched_tokens,
-                 sc->dp_ranks() <= 1 ? std::string()
-                 : sched.limits_per_rank
-                     ? fmt::format(" on each of {} DP ranks", sc->dp_ranks())
-                     : fmt::format(" shared among {} DP ranks", sc->dp_ranks()),
-                 !sched.chunked_prefill ? "off"
-                 : sched.mixed_prefill  ? "on"
-                                        : "on (prefill steps alone, SGLang)",
-                 100 * sched.prefix_hit,
-                 sched.recv_interval > 1
-                     ? fmt::format(", new requests received every {} decode "
-                                   "steps",
-                                   sched.recv_interval)
-                     : std::string()) +
-             SimText(*r, slo) + *staggered;
+  out.text =
+      fmt::format(
+          "{} on {} ({}): continuous batching, {} requests, {}\nmax {} "
+          "sequences "
+          "and {} tokens per step{}, chunked prefill {}, prefix-cache "
+          "hit "
+          "{:.0f}%{}\n\n",
+          m.spec.name, sys.id, o.plan, r->requests, arrivals,
+          sched.max_num_seqs, sched.max_batched_tokens,
+          sc->dp_ranks() <= 1 ? std::string()
+          : sched.limits_per_rank
+              ? fmt::format(" on each of {} DP ranks", sc->dp_ranks())
+              : fmt::format(" shared among {} DP ranks", sc->dp_ranks()),
+          !sched.chunked_prefill ? "off"
+          : sched.mixed_prefill  ? "on"
+                                 : "on (prefill steps alone, SGLang)",
+          100 * sched.prefix_hit,
+          (sched.recv_interval > 1
+               ? fmt::format(", new requests received every {} "
+                             "decode steps",
+                             sched.recv_interval)
+               : std::string()) +
+              (sched.adp_balance_timeout_iters > 0 && sc->dp_ranks() > 1
+                   ? fmt::format(", new requests held until every DP rank has "
+                                 "one (at most {} iterations)",
+                                 sched.adp_balance_timeout_iters)
+                   : std::string())) +
+      SimText(*r, slo) + *staggered;
   // How close the simulated latencies and throughput come on the published
   // points (per metric it prints, on this chip).
   auto [trust, trust_json] =
@@ -1124,6 +1132,12 @@ static void AddServeSimOptions(CLI::App* app, ServeSimCli& o) {
                   "prefill step or when idle), so in steady decode a "
                   "request waits up to N steps before its prefill")
       ->capture_default_str();
+  app->add_option("--adp-balance-timeout", o.adp_balance,
+                  "With --dp-attention, TensorRT-LLM's attention_dp_config "
+                  "enable_balance with timeout_iters N: new requests start "
+                  "only when every DP rank has one waiting, or after N "
+                  "iterations without that (0: off)")
+      ->capture_default_str();
   app->add_flag("--chunked-prefill", o.chunked_prefill,
                 "Compute prompts in chunks of --max-batched-tokens, mixed "
                 "into decode steps (vLLM V1); with --engine sglang each "
@@ -1205,6 +1219,12 @@ static Result<bool> SimulationWanted(const CLI::App& app, const ServeCli& cli) {
         "expected from 1 to 2^30 (1073741824) tokens per step, got " +
             std::to_string(o.max_batched_tokens),
         "--max-batched-tokens");
+  }
+  if (o.adp_balance != 0 && !cli.dp_attention) {
+    return InvalidArgument(
+        "a TensorRT-LLM attention-DP option; add --dp-attention (and ep > 1 "
+        "in --plan)",
+        "--adp-balance-timeout");
   }
   if (app.count("--concurrency") > 0 && o.concurrency < 1) {
     return InvalidArgument("expected a concurrency of at least 1, got " +
@@ -1317,6 +1337,12 @@ static Result<std::vector<std::string>> ApplyServeFrom(
       return LineSetsThis("--scheduler-recv-interval");
     }
     o->sim.recv_interval = r->recv_interval;
+  }
+  if (r->adp_balance_timeout > 0) {
+    if (app.count("--adp-balance-timeout") > 0) {
+      return LineSetsThis("--adp-balance-timeout");
+    }
+    o->sim.adp_balance = r->adp_balance_timeout;
   }
   std::vector<std::string> notes;
   if (!r->model.resolution.empty()) notes.push_back(r->model.resolution);

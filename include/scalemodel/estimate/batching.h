@@ -126,6 +126,13 @@ struct SchedulerOptions {
   // waits up to N decode steps before it is seen. 1 (SGLang's default):
   // every step. An idle scheduler receives at once.
   int recv_interval = 1;
+  // TensorRT-LLM's attention-DP balance (attention_dp_config: enable_balance
+  // true, timeout_iters N, batching_wait_iters 0), with DP ranks: new
+  // requests start only in an iteration where every rank has one waiting
+  // and a free slot, or when a counter of iterations without that reaches
+  // N, or when some rank has nothing decoding (PyExecutor
+  // _balance_adp_requests). 0: off (its default).
+  int adp_balance_timeout_iters = 0;
 };
 
 // Whether the engine a row or a user names ("SGLang v0.5.6.post1",

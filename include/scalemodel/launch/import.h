@@ -87,6 +87,9 @@ struct ImportedServing {
   // SGLang's --scheduler-recv-interval (estimate::SchedulerOptions::
   // recv_interval); 1: every step, the default.
   int recv_interval = 1;
+  // TensorRT-LLM's attention_dp_config enable_balance timeout_iters
+  // (estimate::SchedulerOptions::adp_balance_timeout_iters); 0: off.
+  int adp_balance_timeout = 0;
   bool batch_given = false;  // the line sets the batch cap
   std::vector<std::string> notes;
   std::vector<std::string> ignored;
