@@ -807,32 +807,29 @@ Result<bool> CheckInputs(const StepCostModel& cost, int replicas,
   if (w.arrivals == Workload::kTrace && w.trace.empty()) {
     return InvalidArgument("the trace has no requests", "--trace-file");
   }
-  if (s.max_num_seqs < 1 || s.max_num_seqs > kMaxNumSeqs) {
-    return InvalidArgument(
-        "expected from 1 to 2^24 (16777216) sequences, got " +
-            std::to_string(s.max_num_seqs),
-        "--max-num-seqs");
-  }
-  if (s.max_batched_tokens < 1 || s.max_batched_tokens > kMaxBatchedTokens) {
-    return InvalidArgument(
-        "expected from 1 to 2^30 (1073741824) tokens per step, got " +
-            std::to_string(s.max_batched_tokens),
-        "--max-batched-tokens");
-  }
-  if (s.adp_balance_timeout_iters < 0 ||
-      s.adp_balance_timeout_iters > kMaxNumSeqs) {
-    return InvalidArgument(
-        "expected a balance timeout from 0 to 2^24 (16777216) iterations, "
-        "got " +
-            std::to_string(s.adp_balance_timeout_iters),
-        "--adp-balance-timeout");
-  }
-  if (s.recv_interval < 1 || s.recv_interval > kMaxNumSeqs) {
-    return InvalidArgument(
-        "expected a receive interval from 1 to 2^24 (16777216) decode steps, "
-        "got " +
-            std::to_string(s.recv_interval),
-        "--scheduler-recv-interval");
+  // The scheduler's limits, each within its range.
+  const struct {
+    long value, lo, hi;
+    const char* expected;
+    const char* flag;
+  } limits[] = {
+      {s.max_num_seqs, 1, kMaxNumSeqs, "from 1 to 2^24 (16777216) sequences",
+       "--max-num-seqs"},
+      {s.max_batched_tokens, 1, kMaxBatchedTokens,
+       "from 1 to 2^30 (1073741824) tokens per step", "--max-batched-tokens"},
+      {s.adp_balance_timeout_iters, 0, kMaxNumSeqs,
+       "a balance timeout from 0 to 2^24 (16777216) iterations",
+       "--adp-balance-timeout"},
+      {s.recv_interval, 1, kMaxNumSeqs,
+       "a receive interval from 1 to 2^24 (16777216) decode steps",
+       "--scheduler-recv-interval"},
+  };
+  for (const auto& l : limits) {
+    if (l.value < l.lo || l.value > l.hi) {
+      return InvalidArgument(std::string("expected ") + l.expected + ", got " +
+                                 std::to_string(l.value),
+                             l.flag);
+    }
   }
   if (!(s.prefix_hit >= 0 && s.prefix_hit < 1)) {
     return InvalidArgument(

@@ -667,6 +667,16 @@ Workload ClosedLoop(int clients, int requests, double prompt, double output) {
   return w;
 }
 
+// A closed loop of lengths uniform in [plo, phi] and [olo, ohi].
+Workload ClosedLoopUniform(int clients, int requests, double plo, double phi,
+                           double olo, double ohi, uint64_t seed) {
+  Workload w = ClosedLoop(clients, requests, plo, olo);
+  w.prompt = {LengthDist::kUniform, plo, phi};
+  w.output = {LengthDist::kUniform, olo, ohi};
+  w.seed = seed;
+  return w;
+}
+
 // Poisson arrivals of fixed lengths.
 Workload OpenLoop(double rate, int requests, double prompt, double output,
                   uint64_t seed) {
@@ -825,10 +835,7 @@ TEST(Simulator, RecvIntervalDelaysReceivingRequests) {
   auto sc = StepCostModel::Create(Model("llama3-8b"), System("h100:1x1"),
                                   Config(1, 1, 1));
   ASSERT_TRUE(sc.has_value());
-  Workload closed = ClosedLoop(32, 640, 512, 256);
-  closed.prompt = {LengthDist::kUniform, 256, 768};
-  closed.output = {LengthDist::kUniform, 128, 384};
-  closed.seed = 5;
+  Workload closed = ClosedLoopUniform(32, 640, 256, 768, 128, 384, 5);
   SchedulerOptions one;
   one.chunked_prefill = true;
   one.mixed_prefill = false;  // SGLang's prefill-first steps
@@ -1227,10 +1234,7 @@ TEST(Simulator, DpAttentionRequestMustFitOneRanksCache) {
 TEST(Simulator, AttentionDpBalanceHoldsNewRequests) {
   auto sc = DpAttentionCost();
   ASSERT_TRUE(sc.has_value());
-  Workload w = ClosedLoop(64, 640, 1000, 400);
-  w.prompt = {LengthDist::kUniform, 800, 1200};
-  w.output = {LengthDist::kUniform, 320, 480};
-  w.seed = 2;
+  Workload w = ClosedLoopUniform(64, 640, 800, 1200, 320, 480, 2);
   SchedulerOptions off;
   off.chunked_prefill = true;
   SchedulerOptions on = off;
