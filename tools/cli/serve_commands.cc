@@ -745,7 +745,8 @@ static Result<Output> RunServeSim(const catalog::Catalog& cat,
                                   const ingest::ImportedModel& m,
                                   const hw::System& sys,
                                   estimate::ServeConfig cfg, const ServeCli& o,
-                                  bool disaggregated) {
+                                  bool disaggregated,
+                                  const std::vector<std::string>& from_notes) {
   const ServeSimCli& so = o.sim;
   auto w = ParseWorkload(so, &cfg);
   if (!w) return tl::unexpected(w.error());
@@ -796,6 +797,8 @@ static Result<Output> RunServeSim(const catalog::Catalog& cat,
   if (!sc) return tl::unexpected(sc.error());
   auto r = estimate::SimulateServing(*sc, cfg.dp, *w, sched, slo);
   if (!r) return tl::unexpected(r.error());
+  // What a --from line set and what it left out, first.
+  r->notes.insert(r->notes.begin(), from_notes.begin(), from_notes.end());
   Output out;
   out.json = Document(
       {{"model", m.spec.id},
@@ -1518,7 +1521,9 @@ Command AddServeCommand(CLI::App& app) {
                 "--trace-file",
           "--prefill-plan");
     }
-    if (*simulate) return RunServeSim(cat, *m, *sys, *cfg, *o, disagg);
+    if (*simulate) {
+      return RunServeSim(cat, *m, *sys, *cfg, *o, disagg, from_notes);
+    }
     auto e = estimate::EstimateServing(m->spec, *sys, *cfg);
     if (!e) return tl::unexpected(e.error());
     if (std::string n = estimate::PowerCapNote(sys->chip);
