@@ -579,14 +579,12 @@ class Engine {
       all_waiting = all_waiting && r.WaitingWithRoom();
       all_decoding = all_decoding && r.Decoding();
     }
-    bool hold = false;
-    if (all_waiting) {
-      balance_count_ = 0;
-    } else if (++balance_count_ >= balance_timeout_ || !all_decoding) {
-      balance_count_ = 0;
-    } else {
-      hold = true;
-    }
+    // Start now: every rank has one, the timeout is reached, or some rank
+    // has nothing decoding; the counter then restarts.
+    const bool start =
+        all_waiting || ++balance_count_ >= balance_timeout_ || !all_decoding;
+    if (start) balance_count_ = 0;
+    const bool hold = !start;
     for (Scheduler& r : *ranks) r.HoldAdmission(hold);
   }
   const StepCostModel& cost_;
