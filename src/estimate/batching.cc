@@ -154,11 +154,7 @@ class Scheduler {
   void TakeSentWhenIdle() {
     if (!Idle()) return;
     // An idle scheduler receives at once, whatever its recv interval.
-    if (!socket_.empty()) {
-      waiting_.insert(waiting_.end(), socket_.begin(), socket_.end());
-      socket_.clear();
-      recv_count_ = 0;
-    }
+    if (!socket_.empty()) Receive();
     if (!sent_.empty()) TakeSent();
   }
   bool Idle() const { return running_.empty() && waiting_.empty(); }
@@ -216,6 +212,13 @@ class Scheduler {
   void TakeSent() {
     waiting_.insert(waiting_.end(), sent_.begin(), sent_.end());
     sent_.clear();
+  }
+  // SGLang's recv interval: the requests at the socket join the queue and
+  // the counter restarts.
+  void Receive() {
+    waiting_.insert(waiting_.end(), socket_.begin(), socket_.end());
+    socket_.clear();
+    recv_count_ = 0;
   }
   bool Decoding(const Req& q, int tokens) const {
     return tokens == 1 && q.generated > 0 && q.computed + 1 == q.tokens();
@@ -311,11 +314,7 @@ void Scheduler::ScheduleStep() {
   // when the counter, grown by the last step's weight (1 for decode or
   // nothing to run, 1000 for prompt work), reaches the interval.
   recv_count_ += last_weight_;
-  if (recv_count_ >= opt_.recv_interval) {
-    recv_count_ = 0;
-    waiting_.insert(waiting_.end(), socket_.begin(), socket_.end());
-    socket_.clear();
-  }
+  if (recv_count_ >= opt_.recv_interval) Receive();
   ScheduleInto(&step_);
   work_ = StepWorkOf();
   last_weight_ = work_.prefill_tokens > 0 ? kRecvWeightPrefill : 1;
@@ -956,29 +955,31 @@ bool EngineReservesToFinish(std::string_view engine) {
   return EngineFamily(engine) == "trtllm";
 }
 
+// The release numbers after the engine's name ("sglang@0.5.6", "vLLM
+// v0.6.0"), lower-cased, with its leading 'v': how many of major and minor
+// were read (sscanf's count), or -1 when the name carries no release.
+static int ReleaseNumbers(const std::string& lower, int* major, int* minor) {
+  const size_t at = lower.find_first_of(" @");
+  if (at == std::string::npos) return -1;
+  const char* v = lower.c_str() + at + 1;
+  if (*v == 'v') ++v;
+  return std::sscanf(v, "%d.%d", major, minor);
+}
+
 int EngineDefaultBatchedTokens(std::string_view engine,
                                double device_memory_bytes) {
   if (!IsSglang(engine)) return 0;
-  const std::string e = ToLower(engine);
-  const size_t at = e.find_first_of(" @");
-  if (at != std::string::npos) {
-    const char* v = e.c_str() + at + 1;
-    if (*v == 'v') ++v;
-    int major = 0, minor = 0;
-    if (std::sscanf(v, "%d.%d", &major, &minor) == 2 && major == 0 &&
-        minor < 5) {
-      return 0;
-    }
+  int major = 0, minor = 0;
+  if (ReleaseNumbers(ToLower(engine), &major, &minor) == 2 && major == 0 &&
+      minor < 5) {
+    return 0;
   }
   constexpr double kGiB = 1024.0 * 1024 * 1024;
-  constexpr int kMaxPrefillTokens = 16384;  // --max-prefill-tokens default
   const double gib = device_memory_bytes / kGiB;
   if (!(gib > 0)) return 0;
-  const int chunk = gib < 35    ? 2048
-                    : gib < 60  ? 4096
-                    : gib < 160 ? 8192
-                                : 16384;
-  return std::min(chunk, kMaxPrefillTokens);
+  // --chunked-prefill-size by memory; --max-prefill-tokens' default, 16384,
+  // is never below it.
+  return gib < 35 ? 2048 : gib < 60 ? 4096 : gib < 160 ? 8192 : 16384;
 }
 
 void ApplyEngineScheduling(std::string_view engine, SchedulerOptions* s) {
@@ -993,12 +994,10 @@ bool EngineChunksPrefill(std::string_view engine) {
   if (e.rfind("trtllm", 0) == 0 || e.rfind("tensorrt", 0) == 0) return true;
   if (e.rfind("vllm", 0) != 0) return false;
   // "vllm", "vllm@0.10.1", "vLLM v0.6.0": V1 from 0.8.
-  const size_t at = e.find_first_of(" @");
-  if (at == std::string::npos) return e == "vllm";
-  const char* v = e.c_str() + at + 1;
-  if (*v == 'v') ++v;
   int major = 0, minor = 0;
-  if (std::sscanf(v, "%d.%d", &major, &minor) < 1) return true;
+  const int read = ReleaseNumbers(e, &major, &minor);
+  if (read < 0) return e == "vllm";
+  if (read < 1) return true;
   return major > 0 || minor >= 8;
 }
 

@@ -171,8 +171,9 @@ bool EngineReservesToFinish(std::string_view engine);
 // The engine's own tokens per step when its launch sets none (0: keep
 // SchedulerOptions' 8192, vLLM's and TensorRT-LLM's default): SGLang from
 // 0.5 (and "sglang" without a release) computes at most
-// min(--chunked-prefill-size, --max-prefill-tokens 16384) prompt tokens per
-// step, its chunk size set by the device's memory as its driver reports it
+// --chunked-prefill-size prompt tokens per step (--max-prefill-tokens'
+// default, 16384, never lower), its chunk size set by the device's memory
+// as its driver reports it
 // (python/sglang/srt/server_args.py, _handle_gpu_memory_settings: below
 // 35 GiB 2048, below 60 GiB 4096, below 160 GiB 8192 (H100, H200), else
 // 16384 (B200, MI300X)).
