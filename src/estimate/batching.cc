@@ -153,7 +153,11 @@ class Scheduler {
   // Closed loop: with nothing to run, requests sent meanwhile are here.
   void TakeSentWhenIdle() {
     if (!Idle()) return;
-    // An idle scheduler receives at once, whatever its recv interval.
+    // An idle scheduler receives at once, whatever its recv interval, and
+    // with the overlap scheduler has no step ahead of the request.
+    Deliver(&lag_);
+    Deliver(&arrived_);
+    Deliver(&sent_ahead_);
     if (!socket_.empty()) Receive();
     if (!sent_.empty()) TakeSent();
   }
@@ -177,7 +181,8 @@ class Scheduler {
   double capacity() const { return capacity_; }
   double in_system() const {
     return static_cast<double>(running_.size() + waiting_.size() +
-                               socket_.size());
+                               socket_.size() + lag_.size() + arrived_.size() +
+                               sent_ahead_.size());
   }
   int preemptions() const { return preemptions_; }
   int requests() const { return static_cast<int>(reqs_->size()); }
@@ -213,6 +218,16 @@ class Scheduler {
     waiting_.insert(waiting_.end(), sent_.begin(), sent_.end());
     sent_.clear();
   }
+  // Requests that reach the scheduler: at its socket when it receives only
+  // every recv interval, else in its queue.
+  void Deliver(std::vector<int>* reqs) {
+    if (opt_.recv_interval > 1) {
+      socket_.insert(socket_.end(), reqs->begin(), reqs->end());
+    } else {
+      waiting_.insert(waiting_.end(), reqs->begin(), reqs->end());
+    }
+    reqs->clear();
+  }
   // SGLang's recv interval: the requests at the socket join the queue and
   // the counter restarts.
   void Receive() {
@@ -243,6 +258,11 @@ class Scheduler {
   int last_weight_ = 1;
   bool hold_ = false;  // attention-DP balance holds new requests
   std::vector<int> socket_;
+  // The overlap scheduler (opt_.overlap_schedule): requests that arrived
+  // during the step now running (`arrived_`; closed loop: sent at its start,
+  // `sent_ahead_`) are first seen when the step after the next is formed;
+  // `lag_` holds those seen when the next one is.
+  std::vector<int> arrived_, sent_ahead_, lag_;
   bool admitted_ = true;  // the last step could admit waiting requests
   std::vector<int> running_;
   double used_ = 0;
@@ -304,6 +324,17 @@ bool Scheduler::Admissible(int r) const {
 }
 
 void Scheduler::ScheduleStep() {
+  if (opt_.overlap_schedule) {
+    // The host formed this step while the last one ran: it sees the
+    // requests that reached the scheduler before the last step began.
+    std::vector<int> seen = std::move(lag_);
+    lag_ = std::move(arrived_);
+    arrived_.clear();
+    lag_.insert(lag_.end(), sent_ahead_.begin(), sent_ahead_.end());
+    sent_ahead_ = std::move(sent_);
+    sent_.clear();
+    Deliver(&seen);
+  }
   if (opt_.recv_interval <= 1) {
     ScheduleInto(&step_);
     work_ = StepWorkOf();
@@ -546,7 +577,9 @@ void Scheduler::Arrive(double now, double* area) {
     *area += now - R[next_].arrival;  // in the system since it arrived
     // With a recv interval an arrival waits at the socket to be received.
     const int r = static_cast<int>(next_++);
-    if (opt_.recv_interval > 1) {
+    if (opt_.overlap_schedule) {
+      arrived_.push_back(r);
+    } else if (opt_.recv_interval > 1) {
       socket_.push_back(r);
     } else {
       waiting_.push_back(r);
@@ -986,6 +1019,20 @@ void ApplyEngineScheduling(std::string_view engine, SchedulerOptions* s) {
   s->mixed_prefill = EngineMixesPrefill(engine);
   s->limits_per_rank = EngineLimitsPerDpRank(engine);
   s->reserve_to_finish = EngineReservesToFinish(engine);
+  s->overlap_schedule = EngineOverlapsScheduling(engine);
+}
+
+bool EngineOverlapsScheduling(std::string_view engine) {
+  const std::string family = EngineFamily(engine);
+  if (family.empty()) return false;
+  int major = 0, minor = 0;
+  const int read = ReleaseNumbers(ToLower(engine), &major, &minor);
+  if (read == -1) return true;  // no release: the current one
+  if (read < 1) return false;
+  if (read == 1) minor = 0;
+  if (family == "sglang") return major > 0 || minor >= 4;
+  if (family == "trtllm") return major >= 1;
+  return major > 0 || minor >= 14;  // vllm
 }
 
 bool EngineChunksPrefill(std::string_view engine) {

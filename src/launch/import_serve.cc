@@ -509,6 +509,8 @@ Result<ImportedServing> ImportVllm(const LaunchInput& raw,
   // --max-num-seqs applies per DP rank
   // (docs/serving/data_parallel_deployment.md).
   c.batch = static_cast<double>(*seqs * (ep_flag ? *dp : 1));
+  if (a.Has("--async-scheduling")) out.overlap_schedule = 1;
+  if (a.Has("--no-async-scheduling")) out.overlap_schedule = 0;
   return Finish(a, std::move(out), {"--max-model-len"},
                 {"--max-num-batched-tokens"});
 }
@@ -586,6 +588,7 @@ Result<ImportedServing> ImportSglang(const LaunchInput& in,
   auto recv = a.Int("--scheduler-recv-interval", 1);
   if (!recv) return tl::unexpected(recv.error());
   out.recv_interval = static_cast<int>(std::clamp<long>(*recv, 1, 1L << 24));
+  if (a.Has("--disable-overlap-schedule")) out.overlap_schedule = 0;
   // --max-prefill-tokens bounds a prefill step's new tokens beside the
   // chunk size (SGLang's PrefillAdder: rem_input_tokens).
   auto prefill = a.Int("--max-prefill-tokens", 0);
@@ -662,12 +665,13 @@ Result<ImportedServing> ImportTrtllm(const LaunchInput& in,
         "attention_dp_config.batching_wait_iters",
         "cuda_graph_config.max_batch_size", "moe_config.backend",
         "moe_config.load_balancer.layer_updates_per_iter",
-        "enable_chunked_prefill", "disable_overlap_scheduler",
-        "cache_transceiver_config.backend",
+        "enable_chunked_prefill", "cache_transceiver_config.backend",
         "cache_transceiver_config.max_tokens_in_buffer"}) {
     a.Use(k);
   }
   out.adp_balance_timeout = out.config.dp_attention ? balance : 0;
+  const std::string no_overlap = a.Str("disable_overlap_scheduler");
+  if (!no_overlap.empty()) out.overlap_schedule = Truthy(no_overlap) ? 0 : 1;
   auto done =
       Finish(a, std::move(out), {"--max_seq_len"}, {"--max_num_tokens"});
   if (!done) return done;
@@ -702,6 +706,7 @@ std::vector<std::string> VllmArguments() {
           "--quantization",
           "--kv-cache-dtype",
           "--gpu-memory-utilization",
+          "--async-scheduling / --no-async-scheduling",
           "--speculative-config",
           "--enable-eplb",
           "--eplb-config / --num-redundant-experts"};
@@ -718,6 +723,7 @@ std::vector<std::string> SglangArguments() {
           "--chunked-prefill-size",
           "--max-prefill-tokens",
           "--scheduler-recv-interval",
+          "--disable-overlap-schedule",
           "--context-length",
           "--quantization",
           "--kv-cache-dtype",
@@ -744,6 +750,7 @@ std::vector<std::string> TrtllmArguments() {
           "--kv_cache_free_gpu_memory_fraction",
           "kv_cache_config.free_gpu_memory_fraction (heredoc YAML)",
           "attention_dp_config.enable_balance, timeout_iters (heredoc YAML)",
+          "disable_overlap_scheduler (heredoc YAML)",
           "speculative_config (heredoc YAML)",
           "moe_config.load_balancer.num_slots (heredoc YAML)"};
 }

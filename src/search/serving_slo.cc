@@ -327,6 +327,7 @@ estimate::SchedulerOptions SchedulerOf(const PoolPlan& p,
   s.mixed_prefill = r.mixed_prefill;
   s.limits_per_rank = r.limits_per_rank;
   s.reserve_to_finish = r.reserve_to_finish;
+  s.overlap_schedule = r.overlap_schedule;
   return s;
 }
 

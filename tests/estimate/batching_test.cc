@@ -867,6 +867,77 @@ TEST(Simulator, RecvIntervalDelaysReceivingRequests) {
             std::string::npos);
 }
 
+// The overlap scheduler (SGLang from 0.4, TensorRT-LLM's PyTorch backend,
+// vLLM's async scheduling): the host forms the next step while one runs,
+// so a request that reaches a busy engine starts one step later. A closed
+// loop's TTFT grows by about one step (no more than two), TPOT hardly
+// moves, Little's law holds with the requests not yet seen counted in the
+// system; open-loop arrivals wait the same way; one client (an idle engine
+// each time its request arrives) sees no change.
+TEST(Simulator, OverlapScheduleSeesRequestsOneStepLater) {
+  auto sc = StepCostModel::Create(Model("llama3-8b"), System("h100:1x1"),
+                                  Config(1, 1, 1));
+  ASSERT_TRUE(sc.has_value());
+  Workload closed = ClosedLoopUniform(32, 640, 256, 768, 128, 384, 5);
+  for (bool mixed : {true, false}) {
+    SchedulerOptions plain;
+    plain.chunked_prefill = true;
+    plain.mixed_prefill = mixed;
+    SchedulerOptions ahead = plain;
+    ahead.overlap_schedule = true;
+    SimulationResult a = Simulate(*sc, closed, plain);
+    SimulationResult b = Simulate(*sc, closed, ahead);
+    ASSERT_EQ(b.requests, 640);
+    const double step = a.itl_s.p50;
+    EXPECT_GT(b.ttft_s.p50 - a.ttft_s.p50, 0.5 * step) << mixed;
+    EXPECT_LT(b.ttft_s.p50 - a.ttft_s.p50, 2 * step) << mixed;
+    EXPECT_NEAR(b.tpot_s.p50 / a.tpot_s.p50, 1, 0.1) << mixed;
+    ExpectLittlesLaw(b);
+    // With SGLang's receive interval the request waits for both.
+    SchedulerOptions both = ahead;
+    both.recv_interval = 30;
+    SchedulerOptions recv = plain;
+    recv.recv_interval = 30;
+    SimulationResult c = Simulate(*sc, closed, both);
+    EXPECT_GT(c.ttft_s.mean, Simulate(*sc, closed, recv).ttft_s.mean) << mixed;
+    ExpectLittlesLaw(c);
+  }
+  SchedulerOptions plain;
+  plain.chunked_prefill = true;
+  SchedulerOptions ahead = plain;
+  ahead.overlap_schedule = true;
+  Workload open = OpenLoop(8, 400, 256, 200, 3);
+  SimulationResult c = Simulate(*sc, open, plain);
+  SimulationResult d = Simulate(*sc, open, ahead);
+  EXPECT_GT(d.ttft_s.p50, c.ttft_s.p50 + 0.5 * c.itl_s.p50);
+  ExpectLittlesLaw(d);
+  Workload lone = ClosedLoop(1, 20, 512, 64);
+  EXPECT_EQ(Simulate(*sc, lone, ahead).ttft_s.p50,
+            Simulate(*sc, lone, plain).ttft_s.p50);
+}
+
+// Which engines overlap by default: SGLang from 0.4, TensorRT-LLM from 1.0,
+// vLLM from 0.14; a bare name is the current release.
+TEST(Simulator, EngineOverlapDefaults) {
+  EXPECT_TRUE(EngineOverlapsScheduling("sglang"));
+  EXPECT_TRUE(EngineOverlapsScheduling("SGLang v0.5.6.post1"));
+  EXPECT_TRUE(EngineOverlapsScheduling("sglang@0.4"));
+  EXPECT_FALSE(EngineOverlapsScheduling("SGLang v0.3.0"));
+  EXPECT_TRUE(EngineOverlapsScheduling("TensorRT-LLM v1.1.0rc2.post2"));
+  EXPECT_TRUE(EngineOverlapsScheduling("trtllm"));
+  EXPECT_FALSE(EngineOverlapsScheduling("TensorRT-LLM v0.5"));
+  EXPECT_FALSE(EngineOverlapsScheduling("NeMo Framework (TensorRT-LLM)"));
+  EXPECT_TRUE(EngineOverlapsScheduling("vLLM v0.19.1"));
+  EXPECT_TRUE(EngineOverlapsScheduling("vllm@0.14"));
+  EXPECT_FALSE(EngineOverlapsScheduling("vllm@0.13.0"));
+  EXPECT_FALSE(EngineOverlapsScheduling("vLLM v0.6.0"));
+  EXPECT_TRUE(EngineOverlapsScheduling("vllm"));
+  EXPECT_FALSE(EngineOverlapsScheduling("jetstream"));
+  SchedulerOptions s;
+  ApplyEngineScheduling("sglang@0.5.9", &s);
+  EXPECT_TRUE(s.overlap_schedule);
+}
+
 // SGLang's own step budget by the device's memory (server_args.py): 16384
 // tokens on B200 and MI300X, 8192 on H100 and H200, 4096 on A100 40GB and
 // L40S; none for other engines or SGLang before 0.5.

@@ -728,5 +728,46 @@ TEST(ImportTest, TrtllmAttentionDpBalance) {
   EXPECT_EQ(off->adp_balance_timeout, 0);
 }
 
+// The overlap scheduler as each engine's line turns it off or on: SGLang's
+// --disable-overlap-schedule, vLLM's --async-scheduling and
+// --no-async-scheduling, TensorRT-LLM's disable_overlap_scheduler; -1 (the
+// engine's default) when the line says nothing.
+TEST(ImportTest, OverlapSchedulerFlags) {
+  auto overlap = [](ServeEngine e, const std::string& line) {
+    auto s = ImportServing(e, {line}, BuiltinCatalog(), System("h100:8x1"), "");
+    EXPECT_TRUE(s) << s.error().ToString();
+    if (s) EXPECT_TRUE(s->ignored.empty()) << line;
+    return s ? s->overlap_schedule : -2;
+  };
+  EXPECT_EQ(overlap(ServeEngine::kSglang,
+                    "--model-path meta-llama/Llama-3.1-70B --tp 8 "
+                    "--disable-overlap-schedule"),
+            0);
+  EXPECT_EQ(overlap(ServeEngine::kSglang,
+                    "--model-path meta-llama/Llama-3.1-70B --tp 8"),
+            -1);
+  EXPECT_EQ(overlap(ServeEngine::kVllm,
+                    "vllm serve meta-llama/Llama-3.1-70B -tp 8 "
+                    "--async-scheduling"),
+            1);
+  EXPECT_EQ(overlap(ServeEngine::kVllm,
+                    "vllm serve meta-llama/Llama-3.1-70B -tp 8 "
+                    "--no-async-scheduling"),
+            0);
+  auto trt = [](const std::string& yaml) {
+    return "cat > x.yaml <<'EOF'\n" + yaml +
+           "EOF\ntrtllm-serve meta-llama/Llama-3.1-70B --tp_size 8 "
+           "--extra_llm_api_options x.yaml\n";
+  };
+  EXPECT_EQ(
+      overlap(ServeEngine::kTrtllm, trt("disable_overlap_scheduler: true\n")),
+      0);
+  EXPECT_EQ(
+      overlap(ServeEngine::kTrtllm, trt("disable_overlap_scheduler: false\n")),
+      1);
+  EXPECT_EQ(overlap(ServeEngine::kTrtllm, trt("enable_attention_dp: false\n")),
+            -1);
+}
+
 }  // namespace
 }  // namespace scalemodel::launch

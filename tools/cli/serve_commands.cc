@@ -38,6 +38,8 @@ struct ServeSimCli {
   int concurrency = 0, requests = 1000, max_num_seqs = 256,
       max_batched_tokens = 0, recv_interval = 1, adp_balance = 0;
   bool chunked_prefill = false, mixed_chunk = false;
+  // --overlap-schedule on|off; empty: the engine's default.
+  std::string overlap;
   double prefix_hit = 0;
   uint64_t seed = 0;
   // The engine of a --from line ("vllm", "sglang", "trtllm"): its scheduler
@@ -47,8 +49,9 @@ struct ServeSimCli {
     for (const char* f :
          {"--requests", "--prompt-dist", "--output-dist", "--max-num-seqs",
           "--max-batched-tokens", "--scheduler-recv-interval",
-          "--adp-balance-timeout", "--chunked-prefill", "--enable-mixed-chunk",
-          "--prefix-hit", "--seed", "--slo-ttft", "--slo-tpot", "--dataset"}) {
+          "--adp-balance-timeout", "--overlap-schedule", "--chunked-prefill",
+          "--enable-mixed-chunk", "--prefix-hit", "--seed", "--slo-ttft",
+          "--slo-tpot", "--dataset"}) {
       if (app.count(f) > 0) return true;
     }
     return false;
@@ -769,6 +772,14 @@ static Result<Output> RunServeSim(const catalog::Catalog& cat,
   // starts a request only where it can finish unevicted.
   estimate::ApplyEngineScheduling(engine, &sched);
   sched.mixed_prefill = sched.mixed_prefill || so.mixed_chunk;
+  if (!so.overlap.empty()) {
+    const std::string v = ToLower(so.overlap);
+    if (v != "on" && v != "off") {
+      return InvalidArgument("expected 'on' or 'off', got '" + so.overlap + "'",
+                             "--overlap-schedule");
+    }
+    sched.overlap_schedule = v == "on";
+  }
   sched.prefix_hit = so.prefix_hit;
   estimate::Slo slo;
   auto ttft = ParseSlo(so.slo_ttft, "--slo-ttft");
@@ -813,6 +824,7 @@ static Result<Output> RunServeSim(const catalog::Catalog& cat,
        {"chunked_prefill", sched.chunked_prefill},
        {"scheduler_recv_interval", sched.recv_interval},
        {"adp_balance_timeout_iters", sched.adp_balance_timeout_iters},
+       {"overlap_schedule", sched.overlap_schedule},
        {"mixed_prefill", sched.mixed_prefill},
        {"prefix_hit", sched.prefix_hit},
        {"dp_ranks", sc->dp_ranks()},
@@ -844,11 +856,15 @@ static Result<Output> RunServeSim(const catalog::Catalog& cat,
           : sched.mixed_prefill  ? "on"
                                  : "on (prefill steps alone, SGLang)",
           100 * sched.prefix_hit,
-          (sched.recv_interval > 1
-               ? fmt::format(", new requests received every {} "
-                             "decode steps",
-                             sched.recv_interval)
+          (sched.overlap_schedule
+               ? std::string(", each step formed while the one before runs "
+                             "(overlap scheduler)")
                : std::string()) +
+              (sched.recv_interval > 1
+                   ? fmt::format(", new requests received every {} "
+                                 "decode steps",
+                                 sched.recv_interval)
+                   : std::string()) +
               (sched.adp_balance_timeout_iters > 0 && sc->dp_ranks() > 1
                    ? fmt::format(", new requests held until every DP rank has "
                                  "one (at most {} iterations)",
@@ -1135,6 +1151,13 @@ static void AddServeSimOptions(CLI::App* app, ServeSimCli& o) {
                   "prefill step or when idle), so in steady decode a "
                   "request waits up to N steps before its prefill")
       ->capture_default_str();
+  app->add_option("--overlap-schedule", o.overlap,
+                  "on or off: the engine forms each step while the one "
+                  "before runs, so a request reaching a busy engine starts "
+                  "one step later (SGLang from 0.4 unless "
+                  "--disable-overlap-schedule, TensorRT-LLM from 1.0 unless "
+                  "disable_overlap_scheduler, vLLM's --async-scheduling, "
+                  "its default from 0.14); default: --engine's");
   app->add_option("--adp-balance-timeout", o.adp_balance,
                   "With --dp-attention, TensorRT-LLM's attention_dp_config "
                   "enable_balance with timeout_iters N: new requests start "
@@ -1346,6 +1369,12 @@ static Result<std::vector<std::string>> ApplyServeFrom(
       return LineSetsThis("--adp-balance-timeout");
     }
     o->sim.adp_balance = r->adp_balance_timeout;
+  }
+  if (r->overlap_schedule >= 0) {
+    if (app.count("--overlap-schedule") > 0) {
+      return LineSetsThis("--overlap-schedule");
+    }
+    o->sim.overlap = r->overlap_schedule > 0 ? "on" : "off";
   }
   std::vector<std::string> notes;
   if (!r->model.resolution.empty()) notes.push_back(r->model.resolution);

@@ -549,6 +549,7 @@ Result<search::SloPlanRequest> SloRequest(const estimate::ServeConfig& base,
   r.mixed_prefill = estimate::EngineMixesPrefill(o.engine);
   r.limits_per_rank = estimate::EngineLimitsPerDpRank(o.engine);
   r.reserve_to_finish = estimate::EngineReservesToFinish(o.engine);
+  r.overlap_schedule = estimate::EngineOverlapsScheduling(o.engine);
   if (o.layouts != "both" && o.layouts != "aggregated" &&
       o.layouts != "disaggregated") {
     return InvalidArgument("expected both, aggregated or disaggregated, got '" +

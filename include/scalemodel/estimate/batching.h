@@ -133,6 +133,15 @@ struct SchedulerOptions {
   // N, or when some rank has nothing decoding (PyExecutor
   // _balance_adp_requests). 0: off (its default).
   int adp_balance_timeout_iters = 0;
+  // The overlap scheduler (SGLang's default from 0.4, TensorRT-LLM's
+  // PyTorch backend's, vLLM's async scheduling, its default from 0.14): the
+  // host forms step k+1 while step k runs, so a request that reaches the
+  // scheduler during step k is first seen when step k+2 is formed and
+  // starts a step later than without it (vllm-project/vllm PR #19970: "new
+  // requests wait one more scheduling step"). An idle scheduler still takes
+  // a request at once. False: the scheduler forms each step after the last
+  // one ends.
+  bool overlap_schedule = false;
 };
 
 // Whether the engine a row or a user names ("SGLang v0.5.6.post1",
@@ -180,9 +189,21 @@ bool EngineReservesToFinish(std::string_view engine);
 int EngineDefaultBatchedTokens(std::string_view engine,
                                double device_memory_bytes);
 
+// Whether the engine forms the next step while the current one runs by
+// default (SchedulerOptions::overlap_schedule): SGLang from 0.4 (the
+// zero-overhead batch scheduler, LMSYS "SGLang v0.4" blog, 2024-12-04;
+// --disable-overlap-schedule turns it off), TensorRT-LLM from 1.0 (the
+// PyTorch backend, its default from 1.0: llmapi TorchLlmArgs
+// disable_overlap_scheduler = False), vLLM from 0.14 (async scheduling on
+// unless incompatible: vllm-project/vllm PR #27614, 2025-12-29); a name
+// without a release counts as the current one; false for older releases
+// and unknown names.
+bool EngineOverlapsScheduling(std::string_view engine);
+
 // Sets the scheduling the engine runs by default: mixed_prefill,
-// limits_per_rank and reserve_to_finish (EngineMixesPrefill,
-// EngineLimitsPerDpRank, EngineReservesToFinish).
+// limits_per_rank, reserve_to_finish and overlap_schedule
+// (EngineMixesPrefill, EngineLimitsPerDpRank, EngineReservesToFinish,
+// EngineOverlapsScheduling).
 void ApplyEngineScheduling(std::string_view engine, SchedulerOptions* s);
 
 // Service-level objectives for goodput; 0 = none.

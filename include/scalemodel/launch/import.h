@@ -90,6 +90,11 @@ struct ImportedServing {
   // TensorRT-LLM's attention_dp_config enable_balance timeout_iters
   // (estimate::SchedulerOptions::adp_balance_timeout_iters); 0: off.
   int adp_balance_timeout = 0;
+  // The overlap scheduler as the line sets it (estimate::SchedulerOptions::
+  // overlap_schedule): 0 off (SGLang --disable-overlap-schedule, vLLM
+  // --no-async-scheduling, TensorRT-LLM disable_overlap_scheduler: true),
+  // 1 on (vLLM --async-scheduling), -1 the engine's default.
+  int overlap_schedule = -1;
   bool batch_given = false;  // the line sets the batch cap
   std::vector<std::string> notes;
   std::vector<std::string> ignored;

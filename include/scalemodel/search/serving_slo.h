@@ -52,6 +52,8 @@ struct SloPlanRequest {
   // TensorRT-LLM's GUARANTEED_NO_EVICT admission
   // (estimate::SchedulerOptions::reserve_to_finish).
   bool reserve_to_finish = false;
+  // The overlap scheduler (estimate::SchedulerOptions::overlap_schedule).
+  bool overlap_schedule = false;
 };
 
 // One pool: `replicas` copies of a tp x ep replica. pp is the hook for
