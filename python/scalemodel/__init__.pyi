@@ -459,6 +459,7 @@ def serve(
     price_per_chip_hour: float | None = ...,
     emit: _Opt | None = ...,
     engine: _Opt | None = ...,
+    piecewise_cuda_graph: bool | None = ...,
     power_cap: _Opt | None = ...,
     rate: _Opt | None = ...,
     concurrency: int | None = ...,

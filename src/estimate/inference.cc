@@ -1444,6 +1444,19 @@ constexpr HostTimeRow kHostTime[] = {
      "(Llama-3.1-8B FP8, 512 eager ops) and 108.47 ms (DeepSeek-R1 INT8, "
      "2044 ops): 55.8 us per op; prefill CUDA graphs are opt-in in SGLang "
      "0.5 (--enable-piecewise-cuda-graph)"},
+    // TensorRT-LLM's PyTorch backend (its default from 1.0) replays CUDA
+    // graphs for generation-only batches; a step with context tokens runs
+    // eagerly unless torch_compile_config.enable_piecewise_cuda_graph is
+    // set (off by default). Its per-op host time is not published: SGLang's
+    // (the same kind of Python-launched PyTorch forward) stands for it, over
+    // the same op counts.
+    {"trtllm", 1000, 2000, 0, 0, kSglangEagerOpTime,
+     "TensorRT-LLM llmapi llm_args.py: cuda_graph_config's CUDA graphs "
+     "serve batches of generation requests only, so context and mixed steps "
+     "run eagerly (torch_compile_config.enable_piecewise_cuda_graph, off by "
+     "default, captures them); no per-op time of TensorRT-LLM's is "
+     "published: SGLang 0.5's 55.8 us per eager op (PRs #13094, #14918) "
+     "stands for it"},
 };
 
 }  // namespace
@@ -1475,7 +1488,7 @@ EngineHostOverhead EngineHostTime(std::string_view engine) {
   if (major < 0) return out;
   const long at = major * 1000 + std::min(minor, 999L);
   for (const HostTimeRow& r : kHostTime) {
-    if (name == r.engine && at >= r.lo && at < r.hi) {
+    if (EngineFamily(name) == r.engine && at >= r.lo && at < r.hi) {
       out.step_s = r.step_s;
       out.fraction = r.fraction;
       out.eager_prefill_op_s = r.eager_prefill_op_s;

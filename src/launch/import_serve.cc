@@ -589,6 +589,7 @@ Result<ImportedServing> ImportSglang(const LaunchInput& in,
   if (!recv) return tl::unexpected(recv.error());
   out.recv_interval = static_cast<int>(std::clamp<long>(*recv, 1, 1L << 24));
   if (a.Has("--disable-overlap-schedule")) out.overlap_schedule = 0;
+  out.prefill_graph = a.Has("--enable-piecewise-cuda-graph");
   // --max-prefill-tokens bounds a prefill step's new tokens beside the
   // chunk size (SGLang's PrefillAdder: rem_input_tokens).
   auto prefill = a.Int("--max-prefill-tokens", 0);
@@ -670,6 +671,8 @@ Result<ImportedServing> ImportTrtllm(const LaunchInput& in,
     a.Use(k);
   }
   out.adp_balance_timeout = out.config.dp_attention ? balance : 0;
+  out.prefill_graph =
+      Truthy(a.Str("torch_compile_config.enable_piecewise_cuda_graph"));
   const std::string no_overlap = a.Str("disable_overlap_scheduler");
   if (!no_overlap.empty()) out.overlap_schedule = Truthy(no_overlap) ? 0 : 1;
   auto done =
@@ -724,6 +727,7 @@ std::vector<std::string> SglangArguments() {
           "--max-prefill-tokens",
           "--scheduler-recv-interval",
           "--disable-overlap-schedule",
+          "--enable-piecewise-cuda-graph",
           "--context-length",
           "--quantization",
           "--kv-cache-dtype",
@@ -751,6 +755,7 @@ std::vector<std::string> TrtllmArguments() {
           "kv_cache_config.free_gpu_memory_fraction (heredoc YAML)",
           "attention_dp_config.enable_balance, timeout_iters (heredoc YAML)",
           "disable_overlap_scheduler (heredoc YAML)",
+          "torch_compile_config.enable_piecewise_cuda_graph (heredoc YAML)",
           "speculative_config (heredoc YAML)",
           "moe_config.load_balancer.num_slots (heredoc YAML)"};
 }

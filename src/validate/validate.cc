@@ -361,6 +361,10 @@ struct ServingLoad {
   // TensorRT-LLM's attention-DP balance timeout where the launch enables it
   // (0: off).
   int adp_balance = 0;
+  // The launch captures prefill steps in piecewise CUDA graphs (TensorRT-LLM
+  // torch_compile_config.enable_piecewise_cuda_graph, SGLang
+  // --enable-piecewise-cuda-graph): no eager-prefill host floor.
+  bool prefill_graph = false;
   // The case's simulation, run once for all the quantities it measured.
   mutable std::shared_ptr<estimate::SimulationResult> simulated;
   std::string text;  // how the load was read, for the setup column
@@ -398,7 +402,9 @@ Result<estimate::SimulationResult> Simulate(const model::ModelSpec& m,
                                             const hw::System& sys,
                                             const estimate::ServeConfig& cfg,
                                             const ServingLoad& load) {
-  auto cost = estimate::StepCostModel::Create(m, sys, cfg);
+  estimate::ServeConfig run = cfg;
+  if (load.prefill_graph) run.eager_prefill_op_s = 0;
+  auto cost = estimate::StepCostModel::Create(m, sys, run);
   if (!cost) return tl::unexpected(cost.error());
   estimate::Workload w;
   w.arrivals = load.rate > 0 ? estimate::Workload::kPoisson
@@ -600,6 +606,7 @@ Result<ServingLoad> ReadLoad(const model::ModelSpec& m, const hw::System& sys,
   load.max_batched_tokens = c.value("max_batched_tokens", 0);
   load.recv_interval = c.value("scheduler_recv_interval", 1);
   load.adp_balance = c.value("adp_balance_timeout_iters", 0);
+  load.prefill_graph = c.value("piecewise_cuda_graph", false);
   if (c.contains("batch") && c["batch"].is_string()) {
     cfg.batch = 1;
     auto probe = estimate::EstimateServing(m, sys, cfg);
@@ -673,6 +680,11 @@ Result<ServingLoad> ReadLoad(const model::ModelSpec& m, const hw::System& sys,
         "--scheduler-recv-interval)",
         load.recv_interval);
   }
+  if (load.prefill_graph) {
+    load.text +=
+        ", prefill steps replayed as piecewise CUDA graphs (the launch's "
+        "setting: no eager-prefill host floor)";
+  }
   load.mean = c.value("statistic", "") == "mean";
   return load;
 }
@@ -711,6 +723,14 @@ std::string CaseSchemaError(const json& c) {
           "found {}",
           k, c[k].dump());
     }
+  }
+  if (c.contains("piecewise_cuda_graph") &&
+      !(c["piecewise_cuda_graph"].is_boolean() && simulated)) {
+    return fmt::format(
+        "expected 'piecewise_cuda_graph' (the launch captures prefill steps "
+        "in CUDA graphs) as true or false beside a concurrency or a rate, "
+        "found {}",
+        c["piecewise_cuda_graph"].dump());
   }
   if (c.contains("spread") &&
       !(c["spread"].is_number() && c["spread"].get<double>() >= 0 &&

@@ -542,6 +542,14 @@ TEST(StepCost, UnoverlappedHostTimeOfOlderEngines) {
   EXPECT_NEAR(EngineHostTime("vllm@0.5.3").fraction, 0.29 / 0.38, 1e-12);
   EXPECT_EQ(EngineHostTime("vLLM v0.10.1").step_s, 0);
   EXPECT_EQ(EngineHostTime("TensorRT-LLM v0.5").step_s, 0);
+  // TensorRT-LLM's PyTorch backend (from 1.0) runs context steps eagerly;
+  // its TensorRT-engine releases before 1.0 do not.
+  EXPECT_EQ(EngineHostTime("TensorRT-LLM v0.5").eager_prefill_op_s, 0);
+  EXPECT_EQ(EngineHostTime("TensorRT-LLM v1.1.0rc2.post2").eager_prefill_op_s,
+            EngineHostTime("sglang@0.5.9").eager_prefill_op_s);
+  EXPECT_GT(EngineHostTime("trtllm@1.3.0rc14").eager_prefill_op_s, 0);
+  EXPECT_EQ(EngineHostTime("NeMo Framework (TensorRT-LLM)").eager_prefill_op_s,
+            0);
   EXPECT_EQ(EngineHostTime("SGLang").fraction, 0);  // no version: nothing
   EXPECT_FALSE(EngineHostTime("SGLang v0.3.0").source.empty());
   // A release number no engine has reads as unknown, without overflow

@@ -71,6 +71,10 @@ struct ServeCli {
   // The routed experts' weight dtype when it differs from --weights.
   std::string expert_weights;
   bool dp_attention = false;
+  // Prefill steps replayed as piecewise CUDA graphs: no eager-prefill host
+  // floor (SGLang --enable-piecewise-cuda-graph, TensorRT-LLM
+  // torch_compile_config.enable_piecewise_cuda_graph).
+  bool prefill_graph = false;
   int redundant_experts = 0;
   ServeSimCli sim;
   DisaggCli disagg;  // --prefill-plan, --decode-plan, --kv-transfer
@@ -87,7 +91,8 @@ static constexpr const char* kEngineHelp =
     "The serving engine and release you run, e.g. sglang@0.5.6 or "
     "vllm@0.6.0: adds the host time measured for that release (vLLM before "
     "0.6: unoverlapped scheduling; vLLM 0.6: 4 ms per scheduler call; SGLang "
-    "before 0.4: 10%; SGLang 0.5: the eager prefill's launch time), none for "
+    "before 0.4: 10%; SGLang 0.5 and TensorRT-LLM 1.x: the eager prefill's "
+    "launch time), none for "
     "releases that overlap it; the engine also picks the measured all-reduce "
     "curve, decode attention's per-sequence cost, the fused-MoE op's fit "
     "and, for trtllm, no-evict admission (docs/cli.md, docs/model.md 7.2)";
@@ -1370,6 +1375,7 @@ static Result<std::vector<std::string>> ApplyServeFrom(
     }
     o->sim.adp_balance = r->adp_balance_timeout;
   }
+  if (r->prefill_graph) o->prefill_graph = true;
   if (r->overlap_schedule >= 0) {
     if (app.count("--overlap-schedule") > 0) {
       return LineSetsThis("--overlap-schedule");
@@ -1467,6 +1473,12 @@ Command AddServeCommand(CLI::App& app) {
   c.app->add_option("--price-per-chip-hour", o->price, "USD per chip-hour");
   c.app->add_option("--emit", o->emit, fmt::format(kEmitHelp, "this plan"));
   c.app->add_option("--engine", o->engine, kEngineHelp);
+  c.app->add_flag("--piecewise-cuda-graph", o->prefill_graph,
+                  "Prefill steps replay CUDA graphs (SGLang "
+                  "--enable-piecewise-cuda-graph, TensorRT-LLM "
+                  "torch_compile_config.enable_piecewise_cuda_graph): no "
+                  "eager-prefill launch floor from --engine (SGLang 0.5, "
+                  "TensorRT-LLM 1.x run prefill eagerly by default)");
   c.app->add_option("--power-cap", o->power_cap,
                     "GPU board power limit (500 W): sustained matrix "
                     "throughput x (cap / TDP)^0.329 (docs/model.md 5.6)");
@@ -1519,6 +1531,7 @@ Command AddServeCommand(CLI::App& app) {
                                 o->mode, o->price, o->engine, o->mem_fraction,
                                 o->kv_free_fraction);
     if (!cfg) return tl::unexpected(cfg.error());
+    if (o->prefill_graph) cfg->eager_prefill_op_s = 0;
     auto b = ParseOption<double>("--batch", o->batch,
                                  [](auto& t) { return units::ParseCount(t); });
     if (!b) return tl::unexpected(b.error());

@@ -95,6 +95,11 @@ struct ImportedServing {
   // --no-async-scheduling, TensorRT-LLM disable_overlap_scheduler: true),
   // 1 on (vLLM --async-scheduling), -1 the engine's default.
   int overlap_schedule = -1;
+  // The line captures prefill steps in piecewise CUDA graphs (SGLang
+  // --enable-piecewise-cuda-graph, TensorRT-LLM
+  // torch_compile_config.enable_piecewise_cuda_graph): no eager-prefill
+  // host floor (`serve --piecewise-cuda-graph`).
+  bool prefill_graph = false;
   bool batch_given = false;  // the line sets the batch cap
   std::vector<std::string> notes;
   std::vector<std::string> ignored;
