@@ -21,17 +21,19 @@ int main() {
     int ep;  // > 1: DP attention over ep ranks, fp8 weights and KV
     double rate;
     bool chunked;
-    bool mixed;  // false: SGLang's prefill-first steps
+    bool mixed;    // false: SGLang's prefill-first steps
+    bool overlap;  // the overlap scheduler (SGLang's default)
   } cases[] = {
-      {"llama3-70b", "h100:8x1", 8, 1, 20, true, true},
-      {"llama3-70b", "h100:8x1", 8, 1, 20, false, true},
-      {"llama3-70b", "h100:8x1", 8, 1, 20, true, false},
-      {"llama3-8b", "h100:1x1", 1, 1, 40, true, true},
-      {"qwen3-30b-a3b", "h100:1x1", 1, 1, 20, true, true},
+      {"llama3-70b", "h100:8x1", 8, 1, 20, true, true, false},
+      {"llama3-70b", "h100:8x1", 8, 1, 20, false, true, false},
+      {"llama3-70b", "h100:8x1", 8, 1, 20, true, false, false},
+      {"llama3-70b", "h100:8x1", 8, 1, 20, true, false, true},
+      {"llama3-8b", "h100:1x1", 1, 1, 40, true, true, false},
+      {"qwen3-30b-a3b", "h100:1x1", 1, 1, 20, true, true, false},
       // Eight DP-attention ranks, each its own scheduler.
-      {"deepseek-v3", "h200:8x1", 1, 8, 60, true, true},
+      {"deepseek-v3", "h200:8x1", 1, 8, 60, true, true, false},
   };
-  std::printf("%-14s %-9s %-8s %9s %8s %8s %8s %10s %10s\n", "model", "system",
+  std::printf("%-14s %-9s %-9s %9s %8s %8s %8s %10s %10s\n", "model", "system",
               "chunked", "requests", "steps", "wall_s", "cpu_s", "req/s sim",
               "TPOT p50");
   for (const Case& c : cases) {
@@ -56,6 +58,7 @@ int main() {
     estimate::SchedulerOptions opt;
     opt.chunked_prefill = c.chunked;
     opt.mixed_prefill = c.mixed;
+    opt.overlap_schedule = c.overlap;
     auto t0 = std::chrono::steady_clock::now();
     std::clock_t c0 = std::clock();
     auto sc = estimate::StepCostModel::Create(m->spec, *s, cfg);
@@ -66,11 +69,12 @@ int main() {
             .count();
     double cpu = static_cast<double>(std::clock() - c0) / CLOCKS_PER_SEC;
     if (!r) return 1;
-    std::printf("%-14s %-9s %-8s %9d %8d %8.3f %8.3f %10.2f %8.1fms\n", c.model,
+    std::printf("%-14s %-9s %-9s %9d %8d %8.3f %8.3f %10.2f %8.1fms\n", c.model,
                 c.system,
-                !c.chunked ? "off"
-                : c.mixed  ? "on"
-                           : "sglang",
+                !c.chunked  ? "off"
+                : c.mixed   ? "on"
+                : c.overlap ? "sglang+ov"
+                            : "sglang",
                 r->requests, r->steps, wall, cpu, r->requests_per_s,
                 1e3 * r->tpot_s.p50);
   }

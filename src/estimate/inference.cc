@@ -1195,7 +1195,8 @@ Result<std::shared_ptr<StepCostModel::Impl>> BuildImpl(
   if (!x->peak) {
     x->host_step = std::max(0.0, cfg.host_step_s);
     x->host_fraction = std::max(0.0, cfg.host_fraction);
-    if (!chip.is_tpu() && cfg.eager_prefill_op_s > 0) {
+    if (!chip.is_tpu() && cfg.eager_prefill_op_s > 0 &&
+        !(cfg.prefill_graph_default && PiecewiseGraphsApply(chip, cfg))) {
       x->eager_prefill =
           cfg.eager_prefill_op_s *
           EagerPrefillOps(m, hw::BytesPerElement(x->compute) < 2, x->g > 1);
@@ -1461,13 +1462,24 @@ constexpr HostTimeRow kHostTime[] = {
 
 }  // namespace
 
+bool PiecewiseGraphsApply(const hw::Chip& chip, const ServeConfig& cfg) {
+  // SGLang's _handle_piecewise_cuda_graph (server_args.py, 0.5.10 on)
+  // disables them on hardware other than CUDA, with DP attention and with
+  // pipeline parallelism; Blackwell: sgl-project/sglang #11490's open item
+  // "Fix B200 can not use piecewise-cuda-graph" (NVIDIA GPUs with fp4
+  // tensor cores read as Blackwell).
+  const bool nvidia = chip.name.rfind("NVIDIA", 0) == 0;
+  const bool blackwell = chip.Peak(hw::Dtype::kFp4).si() > 0;
+  return nvidia && !blackwell && !cfg.dp_attention && cfg.pp <= 1;
+}
+
 EngineHostOverhead EngineHostTime(std::string_view engine) {
   const std::string text = ToLower(engine);
   const size_t name_end = text.find_first_of(" @");
   const std::string_view name = std::string_view(text).substr(0, name_end);
   // A release's major and minor numbers; a part of more than five digits
   // (no engine's) or none reads as an unknown release: no host time.
-  long major = -1, minor = 0;
+  long major = -1, minor = 0, patch = 0;
   if (name_end != std::string::npos) {
     const char* v = text.c_str() + name_end + 1;
     if (*v == 'v') ++v;
@@ -1483,6 +1495,7 @@ EngineHostOverhead EngineHostTime(std::string_view engine) {
     const char* end = v;
     major = part(v, &end);
     if (major >= 0 && *end == '.') minor = std::max(0L, part(end + 1, &end));
+    if (major >= 0 && *end == '.') patch = std::max(0L, part(end + 1, &end));
   }
   EngineHostOverhead out;
   if (major < 0) return out;
@@ -1494,6 +1507,19 @@ EngineHostOverhead EngineHostTime(std::string_view engine) {
       out.eager_prefill_op_s = r.eager_prefill_op_s;
       out.source = std::string(r.source);
     }
+  }
+  // SGLang 0.5.10 turned piecewise CUDA graphs for prefill on by default
+  // (its --enable-piecewise-cuda-graph became --disable-piecewise-cuda-graph:
+  // ai-dynamo/aiconfigurator's SGLang collector, "enable_piecewise_cuda_graph
+  // = False  # sglang <=0.5.9", "disable_piecewise_cuda_graph = True  #
+  // sglang >=0.5.10"), off again where its server_args rules disable them.
+  if (EngineFamily(name) == "sglang" && major == 0 && minor == 5 &&
+      patch >= 10) {
+    out.prefill_graph_default = true;
+    out.source +=
+        "; from 0.5.10 prefill runs as piecewise CUDA graphs by default "
+        "(NVIDIA GPUs before Blackwell, no DP attention, no pipeline "
+        "stages): no eager floor there";
   }
   return out;
 }
@@ -1565,6 +1591,7 @@ void ApplyEngineHostTime(std::string_view engine,
   cfg->host_step_s = host.step_s;
   cfg->host_fraction = host.fraction;
   cfg->eager_prefill_op_s = host.eager_prefill_op_s;
+  cfg->prefill_graph_default = host.prefill_graph_default;
   const bool any =
       host.step_s > 0 || host.fraction > 0 || host.eager_prefill_op_s > 0;
   cfg->host_time_source =

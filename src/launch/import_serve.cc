@@ -589,7 +589,8 @@ Result<ImportedServing> ImportSglang(const LaunchInput& in,
   if (!recv) return tl::unexpected(recv.error());
   out.recv_interval = static_cast<int>(std::clamp<long>(*recv, 1, 1L << 24));
   if (a.Has("--disable-overlap-schedule")) out.overlap_schedule = 0;
-  out.prefill_graph = a.Has("--enable-piecewise-cuda-graph");
+  if (a.Has("--enable-piecewise-cuda-graph")) out.prefill_graph = 1;
+  if (a.Has("--disable-piecewise-cuda-graph")) out.prefill_graph = 0;
   // --max-prefill-tokens bounds a prefill step's new tokens beside the
   // chunk size (SGLang's PrefillAdder: rem_input_tokens).
   auto prefill = a.Int("--max-prefill-tokens", 0);
@@ -671,8 +672,9 @@ Result<ImportedServing> ImportTrtllm(const LaunchInput& in,
     a.Use(k);
   }
   out.adp_balance_timeout = out.config.dp_attention ? balance : 0;
-  out.prefill_graph =
-      Truthy(a.Str("torch_compile_config.enable_piecewise_cuda_graph"));
+  const std::string graph =
+      a.Str("torch_compile_config.enable_piecewise_cuda_graph");
+  if (!graph.empty()) out.prefill_graph = Truthy(graph) ? 1 : 0;
   const std::string no_overlap = a.Str("disable_overlap_scheduler");
   if (!no_overlap.empty()) out.overlap_schedule = Truthy(no_overlap) ? 0 : 1;
   auto done =
@@ -727,7 +729,7 @@ std::vector<std::string> SglangArguments() {
           "--max-prefill-tokens",
           "--scheduler-recv-interval",
           "--disable-overlap-schedule",
-          "--enable-piecewise-cuda-graph",
+          "--enable-piecewise-cuda-graph / --disable-piecewise-cuda-graph",
           "--context-length",
           "--quantization",
           "--kv-cache-dtype",

@@ -361,10 +361,12 @@ struct ServingLoad {
   // TensorRT-LLM's attention-DP balance timeout where the launch enables it
   // (0: off).
   int adp_balance = 0;
-  // The launch captures prefill steps in piecewise CUDA graphs (TensorRT-LLM
+  // The launch's piecewise CUDA graphs for prefill (TensorRT-LLM
   // torch_compile_config.enable_piecewise_cuda_graph, SGLang
-  // --enable-piecewise-cuda-graph): no eager-prefill host floor.
-  bool prefill_graph = false;
+  // --enable-piecewise-cuda-graph): 1 on (no eager-prefill host floor),
+  // 0 off (the floor even where the engine's default captures them), -1
+  // the engine's default.
+  int prefill_graph = -1;
   // The case's simulation, run once for all the quantities it measured.
   mutable std::shared_ptr<estimate::SimulationResult> simulated;
   std::string text;  // how the load was read, for the setup column
@@ -403,7 +405,8 @@ Result<estimate::SimulationResult> Simulate(const model::ModelSpec& m,
                                             const estimate::ServeConfig& cfg,
                                             const ServingLoad& load) {
   estimate::ServeConfig run = cfg;
-  if (load.prefill_graph) run.eager_prefill_op_s = 0;
+  if (load.prefill_graph == 1) run.eager_prefill_op_s = 0;
+  if (load.prefill_graph == 0) run.prefill_graph_default = false;
   auto cost = estimate::StepCostModel::Create(m, sys, run);
   if (!cost) return tl::unexpected(cost.error());
   estimate::Workload w;
@@ -606,7 +609,9 @@ Result<ServingLoad> ReadLoad(const model::ModelSpec& m, const hw::System& sys,
   load.max_batched_tokens = c.value("max_batched_tokens", 0);
   load.recv_interval = c.value("scheduler_recv_interval", 1);
   load.adp_balance = c.value("adp_balance_timeout_iters", 0);
-  load.prefill_graph = c.value("piecewise_cuda_graph", false);
+  if (c.contains("piecewise_cuda_graph")) {
+    load.prefill_graph = c["piecewise_cuda_graph"].get<bool>() ? 1 : 0;
+  }
   if (c.contains("batch") && c["batch"].is_string()) {
     cfg.batch = 1;
     auto probe = estimate::EstimateServing(m, sys, cfg);
@@ -680,10 +685,11 @@ Result<ServingLoad> ReadLoad(const model::ModelSpec& m, const hw::System& sys,
         "--scheduler-recv-interval)",
         load.recv_interval);
   }
-  if (load.prefill_graph) {
-    load.text +=
-        ", prefill steps replayed as piecewise CUDA graphs (the launch's "
-        "setting: no eager-prefill host floor)";
+  if (load.prefill_graph >= 0) {
+    load.text += load.prefill_graph == 1
+                     ? ", prefill steps replayed as piecewise CUDA graphs "
+                       "(the launch's setting: no eager-prefill host floor)"
+                     : ", prefill steps run eagerly (the launch's setting)";
   }
   load.mean = c.value("statistic", "") == "mean";
   return load;

@@ -550,6 +550,11 @@ TEST(StepCost, UnoverlappedHostTimeOfOlderEngines) {
   EXPECT_GT(EngineHostTime("trtllm@1.3.0rc14").eager_prefill_op_s, 0);
   EXPECT_EQ(EngineHostTime("NeMo Framework (TensorRT-LLM)").eager_prefill_op_s,
             0);
+  // SGLang 0.5.10 captures prefill in piecewise CUDA graphs by default.
+  EXPECT_FALSE(EngineHostTime("SGLang v0.5.9").prefill_graph_default);
+  EXPECT_TRUE(EngineHostTime("SGLang v0.5.12").prefill_graph_default);
+  EXPECT_TRUE(EngineHostTime("sglang@0.5.10").prefill_graph_default);
+  EXPECT_FALSE(EngineHostTime("trtllm@1.3.0").prefill_graph_default);
   EXPECT_EQ(EngineHostTime("SGLang").fraction, 0);  // no version: nothing
   EXPECT_FALSE(EngineHostTime("SGLang v0.3.0").source.empty());
   // A release number no engine has reads as unknown, without overflow
@@ -603,6 +608,35 @@ TEST(StepCost, EagerPrefillOpCounts) {
   const model::ModelSpec qwen = Model("qwen3-235b-a22b");
   ASSERT_TRUE(qwen.qk_norm);
   EXPECT_EQ(EagerPrefillOps(qwen, false, true), 94 * (2 + 2 + 7 + 7));
+}
+
+// SGLang from 0.5.10 runs prefill as piecewise CUDA graphs by default where
+// its rules allow (NVIDIA GPUs before Blackwell, no DP attention, no
+// pipeline stages): no eager floor there; elsewhere, and with the default
+// cleared (--no-piecewise-cuda-graph), the floor of 0.5.x stays.
+TEST(StepCost, SglangPiecewiseGraphsByDefault) {
+  auto floor_of = [](const char* engine, const char* system, bool dpa,
+                     bool clear) {
+    ServeConfig c = Config(dpa ? 1 : 8, dpa ? 8 : 1, 1, hw::Dtype::kFp8);
+    c.dp_attention = dpa;
+    ApplyEngineHostTime(engine, EngineHostTime(engine), &c);
+    if (clear) c.prefill_graph_default = false;
+    auto m = StepCostModel::Create(Model("deepseek-v3"), System(system), c);
+    EXPECT_TRUE(m.has_value());
+    return m ? m->HostFloor(StepWork{0, 0, 16, 16 * 8.0}) : -1.0;
+  };
+  const double eager = floor_of("sglang@0.5.9", "h200:8x1", false, false);
+  EXPECT_GT(eager, 0.1);
+  EXPECT_EQ(floor_of("sglang@0.5.12", "h200:8x1", false, false), 0);
+  EXPECT_EQ(floor_of("sglang@0.5.12", "h200:8x1", false, true), eager);
+  EXPECT_EQ(floor_of("sglang@0.5.12", "h200:8x1", true, false),
+            floor_of("sglang@0.5.9", "h200:8x1", true, false));
+  EXPECT_GT(floor_of("sglang@0.5.12", "h200:8x1", true, false), 0.1);
+  EXPECT_EQ(floor_of("sglang@0.5.12", "b200:8x1", false, false),
+            floor_of("sglang@0.5.9", "b200:8x1", false, false));
+  EXPECT_EQ(floor_of("sglang@0.5.12", "mi300x:8x1", false, false),
+            floor_of("sglang@0.5.9", "mi300x:8x1", false, false));
+  EXPECT_GT(floor_of("sglang@0.5.12", "mi300x:8x1", false, false), 0.1);
 }
 
 // SGLang 0.5 runs prefill eagerly: a step with prefill tokens lasts at

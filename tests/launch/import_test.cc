@@ -769,31 +769,41 @@ TEST(ImportTest, OverlapSchedulerFlags) {
             -1);
 }
 
-// Piecewise CUDA graphs for prefill: SGLang's --enable-piecewise-cuda-graph
-// and TensorRT-LLM's torch_compile_config.enable_piecewise_cuda_graph.
+// Piecewise CUDA graphs for prefill: SGLang's --enable- and
+// --disable-piecewise-cuda-graph, TensorRT-LLM's
+// torch_compile_config.enable_piecewise_cuda_graph; -1 (the engine's
+// default) when the line says nothing.
 TEST(ImportTest, PiecewiseCudaGraphFlags) {
   auto graph = [](ServeEngine e, const std::string& line) {
     auto s = ImportServing(e, {line}, BuiltinCatalog(), System("b200:8x1"), "");
     EXPECT_TRUE(s) << s.error().ToString();
-    return s && s->prefill_graph;
+    return s ? s->prefill_graph : -2;
   };
-  EXPECT_TRUE(graph(ServeEngine::kSglang,
-                    "--model-path deepseek-ai/DeepSeek-V3 --tp 8 "
-                    "--enable-piecewise-cuda-graph"));
-  EXPECT_FALSE(graph(ServeEngine::kSglang,
-                     "--model-path deepseek-ai/DeepSeek-V3 --tp 8"));
+  EXPECT_EQ(graph(ServeEngine::kSglang,
+                  "--model-path deepseek-ai/DeepSeek-V3 --tp 8 "
+                  "--enable-piecewise-cuda-graph"),
+            1);
+  EXPECT_EQ(graph(ServeEngine::kSglang,
+                  "--model-path deepseek-ai/DeepSeek-V3 --tp 8 "
+                  "--disable-piecewise-cuda-graph"),
+            0);
+  EXPECT_EQ(graph(ServeEngine::kSglang,
+                  "--model-path deepseek-ai/DeepSeek-V3 --tp 8"),
+            -1);
   auto trt = [](const std::string& yaml) {
     return "cat > x.yaml <<'EOF'\n" + yaml +
            "EOF\ntrtllm-serve deepseek-ai/DeepSeek-V3 --tp_size 8 "
            "--extra_llm_api_options x.yaml\n";
   };
-  EXPECT_TRUE(graph(ServeEngine::kTrtllm,
-                    trt("torch_compile_config:\n"
-                        "  enable_piecewise_cuda_graph: true\n")));
-  EXPECT_FALSE(graph(ServeEngine::kTrtllm,
-                     trt("torch_compile_config:\n"
-                         "  enable_piecewise_cuda_graph: false\n")));
-  EXPECT_FALSE(graph(ServeEngine::kTrtllm, trt("print_iter_log: true\n")));
+  EXPECT_EQ(
+      graph(ServeEngine::kTrtllm, trt("torch_compile_config:\n"
+                                      "  enable_piecewise_cuda_graph: true\n")),
+      1);
+  EXPECT_EQ(graph(ServeEngine::kTrtllm,
+                  trt("torch_compile_config:\n"
+                      "  enable_piecewise_cuda_graph: false\n")),
+            0);
+  EXPECT_EQ(graph(ServeEngine::kTrtllm, trt("print_iter_log: true\n")), -1);
 }
 
 }  // namespace

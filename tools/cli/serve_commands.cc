@@ -71,10 +71,11 @@ struct ServeCli {
   // The routed experts' weight dtype when it differs from --weights.
   std::string expert_weights;
   bool dp_attention = false;
-  // Prefill steps replayed as piecewise CUDA graphs: no eager-prefill host
-  // floor (SGLang --enable-piecewise-cuda-graph, TensorRT-LLM
-  // torch_compile_config.enable_piecewise_cuda_graph).
-  bool prefill_graph = false;
+  // Prefill steps as piecewise CUDA graphs: 1 on (no eager-prefill host
+  // floor; SGLang --enable-piecewise-cuda-graph, TensorRT-LLM
+  // torch_compile_config.enable_piecewise_cuda_graph), 0 off (the eager
+  // floor even where the engine's default captures them), -1 the engine's.
+  int prefill_graph = -1;
   int redundant_experts = 0;
   ServeSimCli sim;
   DisaggCli disagg;  // --prefill-plan, --decode-plan, --kv-transfer
@@ -1375,7 +1376,14 @@ static Result<std::vector<std::string>> ApplyServeFrom(
     }
     o->sim.adp_balance = r->adp_balance_timeout;
   }
-  if (r->prefill_graph) o->prefill_graph = true;
+  if (r->prefill_graph >= 0) {
+    if (app.count("--piecewise-cuda-graph") +
+            app.count("--no-piecewise-cuda-graph") >
+        0) {
+      return LineSetsThis("--piecewise-cuda-graph");
+    }
+    o->prefill_graph = r->prefill_graph;
+  }
   if (r->overlap_schedule >= 0) {
     if (app.count("--overlap-schedule") > 0) {
       return LineSetsThis("--overlap-schedule");
@@ -1473,12 +1481,20 @@ Command AddServeCommand(CLI::App& app) {
   c.app->add_option("--price-per-chip-hour", o->price, "USD per chip-hour");
   c.app->add_option("--emit", o->emit, fmt::format(kEmitHelp, "this plan"));
   c.app->add_option("--engine", o->engine, kEngineHelp);
-  c.app->add_flag("--piecewise-cuda-graph", o->prefill_graph,
-                  "Prefill steps replay CUDA graphs (SGLang "
-                  "--enable-piecewise-cuda-graph, TensorRT-LLM "
-                  "torch_compile_config.enable_piecewise_cuda_graph): no "
-                  "eager-prefill launch floor from --engine (SGLang 0.5, "
-                  "TensorRT-LLM 1.x run prefill eagerly by default)");
+  c.app
+      ->add_flag_function(
+          "--piecewise-cuda-graph,!--no-piecewise-cuda-graph",
+          [o](std::int64_t n) { o->prefill_graph = n > 0 ? 1 : 0; },
+          "Prefill steps replay piecewise CUDA graphs (SGLang "
+          "--enable-piecewise-cuda-graph, TensorRT-LLM "
+          "torch_compile_config.enable_piecewise_cuda_graph): no "
+          "eager-prefill launch floor from --engine (SGLang 0.5 before "
+          "0.5.10 and TensorRT-LLM 1.x run prefill eagerly by default; "
+          "SGLang from 0.5.10 captures it on NVIDIA GPUs before Blackwell "
+          "without DP attention or pipeline stages); "
+          "--no-piecewise-cuda-graph: eager prefill even there (SGLang "
+          "--disable-piecewise-cuda-graph)")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   c.app->add_option("--power-cap", o->power_cap,
                     "GPU board power limit (500 W): sustained matrix "
                     "throughput x (cap / TDP)^0.329 (docs/model.md 5.6)");
@@ -1531,7 +1547,8 @@ Command AddServeCommand(CLI::App& app) {
                                 o->mode, o->price, o->engine, o->mem_fraction,
                                 o->kv_free_fraction);
     if (!cfg) return tl::unexpected(cfg.error());
-    if (o->prefill_graph) cfg->eager_prefill_op_s = 0;
+    if (o->prefill_graph == 1) cfg->eager_prefill_op_s = 0;
+    if (o->prefill_graph == 0) cfg->prefill_graph_default = false;
     auto b = ParseOption<double>("--batch", o->batch,
                                  [](auto& t) { return units::ParseCount(t); });
     if (!b) return tl::unexpected(b.error());

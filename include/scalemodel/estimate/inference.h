@@ -111,6 +111,12 @@ struct ServeConfig {
   // kernels. Zero (the default): engines that capture prefill in CUDA
   // graphs or were not measured. EngineHostTime gives it.
   double eager_prefill_op_s = 0;
+  // The engine captures prefill steps in piecewise CUDA graphs by default
+  // where its rules allow them (SGLang from 0.5.10: NVIDIA GPUs before
+  // Blackwell, no DP attention, no pipeline stages; docs/model.md 7.2):
+  // there the eager floor does not apply. EngineHostTime gives it;
+  // `serve --no-piecewise-cuda-graph` clears it.
+  bool prefill_graph_default = false;
   // The engine release the host times above are those of and their source
   // (serve --engine, validation rows); empty when none applies.
   std::string host_time_source;
@@ -137,8 +143,17 @@ struct EngineHostOverhead {
   double fraction = 0;  // of the step's GPU time
   // Host launch time per op of an eager prefill step, s.
   double eager_prefill_op_s = 0;
+  // Prefill steps run as piecewise CUDA graphs by default where the
+  // engine's rules allow (ServeConfig::prefill_graph_default).
+  bool prefill_graph_default = false;
   std::string source;
 };
+
+// Whether an engine whose prefill graphs are on by default
+// (ServeConfig::prefill_graph_default) can run them for this chip and
+// plan: NVIDIA GPUs before Blackwell, without DP attention or pipeline
+// stages (SGLang's rules; docs/model.md 7.2).
+bool PiecewiseGraphsApply(const hw::Chip& chip, const ServeConfig& cfg);
 
 // The ops (kernel-launching calls: GEMMs, norms, RoPE, KV stores,
 // attention, activations, routing, collectives) one eager forward of

@@ -95,11 +95,13 @@ struct ImportedServing {
   // --no-async-scheduling, TensorRT-LLM disable_overlap_scheduler: true),
   // 1 on (vLLM --async-scheduling), -1 the engine's default.
   int overlap_schedule = -1;
-  // The line captures prefill steps in piecewise CUDA graphs (SGLang
+  // Piecewise CUDA graphs for prefill as the line sets them: 1 on (SGLang
   // --enable-piecewise-cuda-graph, TensorRT-LLM
-  // torch_compile_config.enable_piecewise_cuda_graph): no eager-prefill
-  // host floor (`serve --piecewise-cuda-graph`).
-  bool prefill_graph = false;
+  // torch_compile_config.enable_piecewise_cuda_graph: true; `serve
+  // --piecewise-cuda-graph`), 0 off (SGLang --disable-piecewise-cuda-graph,
+  // TensorRT-LLM's key false; `--no-piecewise-cuda-graph`), -1 the
+  // engine's default.
+  int prefill_graph = -1;
   bool batch_given = false;  // the line sets the batch cap
   std::vector<std::string> notes;
   std::vector<std::string> ignored;
