@@ -843,6 +843,12 @@ static Result<Output> RunServeSim(const catalog::Catalog& cat,
        {"mode", o.mode}},
       report::ToJson(*r));
   PutServeExtensions(cfg, nullptr, &out.json);
+  // The host's launch floor of an eager prefill step (0: prefill graphs).
+  estimate::StepWork one_prompt;
+  one_prompt.prefill_tokens = 1;
+  one_prompt.prefill_pairs = 1;
+  const double eager_floor = sc->HostFloor(one_prompt);
+  out.json["eager_prefill_floor_s"] = eager_floor;
   auto staggered = StaggeredBound(*sc, cfg.dp, *w, sched, slo, &out.json);
   if (!staggered) return tl::unexpected(staggered.error());
   out.text =
@@ -866,6 +872,11 @@ static Result<Output> RunServeSim(const catalog::Catalog& cat,
                ? std::string(", each step formed while the one before runs "
                              "(overlap scheduler)")
                : std::string()) +
+              (eager_floor > 0
+                   ? fmt::format(", steps with prompt tokens launched "
+                                 "eagerly: at least {} each",
+                                 FormatSeconds(units::Seconds(eager_floor)))
+                   : std::string()) +
               (sched.recv_interval > 1
                    ? fmt::format(", new requests received every {} "
                                  "decode steps",
