@@ -195,6 +195,24 @@ void ReadEfficiency(TableReader& r, const std::string& cite,
   moe_pair("moe_floor", "moe_stream", &e->moe_floor, &e->moe_stream);
   moe_pair("moe_floor_fp8", "moe_stream_fp8", &e->moe_floor_fp8,
            &e->moe_stream_fp8);
+  // The prefill fit's two terms, also a pair.
+  auto prefill_pair = [&](const char* compute_key, const char* act_key,
+                          std::optional<double>* compute,
+                          std::optional<double>* act) {
+    ReadOptionalFraction(r, compute_key, "the dense peak", cite, compute,
+                         &e->sources);
+    ReadOptionalFraction(r, act_key, "the HBM peak", cite, act, &e->sources);
+    if (compute->has_value() != act->has_value()) {
+      const char* given = compute->has_value() ? compute_key : act_key;
+      const char* missing = compute->has_value() ? act_key : compute_key;
+      r.Fail(given, std::string("expected together with ") + missing +
+                        " (the two terms of one fused-MoE prefill fit)");
+    }
+  };
+  prefill_pair("moe_prefill", "moe_prefill_act", &e->moe_prefill,
+               &e->moe_prefill_act);
+  prefill_pair("moe_prefill_fp8", "moe_prefill_act_fp8", &e->moe_prefill_fp8,
+               &e->moe_prefill_act_fp8);
 }
 
 // The chip whose [efficiency] table fills the keys a chip file of this

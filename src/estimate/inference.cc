@@ -496,12 +496,19 @@ double StepCostModel::Impl::GroupedGemm(double groups, double rows, double cols,
   if (peak || rows < eff.tile_m) return groups * Gemm(rows, cols, inner, true);
   if (moe_kernel.compute_fraction > 0) {
     // Prefill and large batches: the same fused kernel, its FLOPs at its
-    // measured fraction of the peak, its weights at its streaming rate.
+    // measured fraction of the peak, its weights at its streaming rate;
+    // with the chip's prefill fit, also the activations moved around the
+    // GEMMs, 8 bytes per hidden element of each token-expert pair at its
+    // fraction of the HBM peak, half with each of the op's two GEMMs.
+    const double hbm = chip().hbm_bandwidth.si();
     const double flops = groups * 2 * rows * cols * inner;
     const double weights = groups * inner * cols * ewb;
-    return std::max(
-        flops / (moe_kernel.compute_fraction * eC),
-        weights / (moe_kernel.stream_fraction * chip().hbm_bandwidth.si()));
+    const double act =
+        moe_kernel.act_fraction > 0
+            ? groups * rows * D * 8 / 2 / (moe_kernel.act_fraction * hbm)
+            : 0;
+    return std::max(flops / (moe_kernel.compute_fraction * eC) + act,
+                    weights / (moe_kernel.stream_fraction * hbm));
   }
   const double e = GemmMaxFor(eff, ecompute);
   const double tq = TileQuantization(eff, rows, cols, groups);
@@ -1651,8 +1658,12 @@ FusedMoeKernel MeasuredFusedMoe(hw::Dtype weights, hw::Dtype compute) {
   return k;
 }
 
-FusedMoeKernel MeasuredFusedMoe(const hw::Chip& chip, std::string_view engine,
-                                hw::Dtype weights, hw::Dtype compute) {
+namespace {
+
+// MeasuredFusedMoe's decode terms: the engine's own fit on the chip, else
+// the chip's fit over every engine, else the published single-kernel fit.
+FusedMoeKernel DecodeFusedMoe(const hw::Chip& chip, std::string_view engine,
+                              hw::Dtype weights, hw::Dtype compute) {
   FusedMoeKernel k = MeasuredFusedMoe(weights, compute);
   // 4-bit experts dequantized in the kernel (compute bf16: W4A16, int4 or
   // MXFP4 on a chip without fp4 tensor cores): the engines' own fits alone,
@@ -1695,6 +1706,28 @@ FusedMoeKernel MeasuredFusedMoe(const hw::Chip& chip, std::string_view engine,
   k.stream_fraction = *stream;
   k.source = chip.id + "'s fit over every engine, catalog " +
              (bf16 ? "moe_floor" : "moe_floor_fp8");
+  return k;
+}
+
+}  // namespace
+
+FusedMoeKernel MeasuredFusedMoe(const hw::Chip& chip, std::string_view engine,
+                                hw::Dtype weights, hw::Dtype compute) {
+  FusedMoeKernel k = DecodeFusedMoe(chip, engine, weights, compute);
+  // Prefill sizes: the chip's fit over every engine's tables (catalog
+  // moe_prefill / moe_prefill_act, or the _fp8 pair), in place of the
+  // published bf16 compute fraction.
+  const bool bf16 = weights == hw::Dtype::kBf16 && compute == hw::Dtype::kBf16;
+  const bool fp8 = weights == hw::Dtype::kFp8 && compute == hw::Dtype::kFp8;
+  const hw::ChipEfficiencyData& d = chip.efficiency;
+  const auto& fraction = bf16 ? d.moe_prefill : d.moe_prefill_fp8;
+  const auto& act = bf16 ? d.moe_prefill_act : d.moe_prefill_act_fp8;
+  if ((bf16 || fp8) && fraction && act && k.stream_fraction > 0) {
+    k.compute_fraction = *fraction;
+    k.act_fraction = *act;
+    k.compute_source = chip.id + "'s prefill fit over every engine, catalog " +
+                       (bf16 ? "moe_prefill" : "moe_prefill_fp8");
+  }
   return k;
 }
 

@@ -39,6 +39,10 @@ std::string EfficiencyUnit(std::string_view key) {
       {"moe_stream", "of the HBM peak"},
       {"moe_floor_fp8", "per MoE layer"},
       {"moe_stream_fp8", "of the HBM peak"},
+      {"moe_prefill", "of the bf16 peak"},
+      {"moe_prefill_act", "of the HBM peak"},
+      {"moe_prefill_fp8", "of the fp8 peak"},
+      {"moe_prefill_act_fp8", "of the HBM peak"},
   };
   for (const auto& [k, u] : kUnits) {
     if (k == key) return std::string(u);

@@ -336,6 +336,16 @@ TEST(CatalogEfficiency, BadValuesNameFileLineKeyAndForm) {
                   "attention_ramp = false\nmoe_floor_fp8 = \"30 us\"\n"
                   "moe_stream_fp8 = 0.8"),
             "parsed");
+  // So do the prefill fit's.
+  EXPECT_EQ(error("attention_ramp = false",
+                  "attention_ramp = false\nmoe_prefill_fp8 = 0.4"),
+            "chips/x1.toml:31: efficiency.moe_prefill_fp8: expected together "
+            "with moe_prefill_act_fp8 (the two terms of one fused-MoE prefill "
+            "fit)");
+  EXPECT_EQ(error("attention_ramp = false",
+                  "attention_ramp = false\nmoe_prefill = 0.4\n"
+                  "moe_prefill_act = 0.5"),
+            "parsed");
   EXPECT_EQ(error("tile_m = 64", "tile_m = 0"),
             "chips/x1.toml:27: efficiency.tile_m: expected a positive whole "
             "number such as 128");
@@ -369,8 +379,9 @@ TEST(CatalogEfficiency, BadValuesNameFileLineKeyAndForm) {
             "collective_launch, date, "
             "defaults_from, "
             "gather, gemm_max, gemm_max_fp4, gemm_max_fp8, gemm_stream, hbm, "
-            "kernel_launch, moe_floor, moe_floor_fp8, moe_stream, "
-            "moe_stream_fp8, "
+            "kernel_launch, moe_floor, moe_floor_fp8, moe_prefill, "
+            "moe_prefill_act, moe_prefill_act_fp8, moe_prefill_fp8, "
+            "moe_stream, moe_stream_fp8, "
             "op_overhead, "
             "source, "
             "tile_m, "

@@ -332,9 +332,15 @@ TEST(RealisticEfficiency, CatalogValuesByChip) {
         std::string(r.chip) == "mi300x" || std::string(r.chip) == "mi325x";
     EXPECT_EQ(chip.efficiency.kernel_launch.has_value(), cdna3);
     EXPECT_EQ(e.kernel_launch.si(), cdna3 ? 4.5e-6 : 0.0);
+    // moe_prefill pairs (bf16 and fp8): the NVIDIA three, fitted to
+    // aiconfigurator's tables (tools/dev/aic_moe_prefill.mjs).
+    const bool prefill = id == "h100" || id == "h200" || id == "b200";
+    EXPECT_EQ(d.moe_prefill.has_value(), prefill);
+    EXPECT_EQ(d.moe_prefill_act_fp8.has_value(), prefill);
     EXPECT_EQ(chip.efficiency.sources.size(),
               (fp4 || tpu ? 12u : 11u) + (cdna3 ? 1u : 0u) +
                   (measured ? 1u : 0u) + (per_head ? 1u : 0u) +
+                  (prefill ? 4u : 0u) +
                   (moe == kMoe.end()              ? 0u
                    : moe->second.floor_fp8_us > 0 ? 4u
                                                   : 2u));

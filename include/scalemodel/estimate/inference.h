@@ -196,6 +196,9 @@ struct FusedMoeKernel {
   double floor_s = 0;           // the kernel's time without weights, s
   double stream_fraction = 0;   // expert weight bytes, of the HBM peak
   double compute_fraction = 0;  // expert FLOPs, of the dense peak
+  // Prefill: per token-expert pair, 8 bytes per hidden element at this
+  // fraction of the HBM peak (catalog moe_prefill_act); 0: no such term.
+  double act_fraction = 0;
   std::string source;
   std::string compute_source;
 };

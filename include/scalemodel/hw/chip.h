@@ -158,6 +158,15 @@ struct ChipEfficiencyData {
   std::optional<double> moe_stream;
   std::optional<units::Seconds> moe_floor_fp8;
   std::optional<double> moe_stream_fp8;
+  // The engines' fused-MoE op at prefill sizes: the experts' GEMM FLOPs at
+  // `moe_prefill` of the dense peak, and per token-expert pair 8 bytes per
+  // hidden element at `moe_prefill_act` of the HBM peak (the activations
+  // moved around the GEMMs), for bf16 experts and (`_fp8`) fp8 ones
+  // (docs/model.md 7.2). Optional pairs, never borrowed.
+  std::optional<double> moe_prefill;
+  std::optional<double> moe_prefill_act;
+  std::optional<double> moe_prefill_fp8;
+  std::optional<double> moe_prefill_act_fp8;
 
   // The chip named by the file's `defaults_from`; empty = its family's
   // reference chip (h100 for GPUs, tpu-v5p for TPUs).
@@ -200,6 +209,10 @@ void ForEachOptionalEfficiencyField(Data& d, F&& f) {
   f("moe_stream", d.moe_stream);
   f("moe_floor_fp8", d.moe_floor_fp8);
   f("moe_stream_fp8", d.moe_stream_fp8);
+  f("moe_prefill", d.moe_prefill);
+  f("moe_prefill_act", d.moe_prefill_act);
+  f("moe_prefill_fp8", d.moe_prefill_fp8);
+  f("moe_prefill_act_fp8", d.moe_prefill_act_fp8);
 }
 
 struct Price {
