@@ -728,45 +728,45 @@ TEST(ImportTest, TrtllmAttentionDpBalance) {
   EXPECT_EQ(off->adp_balance_timeout, 0);
 }
 
+// One server line imported on 8 GPUs of `chip`, or an error recorded; a
+// TensorRT-LLM line with a heredoc YAML of `yaml` for `model` (TrtLine).
+Result<ImportedServing> ImportLine(ServeEngine e, const std::string& line,
+                                   const char* chip) {
+  auto s = ImportServing(e, {line}, BuiltinCatalog(),
+                         System(std::string(chip) + ":8x1"), "");
+  EXPECT_TRUE(s) << s.error().ToString();
+  return s;
+}
+std::string TrtLine(const std::string& model, const std::string& yaml) {
+  return "cat > x.yaml <<'EOF'\n" + yaml + "EOF\ntrtllm-serve " + model +
+         " --tp_size 8 --extra_llm_api_options x.yaml\n";
+}
+
 // The overlap scheduler as each engine's line turns it off or on: SGLang's
 // --disable-overlap-schedule, vLLM's --async-scheduling and
 // --no-async-scheduling, TensorRT-LLM's disable_overlap_scheduler; -1 (the
 // engine's default) when the line says nothing.
 TEST(ImportTest, OverlapSchedulerFlags) {
   auto overlap = [](ServeEngine e, const std::string& line) {
-    auto s = ImportServing(e, {line}, BuiltinCatalog(), System("h100:8x1"), "");
-    EXPECT_TRUE(s) << s.error().ToString();
+    auto s = ImportLine(e, line, "h100");
     if (s) EXPECT_TRUE(s->ignored.empty()) << line;
     return s ? s->overlap_schedule : -2;
   };
-  EXPECT_EQ(overlap(ServeEngine::kSglang,
-                    "--model-path meta-llama/Llama-3.1-70B --tp 8 "
-                    "--disable-overlap-schedule"),
-            0);
-  EXPECT_EQ(overlap(ServeEngine::kSglang,
-                    "--model-path meta-llama/Llama-3.1-70B --tp 8"),
-            -1);
-  EXPECT_EQ(overlap(ServeEngine::kVllm,
-                    "vllm serve meta-llama/Llama-3.1-70B -tp 8 "
-                    "--async-scheduling"),
-            1);
-  EXPECT_EQ(overlap(ServeEngine::kVllm,
-                    "vllm serve meta-llama/Llama-3.1-70B -tp 8 "
-                    "--no-async-scheduling"),
-            0);
-  auto trt = [](const std::string& yaml) {
-    return "cat > x.yaml <<'EOF'\n" + yaml +
-           "EOF\ntrtllm-serve meta-llama/Llama-3.1-70B --tp_size 8 "
-           "--extra_llm_api_options x.yaml\n";
-  };
+  const std::string sglang = "--model-path meta-llama/Llama-3.1-70B --tp 8";
   EXPECT_EQ(
-      overlap(ServeEngine::kTrtllm, trt("disable_overlap_scheduler: true\n")),
-      0);
-  EXPECT_EQ(
-      overlap(ServeEngine::kTrtllm, trt("disable_overlap_scheduler: false\n")),
-      1);
-  EXPECT_EQ(overlap(ServeEngine::kTrtllm, trt("enable_attention_dp: false\n")),
-            -1);
+      overlap(ServeEngine::kSglang, sglang + " --disable-overlap-schedule"), 0);
+  EXPECT_EQ(overlap(ServeEngine::kSglang, sglang), -1);
+  const std::string vllm = "vllm serve meta-llama/Llama-3.1-70B -tp 8";
+  EXPECT_EQ(overlap(ServeEngine::kVllm, vllm + " --async-scheduling"), 1);
+  EXPECT_EQ(overlap(ServeEngine::kVllm, vllm + " --no-async-scheduling"), 0);
+  const std::string llama = "meta-llama/Llama-3.1-70B";
+  for (const auto& [yaml, want] :
+       {std::pair{"disable_overlap_scheduler: true\n", 0},
+        std::pair{"disable_overlap_scheduler: false\n", 1},
+        std::pair{"enable_attention_dp: false\n", -1}}) {
+    EXPECT_EQ(overlap(ServeEngine::kTrtllm, TrtLine(llama, yaml)), want)
+        << yaml;
+  }
 }
 
 // Piecewise CUDA graphs for prefill: SGLang's --enable- and
@@ -775,35 +775,26 @@ TEST(ImportTest, OverlapSchedulerFlags) {
 // default) when the line says nothing.
 TEST(ImportTest, PiecewiseCudaGraphFlags) {
   auto graph = [](ServeEngine e, const std::string& line) {
-    auto s = ImportServing(e, {line}, BuiltinCatalog(), System("b200:8x1"), "");
-    EXPECT_TRUE(s) << s.error().ToString();
+    auto s = ImportLine(e, line, "b200");
     return s ? s->prefill_graph : -2;
   };
-  EXPECT_EQ(graph(ServeEngine::kSglang,
-                  "--model-path deepseek-ai/DeepSeek-V3 --tp 8 "
-                  "--enable-piecewise-cuda-graph"),
-            1);
-  EXPECT_EQ(graph(ServeEngine::kSglang,
-                  "--model-path deepseek-ai/DeepSeek-V3 --tp 8 "
-                  "--disable-piecewise-cuda-graph"),
-            0);
-  EXPECT_EQ(graph(ServeEngine::kSglang,
-                  "--model-path deepseek-ai/DeepSeek-V3 --tp 8"),
-            -1);
-  auto trt = [](const std::string& yaml) {
-    return "cat > x.yaml <<'EOF'\n" + yaml +
-           "EOF\ntrtllm-serve deepseek-ai/DeepSeek-V3 --tp_size 8 "
-           "--extra_llm_api_options x.yaml\n";
-  };
+  const std::string sglang = "--model-path deepseek-ai/DeepSeek-V3 --tp 8";
   EXPECT_EQ(
-      graph(ServeEngine::kTrtllm, trt("torch_compile_config:\n"
-                                      "  enable_piecewise_cuda_graph: true\n")),
+      graph(ServeEngine::kSglang, sglang + " --enable-piecewise-cuda-graph"),
       1);
-  EXPECT_EQ(graph(ServeEngine::kTrtllm,
-                  trt("torch_compile_config:\n"
-                      "  enable_piecewise_cuda_graph: false\n")),
-            0);
-  EXPECT_EQ(graph(ServeEngine::kTrtllm, trt("print_iter_log: true\n")), -1);
+  EXPECT_EQ(
+      graph(ServeEngine::kSglang, sglang + " --disable-piecewise-cuda-graph"),
+      0);
+  EXPECT_EQ(graph(ServeEngine::kSglang, sglang), -1);
+  const std::string dsv3 = "deepseek-ai/DeepSeek-V3";
+  for (const auto& [yaml, want] :
+       {std::pair{
+            "torch_compile_config:\n  enable_piecewise_cuda_graph: true\n", 1},
+        std::pair{
+            "torch_compile_config:\n  enable_piecewise_cuda_graph: false\n", 0},
+        std::pair{"print_iter_log: true\n", -1}}) {
+    EXPECT_EQ(graph(ServeEngine::kTrtllm, TrtLine(dsv3, yaml)), want) << yaml;
+  }
 }
 
 }  // namespace
