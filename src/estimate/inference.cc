@@ -1507,8 +1507,9 @@ EngineHostOverhead EngineHostTime(std::string_view engine) {
   EngineHostOverhead out;
   if (major < 0) return out;
   const long at = major * 1000 + std::min(minor, 999L);
+  const std::string family = EngineFamily(name);
   for (const HostTimeRow& r : kHostTime) {
-    if (EngineFamily(name) == r.engine && at >= r.lo && at < r.hi) {
+    if (family == r.engine && at >= r.lo && at < r.hi) {
       out.step_s = r.step_s;
       out.fraction = r.fraction;
       out.eager_prefill_op_s = r.eager_prefill_op_s;
@@ -1520,8 +1521,7 @@ EngineHostOverhead EngineHostTime(std::string_view engine) {
   // ai-dynamo/aiconfigurator's SGLang collector, "enable_piecewise_cuda_graph
   // = False  # sglang <=0.5.9", "disable_piecewise_cuda_graph = True  #
   // sglang >=0.5.10"), off again where its server_args rules disable them.
-  if (EngineFamily(name) == "sglang" && major == 0 && minor == 5 &&
-      patch >= 10) {
+  if (family == "sglang" && major == 0 && minor == 5 && patch >= 10) {
     out.prefill_graph_default = true;
     out.source +=
         "; from 0.5.10 prefill runs as piecewise CUDA graphs by default "
@@ -1603,6 +1603,11 @@ void ApplyEngineHostTime(std::string_view engine,
       host.step_s > 0 || host.fraction > 0 || host.eager_prefill_op_s > 0;
   cfg->host_time_source =
       any ? std::string(engine) + ": " + host.source : std::string();
+}
+
+void ApplyPrefillGraph(int setting, ServeConfig* cfg) {
+  if (setting == 1) cfg->eager_prefill_op_s = 0;
+  if (setting == 0) cfg->prefill_graph_default = false;
 }
 
 // Fits of T = floor + (touched experts' weight bytes) / (fraction x HBM

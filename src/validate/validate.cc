@@ -405,8 +405,7 @@ Result<estimate::SimulationResult> Simulate(const model::ModelSpec& m,
                                             const estimate::ServeConfig& cfg,
                                             const ServingLoad& load) {
   estimate::ServeConfig run = cfg;
-  if (load.prefill_graph == 1) run.eager_prefill_op_s = 0;
-  if (load.prefill_graph == 0) run.prefill_graph_default = false;
+  estimate::ApplyPrefillGraph(load.prefill_graph, &run);
   auto cost = estimate::StepCostModel::Create(m, sys, run);
   if (!cost) return tl::unexpected(cost.error());
   estimate::Workload w;

@@ -1558,8 +1558,7 @@ Command AddServeCommand(CLI::App& app) {
                                 o->mode, o->price, o->engine, o->mem_fraction,
                                 o->kv_free_fraction);
     if (!cfg) return tl::unexpected(cfg.error());
-    if (o->prefill_graph == 1) cfg->eager_prefill_op_s = 0;
-    if (o->prefill_graph == 0) cfg->prefill_graph_default = false;
+    estimate::ApplyPrefillGraph(o->prefill_graph, &*cfg);
     auto b = ParseOption<double>("--batch", o->batch,
                                  [](auto& t) { return units::ParseCount(t); });
     if (!b) return tl::unexpected(b.error());

@@ -183,6 +183,13 @@ Result<EngineHostOverhead> ParseServingEngine(std::string_view text);
 void ApplyEngineHostTime(std::string_view engine,
                          const EngineHostOverhead& host, ServeConfig* cfg);
 
+// A launch's piecewise CUDA graphs for prefill over the engine's default:
+// 1 on (no eager-prefill floor), 0 off (the floor even where the engine's
+// default captures prefill, ServeConfig::prefill_graph_default), -1 the
+// engine's default (`serve --piecewise-cuda-graph` /
+// `--no-piecewise-cuda-graph`, a validation case's piecewise_cuda_graph).
+void ApplyPrefillGraph(int setting, ServeConfig* cfg);
+
 // The measured fused-MoE kernel of a decode step on a GPU (vLLM's and
 // SGLang's Triton `fused_moe`: top-k, the token sort by expert, the two
 // grouped expert GEMMs, the gated activation and the weighted sum): a fixed
