@@ -460,6 +460,7 @@ def serve(
     emit: _Opt | None = ...,
     engine: _Opt | None = ...,
     piecewise_cuda_graph: bool | None = ...,
+    moe_runner_backend: _Opt | None = ...,
     power_cap: _Opt | None = ...,
     rate: _Opt | None = ...,
     concurrency: int | None = ...,

@@ -270,8 +270,9 @@ Result<bool> ForEachSourcedTable(const toml::node& n, const std::string& path,
   return true;
 }
 
-// Reads [[moe_engine]] tables (engine, dtype, floor, stream, source, date)
-// into chip->moe_engine: one per engine and expert dtype.
+// Reads [[moe_engine]] tables (engine, optional kernel, dtype, floor,
+// stream, source, date) into chip->moe_engine: one per engine, kernel and
+// expert dtype.
 Result<bool> ReadMoeEngineFits(const toml::node& n, const std::string& path,
                                hw::Chip* chip) {
   return ForEachSourcedTable(
@@ -280,15 +281,21 @@ Result<bool> ReadMoeEngineFits(const toml::node& n, const std::string& path,
         hw::MoeEngineFit f;
         f.engine = r.String("engine", true).value_or("");
         f.dtype = r.String("dtype", true).value_or("");
+        f.kernel = r.String("kernel", false).value_or("");
         if (f.engine != "vllm" && f.engine != "sglang") {
           r.Fail("engine", "expected vllm or sglang, got '" + f.engine + "'" +
                                DidYouMean(f.engine, {"vllm", "sglang"}));
         }
-        if (f.dtype != "bf16" && f.dtype != "fp8" && f.dtype != "fp4" &&
-            f.dtype != "int4") {
+        const std::vector<std::string> dtypes = {"bf16", "fp8", "fp4", "int4",
+                                                 "nvfp4"};
+        if (std::find(dtypes.begin(), dtypes.end(), f.dtype) == dtypes.end()) {
+          r.Fail("dtype", "expected bf16, fp8, fp4, int4 or nvfp4, got '" +
+                              f.dtype + "'" + DidYouMean(f.dtype, dtypes));
+        }
+        if (f.dtype == "nvfp4" && f.kernel.empty()) {
           r.Fail("dtype",
-                 "expected bf16, fp8, fp4 or int4, got '" + f.dtype + "'" +
-                     DidYouMean(f.dtype, {"bf16", "fp8", "fp4", "int4"}));
+                 "an nvfp4 (W4A4) fit is a named runner's: expected a kernel "
+                 "such as \"flashinfer_trtllm\"");
         }
         // The table's own source and date cite both terms; a per-value
         // source in the inline form is accepted and not kept apart.
@@ -307,16 +314,22 @@ Result<bool> ReadMoeEngineFits(const toml::node& n, const std::string& path,
                  "peak, such as 0.8");
         }
         for (const hw::MoeEngineFit& g : chip->moe_engine) {
-          if (g.engine == f.engine && g.dtype == f.dtype) {
-            r.Fail("dtype", "a second " + f.engine + " " + f.dtype +
-                                " fit (expected one per engine and dtype)");
+          if (g.engine == f.engine && g.kernel == f.kernel &&
+              g.dtype == f.dtype) {
+            r.Fail("dtype", "a second " + f.engine + " " +
+                                (f.kernel.empty() ? "" : f.kernel + " ") +
+                                f.dtype +
+                                " fit (expected one per engine, kernel and "
+                                "dtype)");
           }
         }
         auto done = r.Finish();
         if (!done) return tl::unexpected(done.error());
         f.floor = *floor;
         f.stream = *stream;
-        chip->sources["moe_engine." + f.engine + "." + f.dtype] = cite;
+        chip->sources["moe_engine." + f.engine + "." +
+                      (f.kernel.empty() ? "" : f.kernel + ".") + f.dtype] =
+            cite;
         chip->moe_engine.push_back(std::move(f));
         return true;
       });

@@ -1195,8 +1195,8 @@ Result<std::shared_ptr<StepCostModel::Impl>> BuildImpl(
                                          : 1.0)) *
       chip.Peak(hw::Dtype::kBf16).si();
   if (!x->peak && !chip.is_tpu() && m.is_moe()) {
-    x->moe_kernel =
-        MeasuredFusedMoe(chip, cfg.engine, cfg.ExpertWeights(), x->ecompute);
+    x->moe_kernel = MeasuredFusedMoe(chip, cfg.engine, cfg.ExpertWeights(),
+                                     x->ecompute, MoeRunner(chip, m, cfg));
   }
   x->fixed = x->peak ? 0 : FixedStepCost(*x);
   if (!x->peak) {
@@ -1599,10 +1599,71 @@ void ApplyEngineHostTime(std::string_view engine,
   cfg->host_fraction = host.fraction;
   cfg->eager_prefill_op_s = host.eager_prefill_op_s;
   cfg->prefill_graph_default = host.prefill_graph_default;
+  cfg->flashinfer_moe_default = EngineDefaultsToFlashinferMoe(engine);
   const bool any =
       host.step_s > 0 || host.fraction > 0 || host.eager_prefill_op_s > 0;
   cfg->host_time_source =
       any ? std::string(engine) + ": " + host.source : std::string();
+}
+
+bool EngineDefaultsToFlashinferMoe(std::string_view engine) {
+  if (EngineFamily(engine) != "sglang") return false;
+  const std::string text = ToLower(engine);
+  const size_t at = text.find_first_of(" @");
+  if (at == std::string::npos) return true;  // no release: the current one
+  const char* v = text.c_str() + at + 1;
+  if (*v == 'v') ++v;
+  int major = 0, minor = 0, patch = 0;
+  if (std::sscanf(v, "%d.%d.%d", &major, &minor, &patch) < 1) return false;
+  // sgl-project/sglang PR #11816 (merged 2025-10-19, first released in
+  // 0.5.4): DeepSeek fp8 on SM100 takes flashinfer_trtllm as its default
+  // MoE runner (modelopt fp4 already did).
+  return major > 0 || minor > 5 || (minor == 5 && patch >= 4);
+}
+
+Result<std::string> ParseMoeRunner(std::string_view text,
+                                   const std::string& where) {
+  static const std::vector<std::string> kRunners = {"auto",
+                                                    "triton",
+                                                    "triton_kernel",
+                                                    "deep_gemm",
+                                                    "cutlass",
+                                                    "marlin",
+                                                    "flashinfer_trtllm",
+                                                    "flashinfer_trtllm_routed",
+                                                    "flashinfer_cutlass",
+                                                    "flashinfer_cutedsl",
+                                                    "flashinfer_mxfp4"};
+  const std::string t = ToLower(std::string(text));
+  if (std::find(kRunners.begin(), kRunners.end(), t) == kRunners.end()) {
+    return InvalidArgument(
+        "expected an SGLang MoE runner (auto, triton, "
+        "flashinfer_trtllm, flashinfer_cutlass, cutlass, "
+        "deep_gemm, ...), got '" +
+            std::string(text) + "'" + DidYouMean(t, kRunners),
+        where);
+  }
+  return t;
+}
+
+std::string MoeRunner(const hw::Chip& chip, const model::ModelSpec& m,
+                      const ServeConfig& cfg) {
+  if (!cfg.moe_runner.empty() && cfg.moe_runner != "auto") {
+    return cfg.moe_runner;
+  }
+  // SGLang's server_args (_handle_model_specific_adjustments,
+  // DeepseekV3ForCausalLM on SM100, moe_a2a_backend none, runner auto, fp8
+  // or modelopt fp4): flashinfer_trtllm. NVIDIA GPUs with fp4 tensor cores
+  // read as SM100; MLA with routed experts as DeepSeek-V3's architecture.
+  const bool nvidia = chip.name.rfind("NVIDIA", 0) == 0;
+  const bool blackwell = chip.Peak(hw::Dtype::kFp4).si() > 0;
+  const hw::Dtype w = cfg.ExpertWeights();
+  if (cfg.engine == "sglang" && cfg.flashinfer_moe_default && nvidia &&
+      blackwell && m.mla.has_value() && m.is_moe() &&
+      (w == hw::Dtype::kFp8 || w == hw::Dtype::kFp4)) {
+    return "flashinfer_trtllm";
+  }
+  return {};
 }
 
 void ApplyPrefillGraph(int setting, ServeConfig* cfg) {
@@ -1668,8 +1729,26 @@ namespace {
 // MeasuredFusedMoe's decode terms: the engine's own fit on the chip, else
 // the chip's fit over every engine, else the published single-kernel fit.
 FusedMoeKernel DecodeFusedMoe(const hw::Chip& chip, std::string_view engine,
-                              hw::Dtype weights, hw::Dtype compute) {
+                              hw::Dtype weights, hw::Dtype compute,
+                              std::string_view runner) {
   FusedMoeKernel k = MeasuredFusedMoe(weights, compute);
+  // A named runner's own fit (SGLang's flashinfer_trtllm on B200): experts
+  // in bf16, fp8, or fp4 run at the fp4 rate (W4A4, "nvfp4").
+  if (!runner.empty()) {
+    const char* dt = weights == hw::Dtype::kBf16 && compute == weights  ? "bf16"
+                     : weights == hw::Dtype::kFp8 && compute == weights ? "fp8"
+                     : weights == hw::Dtype::kFp4 && compute == weights
+                         ? "nvfp4"
+                         : "";
+    for (const hw::MoeEngineFit& f : chip.moe_engine) {
+      if (f.engine != engine || f.kernel != runner || f.dtype != dt) continue;
+      k.floor_s = f.floor.si();
+      k.stream_fraction = f.stream;
+      k.source = chip.id + "'s " + f.engine + " " + f.kernel + " " + f.dtype +
+                 " fit, catalog [[moe_engine]]";
+      return k;
+    }
+  }
   // 4-bit experts dequantized in the kernel (compute bf16: W4A16, int4 or
   // MXFP4 on a chip without fp4 tensor cores): the engines' own fits alone,
   // the running engine's, else vLLM's (an unnamed engine is vLLM), else
@@ -1679,7 +1758,7 @@ FusedMoeKernel DecodeFusedMoe(const hw::Chip& chip, std::string_view engine,
     const std::string dt = weights == hw::Dtype::kFp4 ? "fp4" : "int4";
     const hw::MoeEngineFit* pick = nullptr;
     for (const hw::MoeEngineFit& f : chip.moe_engine) {
-      if (f.dtype != dt) continue;
+      if (f.dtype != dt || !f.kernel.empty()) continue;
       if (f.engine == engine) {
         pick = &f;
         break;
@@ -1696,7 +1775,10 @@ FusedMoeKernel DecodeFusedMoe(const hw::Chip& chip, std::string_view engine,
   if (k.floor_s <= 0) return k;
   const bool bf16 = weights == hw::Dtype::kBf16;
   for (const hw::MoeEngineFit& f : chip.moe_engine) {
-    if (f.engine != engine || f.dtype != (bf16 ? "bf16" : "fp8")) continue;
+    if (f.engine != engine || !f.kernel.empty() ||
+        f.dtype != (bf16 ? "bf16" : "fp8")) {
+      continue;
+    }
     k.floor_s = f.floor.si();
     k.stream_fraction = f.stream;
     k.source = chip.id + "'s " + f.engine + " " + f.dtype +
@@ -1717,8 +1799,9 @@ FusedMoeKernel DecodeFusedMoe(const hw::Chip& chip, std::string_view engine,
 }  // namespace
 
 FusedMoeKernel MeasuredFusedMoe(const hw::Chip& chip, std::string_view engine,
-                                hw::Dtype weights, hw::Dtype compute) {
-  FusedMoeKernel k = DecodeFusedMoe(chip, engine, weights, compute);
+                                hw::Dtype weights, hw::Dtype compute,
+                                std::string_view runner) {
+  FusedMoeKernel k = DecodeFusedMoe(chip, engine, weights, compute, runner);
   // Prefill sizes: the chip's fit over every engine's tables (catalog
   // moe_prefill / moe_prefill_act, or the _fp8 pair), in place of the
   // published bf16 compute fraction.

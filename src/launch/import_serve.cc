@@ -591,6 +591,12 @@ Result<ImportedServing> ImportSglang(const LaunchInput& in,
   if (a.Has("--disable-overlap-schedule")) out.overlap_schedule = 0;
   if (a.Has("--enable-piecewise-cuda-graph")) out.prefill_graph = 1;
   if (a.Has("--disable-piecewise-cuda-graph")) out.prefill_graph = 0;
+  const std::string runner = a.Str("--moe-runner-backend");
+  if (!runner.empty()) {
+    auto r = estimate::ParseMoeRunner(runner, "--moe-runner-backend");
+    if (!r) return tl::unexpected(r.error());
+    c.moe_runner = *r;
+  }
   // --max-prefill-tokens bounds a prefill step's new tokens beside the
   // chunk size (SGLang's PrefillAdder: rem_input_tokens).
   auto prefill = a.Int("--max-prefill-tokens", 0);
@@ -730,6 +736,7 @@ std::vector<std::string> SglangArguments() {
           "--scheduler-recv-interval",
           "--disable-overlap-schedule",
           "--enable-piecewise-cuda-graph / --disable-piecewise-cuda-graph",
+          "--moe-runner-backend",
           "--context-length",
           "--quantization",
           "--kv-cache-dtype",

@@ -280,8 +280,12 @@ TEST(CatalogEfficiency, ReadsEngineMoeFits) {
                 "(did you mean 'sglang'?)");
   EXPECT_EQ(error("\"bf16\"", "\"fp6\""),
             at(4) +
-                "moe_engine.dtype: expected bf16, fp8, fp4 or int4, got 'fp6' "
-                "(did you mean 'fp8'?)");
+                "moe_engine.dtype: expected bf16, fp8, fp4, int4 or nvfp4, got "
+                "'fp6' (did you mean 'fp8'?)");
+  EXPECT_EQ(error("\"bf16\"", "\"nvfp4\""),
+            at(4) +
+                "moe_engine.dtype: an nvfp4 (W4A4) fit is a named runner's: "
+                "expected a kernel such as \"flashinfer_trtllm\"");
   EXPECT_EQ(error("0.721", "1.2"),
             at(6) +
                 "moe_engine.stream: expected a fraction of the HBM peak "
@@ -293,7 +297,12 @@ TEST(CatalogEfficiency, ReadsEngineMoeFits) {
   EXPECT_EQ(error("date = \"2026-08\"\n", "date = \"2026-08\"\n" + fit),
             at(12) +
                 "moe_engine.dtype: a second sglang bf16 fit (expected "
-                "one per engine and dtype)");
+                "one per engine, kernel and dtype)");
+  // A named runner's fit of the same engine and dtype is another fit.
+  std::string runner = fit;
+  runner.replace(runner.find("dtype"), 0, "kernel = \"flashinfer_trtllm\"\n");
+  EXPECT_EQ(error("date = \"2026-08\"\n", "date = \"2026-08\"\n" + runner),
+            "parsed");
 }
 
 TEST(CatalogEfficiency, BadValuesNameFileLineKeyAndForm) {

@@ -356,7 +356,7 @@ TEST(StepCost, FusedMoeTakesTheChipsOwnFit) {
   const FusedMoeKernel sglang =
       MeasuredFusedMoe(b200, "sglang", hw::Dtype::kBf16, hw::Dtype::kBf16);
   EXPECT_DOUBLE_EQ(sglang.floor_s, 35.5e-6);
-  EXPECT_EQ(sglang.stream_fraction, 0.721);
+  EXPECT_EQ(sglang.stream_fraction, 0.718);
   EXPECT_EQ(sglang.source, "b200's sglang bf16 fit, catalog [[moe_engine]]");
   const FusedMoeKernel vllm =
       MeasuredFusedMoe(b200, "vllm", hw::Dtype::kFp8, hw::Dtype::kFp8);
@@ -366,8 +366,32 @@ TEST(StepCost, FusedMoeTakesTheChipsOwnFit) {
     const FusedMoeKernel k =
         MeasuredFusedMoe(b200, e, hw::Dtype::kBf16, hw::Dtype::kBf16);
     EXPECT_DOUBLE_EQ(k.floor_s, 35.0e-6) << e;
-    EXPECT_EQ(k.stream_fraction, 0.861) << e;
+    EXPECT_EQ(k.stream_fraction, 0.783) << e;
   }
+  // A named runner with a fit of its own on the chip takes it (SGLang's
+  // flashinfer_trtllm on B200: fp8, and fp4 at the fp4 rate as nvfp4); a
+  // runner without one keeps the engine's fit.
+  const FusedMoeKernel fi = MeasuredFusedMoe(
+      b200, "sglang", hw::Dtype::kFp8, hw::Dtype::kFp8, "flashinfer_trtllm");
+  EXPECT_DOUBLE_EQ(fi.floor_s, 22.4e-6);
+  EXPECT_EQ(fi.stream_fraction, 0.885);
+  EXPECT_EQ(fi.source,
+            "b200's sglang flashinfer_trtllm fp8 fit, catalog [[moe_engine]]");
+  EXPECT_DOUBLE_EQ(MeasuredFusedMoe(b200, "sglang", hw::Dtype::kFp4,
+                                    hw::Dtype::kFp4, "flashinfer_trtllm")
+                       .floor_s,
+                   18.2e-6);
+  EXPECT_EQ(MeasuredFusedMoe(b200, "sglang", hw::Dtype::kFp4, hw::Dtype::kFp4)
+                .floor_s,
+            0);
+  EXPECT_DOUBLE_EQ(MeasuredFusedMoe(b200, "sglang", hw::Dtype::kFp8,
+                                    hw::Dtype::kFp8, "triton")
+                       .floor_s,
+                   39.9e-6);
+  EXPECT_DOUBLE_EQ(MeasuredFusedMoe(b200, "vllm", hw::Dtype::kFp8,
+                                    hw::Dtype::kFp8, "flashinfer_trtllm")
+                       .floor_s,
+                   27.6e-6);
   // A100 and GB200 have no MoE tables: the published fits.
   for (const char* s : {"a100:1x1", "gb200:4x1"}) {
     const FusedMoeKernel k = MeasuredFusedMoe(
@@ -678,6 +702,62 @@ TEST(StepCost, SglangPiecewiseGraphsByDefault) {
   EXPECT_EQ(floor_of("sglang@0.5.12", "mi300x:8x1", false, false),
             floor_of("sglang@0.5.9", "mi300x:8x1", false, false));
   EXPECT_GT(floor_of("sglang@0.5.12", "mi300x:8x1", false, false), 0.1);
+}
+
+// SGLang picks its MoE runner: from 0.5.4 (PR #11816) flashinfer_trtllm on
+// Blackwell for DeepSeek-V3's architecture in fp8 or fp4; a named runner
+// stands; elsewhere the engine's default kernel (empty).
+TEST(StepCost, SglangMoeRunnerByDefault) {
+  EXPECT_TRUE(EngineDefaultsToFlashinferMoe("sglang"));
+  EXPECT_TRUE(EngineDefaultsToFlashinferMoe("sglang@0.5.4"));
+  EXPECT_TRUE(EngineDefaultsToFlashinferMoe("SGLang v0.5.6.post1"));
+  EXPECT_TRUE(EngineDefaultsToFlashinferMoe("sglang@1.0"));
+  EXPECT_FALSE(EngineDefaultsToFlashinferMoe("sglang@0.5.3"));
+  EXPECT_FALSE(EngineDefaultsToFlashinferMoe("sglang@0.4.9"));
+  EXPECT_FALSE(EngineDefaultsToFlashinferMoe("vllm@0.19.0"));
+  EXPECT_FALSE(EngineDefaultsToFlashinferMoe("trtllm"));
+  auto runner = [](const char* engine, const char* system, const char* model,
+                   hw::Dtype w, const char* given) {
+    ServeConfig c = Config(8, 1, 1, w);
+    ApplyEngineHostTime(engine, EngineHostTime(engine), &c);
+    c.moe_runner = given;
+    return MoeRunner(System(system).chip, Model(model), c);
+  };
+  const hw::Dtype fp8 = hw::Dtype::kFp8, bf16 = hw::Dtype::kBf16;
+  EXPECT_EQ(runner("sglang@0.5.6", "b200:8x1", "deepseek-v3", fp8, ""),
+            "flashinfer_trtllm");
+  EXPECT_EQ(runner("sglang@0.5.6", "b200:8x1", "deepseek-v3", hw::Dtype::kFp4,
+                   "auto"),
+            "flashinfer_trtllm");
+  EXPECT_EQ(runner("sglang@0.5.3", "b200:8x1", "deepseek-v3", fp8, ""), "");
+  EXPECT_EQ(runner("sglang@0.5.6", "h200:8x1", "deepseek-v3", fp8, ""), "");
+  EXPECT_EQ(runner("sglang@0.5.6", "mi355x:8x1", "deepseek-v3", fp8, ""), "");
+  EXPECT_EQ(runner("sglang@0.5.6", "b200:8x1", "deepseek-v3", bf16, ""), "");
+  EXPECT_EQ(runner("sglang@0.5.6", "b200:8x1", "qwen3-235b-a22b", fp8, ""), "");
+  EXPECT_EQ(runner("vllm@0.19.0", "b200:8x1", "deepseek-v3", fp8, ""), "");
+  EXPECT_EQ(runner("sglang@0.5.6", "b200:8x1", "deepseek-v3", fp8, "triton"),
+            "triton");
+  // The runner's fit reaches the decode step: DeepSeek-V3 fp8 TP 8 at
+  // batch 1 is faster with flashinfer_trtllm (22.4 us a layer against 39.9).
+  auto step = [](const char* given) {
+    ServeConfig c = Config(8, 1, 1, hw::Dtype::kFp8);
+    ApplyEngineHostTime("sglang@0.5.12", EngineHostTime("sglang@0.5.12"), &c);
+    c.moe_runner = given;
+    auto m = StepCostModel::Create(Model("deepseek-v3"), System("b200:8x1"), c);
+    EXPECT_TRUE(m.has_value());
+    return m ? m->Cost(StepWork{1, 1024, 0, 0}).total().si() : -1.0;
+  };
+  EXPECT_LT(step(""), step("triton") - 58 * 15e-6);
+  EXPECT_EQ(step(""), step("flashinfer_trtllm"));
+  EXPECT_EQ(ParseMoeRunner("FlashInfer_TRTLLM", "--x").value(),
+            "flashinfer_trtllm");
+  EXPECT_EQ(
+      ParseMoeRunner("flashinfer_trtlm", "--moe-runner-backend")
+          .error()
+          .message,
+      "expected an SGLang MoE runner (auto, triton, flashinfer_trtllm, "
+      "flashinfer_cutlass, cutlass, deep_gemm, ...), got 'flashinfer_trtlm' "
+      "(did you mean 'flashinfer_trtllm'?)");
 }
 
 // SGLang 0.5 runs prefill eagerly: a step with prefill tokens lasts at

@@ -797,5 +797,30 @@ TEST(ImportTest, PiecewiseCudaGraphFlags) {
   }
 }
 
+// SGLang's --moe-runner-backend: the runner as named (lower case), empty
+// when the line says nothing; an unknown runner is refused in one sentence.
+TEST(ImportTest, SglangMoeRunner) {
+  const std::string sglang = "--model-path deepseek-ai/DeepSeek-V3 --tp 8";
+  auto s =
+      ImportLine(ServeEngine::kSglang,
+                 sglang + " --moe-runner-backend flashinfer_trtllm", "b200");
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->config.moe_runner, "flashinfer_trtllm");
+  s = ImportLine(ServeEngine::kSglang, sglang + " --moe-runner-backend=Triton",
+                 "b200");
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->config.moe_runner, "triton");
+  s = ImportLine(ServeEngine::kSglang, sglang, "b200");
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->config.moe_runner, "");
+  s = ImportServing(ServeEngine::kSglang,
+                    {sglang + " --moe-runner-backend tritn"}, BuiltinCatalog(),
+                    System("b200:8x1"), "");
+  ASSERT_FALSE(s.has_value());
+  EXPECT_NE(s.error().message.find("got 'tritn' (did you mean 'triton'?)"),
+            std::string::npos)
+      << s.error().message;
+}
+
 }  // namespace
 }  // namespace scalemodel::launch

@@ -76,6 +76,8 @@ struct ServeCli {
   // torch_compile_config.enable_piecewise_cuda_graph), 0 off (the eager
   // floor even where the engine's default captures them), -1 the engine's.
   int prefill_graph = -1;
+  // SGLang's --moe-runner-backend; empty: the engine's own choice.
+  std::string moe_runner;
   int redundant_experts = 0;
   ServeSimCli sim;
   DisaggCli disagg;  // --prefill-plan, --decode-plan, --kv-transfer
@@ -675,6 +677,7 @@ static void PutServeExtensions(const estimate::ServeConfig& cfg,
   if (cfg.kv_free_fraction > 0) {
     (*j)["inputs"]["kv_free_fraction"] = cfg.kv_free_fraction;
   }
+  if (!cfg.moe_runner.empty()) (*j)["inputs"]["moe_runner"] = cfg.moe_runner;
   if (cfg.expert_weights) {
     (*j)["expert_weights"] = std::string(hw::DtypeName(*cfg.expert_weights));
   }
@@ -1395,6 +1398,12 @@ static Result<std::vector<std::string>> ApplyServeFrom(
     }
     o->prefill_graph = r->prefill_graph;
   }
+  if (!c.moe_runner.empty()) {
+    if (app.count("--moe-runner-backend") > 0) {
+      return LineSetsThis("--moe-runner-backend");
+    }
+    o->moe_runner = c.moe_runner;
+  }
   if (r->overlap_schedule >= 0) {
     if (app.count("--overlap-schedule") > 0) {
       return LineSetsThis("--overlap-schedule");
@@ -1506,6 +1515,13 @@ Command AddServeCommand(CLI::App& app) {
           "--no-piecewise-cuda-graph: eager prefill even there (SGLang "
           "--disable-piecewise-cuda-graph)")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  c.app->add_option(
+      "--moe-runner-backend", o->moe_runner,
+      "The routed experts' kernel (SGLang --moe-runner-backend): "
+      "flashinfer_trtllm takes its measured fit where the chip has one "
+      "(B200); auto (the default) is the engine's choice: SGLang from 0.5.4 "
+      "runs flashinfer_trtllm on Blackwell for DeepSeek-V3-architecture fp8 "
+      "and fp4 checkpoints, else its Triton kernel (docs/model.md 7.2)");
   c.app->add_option("--power-cap", o->power_cap,
                     "GPU board power limit (500 W): sustained matrix "
                     "throughput x (cap / TDP)^0.329 (docs/model.md 5.6)");
@@ -1559,6 +1575,12 @@ Command AddServeCommand(CLI::App& app) {
                                 o->kv_free_fraction);
     if (!cfg) return tl::unexpected(cfg.error());
     estimate::ApplyPrefillGraph(o->prefill_graph, &*cfg);
+    if (!o->moe_runner.empty()) {
+      auto runner =
+          estimate::ParseMoeRunner(o->moe_runner, "--moe-runner-backend");
+      if (!runner) return tl::unexpected(runner.error());
+      cfg->moe_runner = *runner;
+    }
     auto b = ParseOption<double>("--batch", o->batch,
                                  [](auto& t) { return units::ParseCount(t); });
     if (!b) return tl::unexpected(b.error());

@@ -20,7 +20,13 @@
 //
 // With `--engine NAME` first among the tables (and only that engine's
 // tables after it), it prints that engine's [[moe_engine]] table instead:
-// the same procedure over the engine's releases.
+// the same procedure over the engine's releases. `--engine NAME --kernel K`
+// keeps only the rows of that MoE runner (kernel_source
+// `<engine>_<K>_moe`, e.g. sglang_flashinfer_trtllm_moe) and prints the
+// table with `kernel = "K"`. Without --kernel the rows of the opt-in
+// FlashInfer runners (OPT_IN below, selected by a flag or an engine's
+// per-model default, each fitted on its own) are left out, so a fit stands
+// for the engine's default kernel.
 //
 // Dev-only (not part of the build): needs `npm install hyparquet
 // hyparquet-compressors` and the parquet files extracted from a checkout:
@@ -35,7 +41,12 @@ import { readTable } from './aic_common.mjs'
 
 const [dir, gpu, peakArg, dtype, commit, ...rest] = process.argv.slice(2)
 const engineName = rest[0] === '--engine' ? rest[1] : ''
-const engines = engineName ? rest.slice(2) : rest
+const kernel = engineName && rest[2] === '--kernel' ? rest[3] : ''
+const engines = rest.slice(kernel ? 4 : engineName ? 2 : 0)
+const OPT_IN = new Set(['sglang_flashinfer_trtllm_moe', 'sglang_flashinfer_cutlass_moe'])
+const keepKernel = (source) => kernel
+  ? source === `${engineName}_${kernel}_moe`
+  : !OPT_IN.has(source)
 const peak = Number(peakArg)
 // The tables' expert formats read as each scalemodel dtype, and the bytes
 // per weight the model streams for it (4-bit formats: 0.5, their block
@@ -45,9 +56,12 @@ const FORMATS = {
   fp8: [['fp8', 'fp8_block'], 1],
   fp4: [['nvfp4', 'w4a16_mxfp4', 'w4a8_mxfp4_mxfp8'], 0.5],
   int4: [['int4_wo'], 0.5],
+  // fp4 weights and fp4 activations (W4A4; the fp4 rows above are read as
+  // W4A16, dequantized to bf16), per engine only
+  nvfp4: [['nvfp4'], 0.5],
 }
-if (!FORMATS[dtype]) throw new Error(`dtype: expected bf16, fp8, fp4 or int4, got ${dtype}`)
-if (!engineName && (dtype === 'fp4' || dtype === 'int4')) {
+if (!FORMATS[dtype]) throw new Error(`dtype: expected bf16, fp8, fp4, nvfp4 or int4, got ${dtype}`)
+if (!engineName && (dtype === 'fp4' || dtype === 'int4' || dtype === 'nvfp4')) {
   throw new Error('fp4 and int4 fits are per engine: give --engine NAME')
 }
 const [dtypes, bytesPerWeight] = FORMATS[dtype]
@@ -62,6 +76,7 @@ for (const ev of engines) {
     for (const r of rows) {
       device = r.device
       if (r.moe_dtype !== dt || r.distribution !== 'balanced') continue
+      if (!keepKernel(String(r.kernel_source))) continue
       if (Number(r.moe_ep_size) !== 1) continue
       const tokens = Number(r.num_tokens)
       if (tokens < 1 || tokens > 16) continue
@@ -85,12 +100,18 @@ const median = (v) => {
   return s.length % 2 ? s[(s.length - 1) / 2]
     : (s[s.length / 2 - 1] + s[s.length / 2]) / 2
 }
-const floor = median(fits.map(f => f[1])), frac = median(fits.map(f => f[2]))
+const floor = median(fits.map(f => f[1])), fitted = median(fits.map(f => f[2]))
+// A fraction above 1 (the smallest shapes' weights served from L2 across
+// the benchmark's repeats) is read as the HBM peak itself.
+const frac = Math.min(1, fitted)
+const capped = fitted > 1 ? `; the fitted fraction ${fitted.toFixed(3)} is above the HBM peak (L2 hits on the smallest shapes) and is read as 1` : ''
 const us = (s) => `${Number((s * 1e6).toPrecision(3))} us`
 const suffix = dtype === 'bf16' ? '' : '_fp8'
-const src = `ai-dynamo/aiconfigurator ${commit} systems/data/${gpu}/moe/{${engines.join(', ')}}/moe_perf.parquet (${device}): the engines' MoE op, ${dtype} experts, balanced routing, no EP, 1-16 tokens (collector/*/collect_moe.py); per table the least-squares (relative) fit of floor + touched experts' weight bytes / (fraction x HBM peak); median of ${fits.length} tables (${fits.map(f => `${f[0]} ${us(f[1])} ${f[2].toFixed(3)}, ${f[3]} rows`).join('; ')})`
+const runner = kernel ? ` (kernel_source ${engineName}_${kernel}_moe)` : ' (without the opt-in FlashInfer runners\' rows)'
+const src = `ai-dynamo/aiconfigurator ${commit} systems/data/${gpu}/moe/{${engines.join(', ')}}/moe_perf.parquet (${device}): the engines' MoE op${runner}, ${dtype} experts, balanced routing, no EP, 1-16 tokens (collector/*/collect_moe.py); per table the least-squares (relative) fit of floor + touched experts' weight bytes / (fraction x HBM peak); median of ${fits.length} tables (${fits.map(f => `${f[0]} ${us(f[1])} ${f[2].toFixed(3)}, ${f[3]} rows`).join('; ')})${capped}`
 if (engineName) {
-  console.log(`[[moe_engine]]\nengine = "${engineName}"\ndtype = "${dtype}"\nfloor = "${us(floor)}"\nstream = ${frac.toFixed(3)}\nsource = "${src}"\ndate = "2026-08"\n`)
+  const k = kernel ? `kernel = "${kernel}"\n` : ''
+  console.log(`[[moe_engine]]\nengine = "${engineName}"\n${k}dtype = "${dtype}"\nfloor = "${us(floor)}"\nstream = ${frac.toFixed(3)}\nsource = "${src}"\ndate = "2026-08"\n`)
 } else {
   console.log(`moe_floor${suffix} = { value = "${us(floor)}", source = "${src}", date = "2026-08" }`)
   console.log(`moe_stream${suffix} = { value = ${frac.toFixed(3)}, source = "${src}", date = "2026-08" }`)

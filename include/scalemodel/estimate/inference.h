@@ -124,7 +124,36 @@ struct ServeConfig {
   // picks the chip's measured in-graph all-reduce curve (realistic mode;
   // unknown: vLLM's). ApplyEngineHostTime sets it (EngineFamily).
   std::string engine;
+  // The MoE runner the engine runs the routed experts with (SGLang
+  // --moe-runner-backend: "flashinfer_trtllm", "triton", ...); empty or
+  // "auto": the engine's own choice (MoeRunner). A runner with a measured
+  // fit on the chip (catalog [[moe_engine]] with `kernel`) takes that fit.
+  std::string moe_runner;
+  // The engine release picks SGLang's FlashInfer TensorRT-LLM MoE runner by
+  // itself on Blackwell for DeepSeek-V3-architecture fp8 and fp4
+  // checkpoints (SGLang from 0.5.4; MoeRunner). ApplyEngineHostTime sets it.
+  bool flashinfer_moe_default = false;
 };
+
+// The MoE runner the replica runs (realistic mode, docs/model.md 7.2):
+// `cfg.moe_runner` when given (other than "auto"); else SGLang's own
+// choice, "flashinfer_trtllm" where cfg.flashinfer_moe_default holds on an
+// NVIDIA GPU with fp4 tensor cores (Blackwell) for a model with MLA and
+// routed experts (DeepSeek-V3's architecture) in fp8 or fp4; else empty
+// (the engine's default kernel).
+std::string MoeRunner(const hw::Chip& chip, const model::ModelSpec& m,
+                      const ServeConfig& cfg);
+
+// Whether an engine release picks the FlashInfer TensorRT-LLM MoE runner by
+// itself (SGLang from 0.5.4, or no release: the current one).
+bool EngineDefaultsToFlashinferMoe(std::string_view engine);
+
+// Reads an SGLang MoE runner name (--moe-runner-backend): auto, triton,
+// triton_kernel, deep_gemm, cutlass, marlin or flashinfer_trtllm,
+// flashinfer_trtllm_routed, flashinfer_cutlass, flashinfer_cutedsl,
+// flashinfer_mxfp4; an unknown one is an error naming `where`.
+Result<std::string> ParseMoeRunner(std::string_view text,
+                                   const std::string& where);
 
 // Errors when `cfg.expert_weights` is given for a dense model (one
 // sentence naming --expert-weights); EstimateServing checks it too.
@@ -221,9 +250,16 @@ FusedMoeKernel MeasuredFusedMoe(hw::Dtype weights, hw::Dtype compute);
 // fraction (aiconfigurator's MoE tables for H100, H200 and B200). The
 // compute fraction stays.
 //   MeasuredFusedMoe(h200, "", kBf16, kBf16).floor_s == 31.4e-6
-//   MeasuredFusedMoe(b200, "sglang", kBf16, kBf16).stream_fraction == 0.721
+// With a `runner` (MoeRunner) that the chip has the engine's fit of
+// ([[moe_engine]] with that `kernel`), that fit's decode terms; fp4
+// weights at the fp4 rate read its "nvfp4" fit.
+//   MeasuredFusedMoe(h200, "", kBf16, kBf16).floor_s == 31.4e-6
+//   MeasuredFusedMoe(b200, "sglang", kBf16, kBf16).stream_fraction == 0.718
+//   MeasuredFusedMoe(b200, "sglang", kFp8, kFp8, "flashinfer_trtllm")
+//       .floor_s == 22.4e-6
 FusedMoeKernel MeasuredFusedMoe(const hw::Chip& chip, std::string_view engine,
-                                hw::Dtype weights, hw::Dtype compute);
+                                hw::Dtype weights, hw::Dtype compute,
+                                std::string_view runner = {});
 
 // The parts of one engine step (docs/model.md 7.2). They add up to the step
 // time exactly: total() is the step time, by definition.

@@ -81,7 +81,12 @@ struct AllReduceInGraph {
 // of `dtype` ("bf16" or "fp8").
 struct MoeEngineFit {
   std::string engine;  // "vllm" or "sglang"
-  std::string dtype;   // "bf16" or "fp8"
+  // The engine's MoE runner the fit is of ("flashinfer_trtllm"); empty: the
+  // engine's default kernel (docs/catalog-format.md).
+  std::string kernel;
+  // "bf16", "fp8", "fp4" and "int4" (4-bit weights dequantized to bf16,
+  // W4A16) or "nvfp4" (fp4 weights and activations, W4A4)
+  std::string dtype;
   units::Seconds floor;
   double stream = 0;
 };
