@@ -177,6 +177,10 @@ struct StepCostModel::Impl {
   // The measured fused-MoE kernel (MeasuredFusedMoe; realistic GPUs, bf16
   // or fp8 experts; floor_s == 0: the generic GEMM and kernel costs).
   FusedMoeKernel moe_kernel;
+  // The shared expert runs inside the fused-MoE op as one more expert
+  // every token takes (SGLang's shared-experts fusion, SharedExpertsFused):
+  // its GEMMs and kernels leave the dense group.
+  bool fused_shared = false;
   double slots = 0;  // routed-expert slots, num_experts + redundant
   // Rows of attention, dense-MLP and output GEMMs per chip for `tokens`
   // tokens in the replica: all of them, or 1/ep with DP attention.
@@ -187,6 +191,11 @@ struct StepCostModel::Impl {
   std::shared_ptr<const StepCostModel> draft;
 
   const hw::Chip& chip() const { return sys.chip; }
+  // The shared experts' intermediate width, all of them together.
+  double SharedFfn() const {
+    return (m.moe.shared_ffn > 0 ? m.moe.shared_ffn : m.moe.expert_ffn) *
+           m.moe.num_shared_experts;
+  }
   // Expected routed experts touched per MoE layer by `tokens` tokens, each
   // picking top_k of E at random: E (1 - (1 - k/E)^tokens).
   double Touched(double tokens) const {
@@ -597,6 +606,12 @@ double StepCostModel::Impl::RealisticMatmuls(double all_tokens) const {
     double fe = m.moe.expert_ffn;
     moe = GroupedGemm(local, rows, up * fe / tp, D) +
           GroupedGemm(local, rows, D, fe / tp);
+    if (fused_shared) {
+      // One more expert of the group, every token's (ep is 1).
+      const double fs = SharedFfn();
+      moe += GroupedGemm(1, all_tokens, up * fs / tp, D) +
+             GroupedGemm(1, all_tokens, D, fs / tp);
+    }
   }
   return DenseMatmuls(DenseRows(all_tokens)) + moe_layers * moe +
          Logits(all_tokens);
@@ -650,9 +665,8 @@ double StepCostModel::Impl::DenseMatmuls(double rows) const {
   double dense_mlp = Gemm(rows, up * m.ffn / g, D) +
                      Gemm(rows, D, static_cast<double>(m.ffn) / g);
   double shared = 0;
-  if (m.is_moe() && m.moe.num_shared_experts > 0) {
-    double fs = (m.moe.shared_ffn > 0 ? m.moe.shared_ffn : m.moe.expert_ffn) *
-                m.moe.num_shared_experts;
+  if (m.is_moe() && m.moe.num_shared_experts > 0 && !fused_shared) {
+    const double fs = SharedFfn();
     shared = Gemm(rows, up * fs / g, D) + Gemm(rows, D, fs / g);
   }
   return L * per_layer + (L - moe_layers) * dense_mlp + moe_layers * shared;
@@ -1065,7 +1079,7 @@ double FixedStepCost(const StepCostModel::Impl& x) {
   const double small = SmallKernelTime(x.eff);
   const double attn = std::max(small, kAttentionKernelFloor);
   const bool mla = x.m.mla.has_value();
-  const bool shared = x.m.moe.num_shared_experts > 0;
+  const bool shared = x.m.moe.num_shared_experts > 0 && !x.fused_shared;
   const bool quantized = hw::BytesPerElement(x.compute) < 2;
   auto time = [&](const LayerKernels& k) {
     return k.gemm * gemm + k.small * small + k.attention * attn;
@@ -1195,8 +1209,11 @@ Result<std::shared_ptr<StepCostModel::Impl>> BuildImpl(
                                          : 1.0)) *
       chip.Peak(hw::Dtype::kBf16).si();
   if (!x->peak && !chip.is_tpu() && m.is_moe()) {
+    const std::string runner = MoeRunner(chip, m, cfg);
     x->moe_kernel = MeasuredFusedMoe(chip, cfg.engine, cfg.ExpertWeights(),
-                                     x->ecompute, MoeRunner(chip, m, cfg));
+                                     x->ecompute, runner);
+    x->fused_shared =
+        x->moe_kernel.floor_s > 0 && SharedExpertsFused(chip, m, cfg, runner);
   }
   x->fixed = x->peak ? 0 : FixedStepCost(*x);
   if (!x->peak) {
@@ -1307,6 +1324,12 @@ void Summarize(const StepCostModel::Impl& x, double attn_time,
         "touched experts' weights at {:.3f} of the HBM peak ({})",
         x.moe_kernel.floor_s * 1e6, x.moe_kernel.stream_fraction,
         x.moe_kernel.source));
+  }
+  if (x.fused_shared) {
+    est->notes.push_back(
+        "the shared expert runs inside the fused-MoE op as one more expert "
+        "(SGLang's shared-experts fusion; --disable-shared-experts-fusion "
+        "runs it apart)");
   }
 }
 
@@ -1600,6 +1623,7 @@ void ApplyEngineHostTime(std::string_view engine,
   cfg->eager_prefill_op_s = host.eager_prefill_op_s;
   cfg->prefill_graph_default = host.prefill_graph_default;
   cfg->flashinfer_moe_default = EngineDefaultsToFlashinferMoe(engine);
+  cfg->engine_release = std::string(engine);
   const bool any =
       host.step_s > 0 || host.fraction > 0 || host.eager_prefill_op_s > 0;
   cfg->host_time_source =
@@ -1644,6 +1668,38 @@ Result<std::string> ParseMoeRunner(std::string_view text,
         where);
   }
   return t;
+}
+
+bool EngineFusesSharedExperts(std::string_view engine, bool amd) {
+  if (EngineFamily(engine) != "sglang") return false;
+  const std::string text = ToLower(engine);
+  const size_t at = text.find_first_of(" @");
+  if (at == std::string::npos) return true;  // no release: the current one
+  const char* v = text.c_str() + at + 1;
+  if (*v == 'v') ++v;
+  int major = 0, minor = 0, patch = 0;
+  if (std::sscanf(v, "%d.%d.%d", &major, &minor, &patch) < 1) return false;
+  // On by default from determine_num_fused_shared_experts (sgl-project/
+  // sglang PR #7180, 2025-06-14: 0.4.8 read as the first release); on ROCm
+  // from PR #12201 (merged 2025-11-06: 0.5.6 read as the first release).
+  if (major > 0) return true;
+  if (amd) return minor > 5 || (minor == 5 && patch >= 6);
+  return minor > 4 || (minor == 4 && patch >= 8);
+}
+
+bool SharedExpertsFused(const hw::Chip& chip, const model::ModelSpec& m,
+                        const ServeConfig& cfg, std::string_view runner) {
+  if (!cfg.shared_experts_fusion || cfg.engine != "sglang") return false;
+  // SGLang's determine_num_fused_shared_experts: DeepSeek-V3/R1 (MLA, 256
+  // routed experts, one shared), no expert parallelism on NVIDIA, not
+  // W4AFP8; server_args turn it off with the flashinfer_trtllm runner.
+  const bool amd = chip.name.rfind("AMD", 0) == 0;
+  const bool nvidia = chip.name.rfind("NVIDIA", 0) == 0;
+  return (amd || nvidia) && m.mla.has_value() && m.is_moe() &&
+         m.moe.num_experts == 256 && m.moe.num_shared_experts == 1 &&
+         cfg.ep == 1 && cfg.ExpertWeights() != hw::Dtype::kInt4 &&
+         (runner.empty() || runner == "triton") &&
+         EngineFusesSharedExperts(cfg.engine_release, amd);
 }
 
 std::string MoeRunner(const hw::Chip& chip, const model::ModelSpec& m,

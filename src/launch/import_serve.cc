@@ -597,6 +597,7 @@ Result<ImportedServing> ImportSglang(const LaunchInput& in,
     if (!r) return tl::unexpected(r.error());
     c.moe_runner = *r;
   }
+  if (a.Has("--disable-shared-experts-fusion")) c.shared_experts_fusion = false;
   // --max-prefill-tokens bounds a prefill step's new tokens beside the
   // chunk size (SGLang's PrefillAdder: rem_input_tokens).
   auto prefill = a.Int("--max-prefill-tokens", 0);
@@ -737,6 +738,7 @@ std::vector<std::string> SglangArguments() {
           "--disable-overlap-schedule",
           "--enable-piecewise-cuda-graph / --disable-piecewise-cuda-graph",
           "--moe-runner-backend",
+          "--disable-shared-experts-fusion",
           "--context-length",
           "--quantization",
           "--kv-cache-dtype",

@@ -738,11 +738,14 @@ TEST(StepCost, SglangMoeRunnerByDefault) {
   EXPECT_EQ(runner("sglang@0.5.6", "b200:8x1", "deepseek-v3", fp8, "triton"),
             "triton");
   // The runner's fit reaches the decode step: DeepSeek-V3 fp8 TP 8 at
-  // batch 1 is faster with flashinfer_trtllm (22.4 us a layer against 39.9).
+  // batch 1 is faster with flashinfer_trtllm (22.4 us a layer against 39.9)
+  // than with Triton's kernel, the shared expert apart in both (Triton's
+  // path fuses it by default: SglangFusesTheSharedExpert).
   auto step = [](const char* given) {
     ServeConfig c = Config(8, 1, 1, hw::Dtype::kFp8);
     ApplyEngineHostTime("sglang@0.5.12", EngineHostTime("sglang@0.5.12"), &c);
     c.moe_runner = given;
+    c.shared_experts_fusion = false;
     auto m = StepCostModel::Create(Model("deepseek-v3"), System("b200:8x1"), c);
     EXPECT_TRUE(m.has_value());
     return m ? m->Cost(StepWork{1, 1024, 0, 0}).total().si() : -1.0;
@@ -758,6 +761,55 @@ TEST(StepCost, SglangMoeRunnerByDefault) {
       "expected an SGLang MoE runner (auto, triton, flashinfer_trtllm, "
       "flashinfer_cutlass, cutlass, deep_gemm, ...), got 'flashinfer_trtlm' "
       "(did you mean 'flashinfer_trtllm'?)");
+}
+
+// SGLang fuses DeepSeek's shared expert into the routed experts' fused-MoE
+// op (determine_num_fused_shared_experts): not with expert parallelism, the
+// flashinfer_trtllm runner, int4 experts, another model or before 0.4.8
+// (0.5.6 on AMD); the fused step drops the shared expert's GEMMs and
+// kernels and streams its weights in the MoE op.
+TEST(StepCost, SglangFusesTheSharedExpert) {
+  EXPECT_TRUE(EngineFusesSharedExperts("sglang", false));
+  EXPECT_TRUE(EngineFusesSharedExperts("sglang@0.4.8", false));
+  EXPECT_FALSE(EngineFusesSharedExperts("sglang@0.4.7", false));
+  EXPECT_FALSE(EngineFusesSharedExperts("sglang@0.5.5", true));
+  EXPECT_TRUE(EngineFusesSharedExperts("SGLang v0.5.7", true));
+  EXPECT_FALSE(EngineFusesSharedExperts("vllm@0.19.0", false));
+  auto fused = [](const char* engine, const char* system, int tp, int ep,
+                  hw::Dtype w, const char* runner, bool allow = true,
+                  const char* model = "deepseek-v3") {
+    ServeConfig c = Config(tp, ep, 1, w);
+    ApplyEngineHostTime(engine, EngineHostTime(engine), &c);
+    c.shared_experts_fusion = allow;
+    return SharedExpertsFused(System(system).chip, Model(model), c, runner);
+  };
+  const hw::Dtype fp8 = hw::Dtype::kFp8;
+  EXPECT_TRUE(fused("sglang@0.5.9", "h200:8x1", 8, 1, fp8, ""));
+  EXPECT_TRUE(fused("sglang@0.5.9", "h200:8x1", 8, 1, fp8, "triton"));
+  EXPECT_TRUE(fused("sglang@0.5.9", "mi300x:8x1", 8, 1, fp8, ""));
+  EXPECT_FALSE(fused("sglang@0.5.9", "h200:8x1", 8, 1, fp8, "", false));
+  EXPECT_FALSE(fused("sglang@0.5.9", "h200:8x1", 1, 8, fp8, ""));
+  EXPECT_FALSE(
+      fused("sglang@0.5.9", "b200:8x1", 8, 1, fp8, "flashinfer_trtllm"));
+  EXPECT_FALSE(fused("sglang@0.5.9", "h200:8x1", 8, 1, hw::Dtype::kInt4, ""));
+  EXPECT_FALSE(fused("vllm@0.19.0", "h200:8x1", 8, 1, fp8, ""));
+  EXPECT_FALSE(fused("sglang@0.4.7", "h200:8x1", 8, 1, fp8, ""));
+  EXPECT_FALSE(fused("sglang@0.5.9", "h200:8x1", 8, 1, fp8, "", true,
+                     "qwen3-235b-a22b"));
+  // The decode step: the fused one is faster by at least the shared
+  // expert's two GEMM floors and four small kernels per MoE layer, less
+  // the same weights streamed in the MoE op.
+  auto step = [](bool allow) {
+    ServeConfig c = Config(8, 1, 1, hw::Dtype::kFp8);
+    ApplyEngineHostTime("sglang@0.5.9", EngineHostTime("sglang@0.5.9"), &c);
+    c.shared_experts_fusion = allow;
+    auto m = StepCostModel::Create(Model("deepseek-v3"), System("h200:8x1"), c);
+    EXPECT_TRUE(m.has_value());
+    return m ? m->Cost(StepWork{4, 4 * 1024.0, 0, 0}).total().si() : -1.0;
+  };
+  const double apart = step(false), in_op = step(true);
+  EXPECT_LT(in_op, apart - 58 * 15e-6);
+  EXPECT_GT(in_op, apart - 58 * 30e-6);
 }
 
 // SGLang 0.5 runs prefill eagerly: a step with prefill tokens lasts at

@@ -813,6 +813,13 @@ TEST(ImportTest, SglangMoeRunner) {
   s = ImportLine(ServeEngine::kSglang, sglang, "b200");
   ASSERT_TRUE(s.has_value());
   EXPECT_EQ(s->config.moe_runner, "");
+  EXPECT_TRUE(s->config.shared_experts_fusion);
+  s = ImportLine(
+      ServeEngine::kSglang,
+      sglang + " --disable-shared-experts-fusion --disable-radix-cache",
+      "b200");
+  ASSERT_TRUE(s.has_value());
+  EXPECT_FALSE(s->config.shared_experts_fusion);
   s = ImportServing(ServeEngine::kSglang,
                     {sglang + " --moe-runner-backend tritn"}, BuiltinCatalog(),
                     System("b200:8x1"), "");

@@ -78,6 +78,8 @@ struct ServeCli {
   int prefill_graph = -1;
   // SGLang's --moe-runner-backend; empty: the engine's own choice.
   std::string moe_runner;
+  // SGLang's --disable-shared-experts-fusion.
+  bool no_shared_fusion = false;
   int redundant_experts = 0;
   ServeSimCli sim;
   DisaggCli disagg;  // --prefill-plan, --decode-plan, --kv-transfer
@@ -1404,6 +1406,7 @@ static Result<std::vector<std::string>> ApplyServeFrom(
     }
     o->moe_runner = c.moe_runner;
   }
+  if (!c.shared_experts_fusion) o->no_shared_fusion = true;
   if (r->overlap_schedule >= 0) {
     if (app.count("--overlap-schedule") > 0) {
       return LineSetsThis("--overlap-schedule");
@@ -1522,6 +1525,12 @@ Command AddServeCommand(CLI::App& app) {
       "(B200); auto (the default) is the engine's choice: SGLang from 0.5.4 "
       "runs flashinfer_trtllm on Blackwell for DeepSeek-V3-architecture fp8 "
       "and fp4 checkpoints, else its Triton kernel (docs/model.md 7.2)");
+  c.app->add_flag(
+      "--disable-shared-experts-fusion", o->no_shared_fusion,
+      "Run DeepSeek's shared expert apart from the routed experts' fused-MoE "
+      "op (SGLang's flag; from 0.4.8 on NVIDIA and 0.5.6 on AMD SGLang "
+      "fuses it by default without expert parallelism or a FlashInfer MoE "
+      "runner, docs/model.md 7.2)");
   c.app->add_option("--power-cap", o->power_cap,
                     "GPU board power limit (500 W): sustained matrix "
                     "throughput x (cap / TDP)^0.329 (docs/model.md 5.6)");
@@ -1581,6 +1590,7 @@ Command AddServeCommand(CLI::App& app) {
       if (!runner) return tl::unexpected(runner.error());
       cfg->moe_runner = *runner;
     }
+    cfg->shared_experts_fusion = !o->no_shared_fusion;
     auto b = ParseOption<double>("--batch", o->batch,
                                  [](auto& t) { return units::ParseCount(t); });
     if (!b) return tl::unexpected(b.error());

@@ -133,7 +133,28 @@ struct ServeConfig {
   // itself on Blackwell for DeepSeek-V3-architecture fp8 and fp4
   // checkpoints (SGLang from 0.5.4; MoeRunner). ApplyEngineHostTime sets it.
   bool flashinfer_moe_default = false;
+  // The engine as named with its release ("sglang@0.5.6"); empty when
+  // unknown. ApplyEngineHostTime sets it.
+  std::string engine_release;
+  // The engine may run the shared expert inside the fused-MoE op where its
+  // rules allow (SGLang's shared-experts fusion, SharedExpertsFused);
+  // false: SGLang's --disable-shared-experts-fusion.
+  bool shared_experts_fusion = true;
 };
+
+// Whether an engine release fuses DeepSeek's shared expert into the routed
+// experts' fused-MoE op by default (SGLang from 0.4.8 on NVIDIA GPUs, from
+// 0.5.6 on AMD ones; no release: the current one).
+bool EngineFusesSharedExperts(std::string_view engine, bool amd);
+
+// Whether the replica runs the shared expert as one more expert of the
+// fused-MoE op (realistic mode, docs/model.md 7.2): SGLang's rule
+// (determine_num_fused_shared_experts) for DeepSeek-V3's architecture (MLA,
+// 256 routed experts, one shared) without expert parallelism, not with int4
+// experts, and not with a FlashInfer runner (`runner`, MoeRunner), where
+// cfg.shared_experts_fusion holds and the release fuses by default.
+bool SharedExpertsFused(const hw::Chip& chip, const model::ModelSpec& m,
+                        const ServeConfig& cfg, std::string_view runner);
 
 // The MoE runner the replica runs (realistic mode, docs/model.md 7.2):
 // `cfg.moe_runner` when given (other than "auto"); else SGLang's own
