@@ -1326,7 +1326,7 @@ void Summarize(const StepCostModel::Impl& x, double attn_time,
         x.moe_kernel.source));
   }
   if (x.fused_shared) {
-    est->notes.push_back(
+    est->notes.emplace_back(
         "the shared expert runs inside the fused-MoE op as one more expert "
         "(SGLang's shared-experts fusion; --disable-shared-experts-fusion "
         "runs it apart)");
