@@ -1630,19 +1630,29 @@ void ApplyEngineHostTime(std::string_view engine,
       any ? std::string(engine) + ": " + host.source : std::string();
 }
 
-bool EngineDefaultsToFlashinferMoe(std::string_view engine) {
+namespace {
+
+// Whether `engine` names SGLang at release 0.`minor`.`patch` or later (any
+// 1.x; no release: the current one, so yes).
+bool SglangAtLeast(std::string_view engine, int minor, int patch) {
   if (EngineFamily(engine) != "sglang") return false;
   const std::string text = ToLower(engine);
   const size_t at = text.find_first_of(" @");
-  if (at == std::string::npos) return true;  // no release: the current one
+  if (at == std::string::npos) return true;
   const char* v = text.c_str() + at + 1;
   if (*v == 'v') ++v;
-  int major = 0, minor = 0, patch = 0;
-  if (std::sscanf(v, "%d.%d.%d", &major, &minor, &patch) < 1) return false;
+  int major = 0, mi = 0, pa = 0;
+  if (std::sscanf(v, "%d.%d.%d", &major, &mi, &pa) < 1) return false;
+  return major > 0 || mi > minor || (mi == minor && pa >= patch);
+}
+
+}  // namespace
+
+bool EngineDefaultsToFlashinferMoe(std::string_view engine) {
   // sgl-project/sglang PR #11816 (merged 2025-10-19, first released in
   // 0.5.4): DeepSeek fp8 on SM100 takes flashinfer_trtllm as its default
   // MoE runner (modelopt fp4 already did).
-  return major > 0 || minor > 5 || (minor == 5 && patch >= 4);
+  return SglangAtLeast(engine, 5, 4);
 }
 
 Result<std::string> ParseMoeRunner(std::string_view text,
@@ -1671,20 +1681,10 @@ Result<std::string> ParseMoeRunner(std::string_view text,
 }
 
 bool EngineFusesSharedExperts(std::string_view engine, bool amd) {
-  if (EngineFamily(engine) != "sglang") return false;
-  const std::string text = ToLower(engine);
-  const size_t at = text.find_first_of(" @");
-  if (at == std::string::npos) return true;  // no release: the current one
-  const char* v = text.c_str() + at + 1;
-  if (*v == 'v') ++v;
-  int major = 0, minor = 0, patch = 0;
-  if (std::sscanf(v, "%d.%d.%d", &major, &minor, &patch) < 1) return false;
   // On by default from determine_num_fused_shared_experts (sgl-project/
   // sglang PR #7180, 2025-06-14: 0.4.8 read as the first release); on ROCm
   // from PR #12201 (merged 2025-11-06: 0.5.6 read as the first release).
-  if (major > 0) return true;
-  if (amd) return minor > 5 || (minor == 5 && patch >= 6);
-  return minor > 4 || (minor == 4 && patch >= 8);
+  return amd ? SglangAtLeast(engine, 5, 6) : SglangAtLeast(engine, 4, 8);
 }
 
 bool SharedExpertsFused(const hw::Chip& chip, const model::ModelSpec& m,
