@@ -1492,15 +1492,28 @@ constexpr HostTimeRow kHostTime[] = {
 
 }  // namespace
 
+namespace {
+
+// The chip's vendor from its catalog name, and whether an NVIDIA GPU has
+// fp4 tensor cores (read as Blackwell, SM100).
+bool IsNvidia(const hw::Chip& chip) {
+  return chip.name.rfind("NVIDIA", 0) == 0;
+}
+bool IsAmd(const hw::Chip& chip) { return chip.name.rfind("AMD", 0) == 0; }
+bool IsBlackwell(const hw::Chip& chip) {
+  return IsNvidia(chip) && chip.Peak(hw::Dtype::kFp4).si() > 0;
+}
+
+}  // namespace
+
 bool PiecewiseGraphsApply(const hw::Chip& chip, const ServeConfig& cfg) {
   // SGLang's _handle_piecewise_cuda_graph (server_args.py, 0.5.10 on)
   // disables them on hardware other than CUDA, with DP attention and with
   // pipeline parallelism; Blackwell: sgl-project/sglang #11490's open item
   // "Fix B200 can not use piecewise-cuda-graph" (NVIDIA GPUs with fp4
   // tensor cores read as Blackwell).
-  const bool nvidia = chip.name.rfind("NVIDIA", 0) == 0;
-  const bool blackwell = chip.Peak(hw::Dtype::kFp4).si() > 0;
-  return nvidia && !blackwell && !cfg.dp_attention && cfg.pp <= 1;
+  return IsNvidia(chip) && !IsBlackwell(chip) && !cfg.dp_attention &&
+         cfg.pp <= 1;
 }
 
 EngineHostOverhead EngineHostTime(std::string_view engine) {
@@ -1622,7 +1635,6 @@ void ApplyEngineHostTime(std::string_view engine,
   cfg->host_fraction = host.fraction;
   cfg->eager_prefill_op_s = host.eager_prefill_op_s;
   cfg->prefill_graph_default = host.prefill_graph_default;
-  cfg->flashinfer_moe_default = EngineDefaultsToFlashinferMoe(engine);
   cfg->engine_release = std::string(engine);
   const bool any =
       host.step_s > 0 || host.fraction > 0 || host.eager_prefill_op_s > 0;
@@ -1693,9 +1705,8 @@ bool SharedExpertsFused(const hw::Chip& chip, const model::ModelSpec& m,
   // SGLang's determine_num_fused_shared_experts: DeepSeek-V3/R1 (MLA, 256
   // routed experts, one shared), no expert parallelism on NVIDIA, not
   // W4AFP8; server_args turn it off with the flashinfer_trtllm runner.
-  const bool amd = chip.name.rfind("AMD", 0) == 0;
-  const bool nvidia = chip.name.rfind("NVIDIA", 0) == 0;
-  return (amd || nvidia) && m.mla.has_value() && m.is_moe() &&
+  const bool amd = IsAmd(chip);
+  return (amd || IsNvidia(chip)) && m.mla.has_value() && m.is_moe() &&
          m.moe.num_experts == 256 && m.moe.num_shared_experts == 1 &&
          cfg.ep == 1 && cfg.ExpertWeights() != hw::Dtype::kInt4 &&
          (runner.empty() || runner == "triton") &&
@@ -1711,11 +1722,10 @@ std::string MoeRunner(const hw::Chip& chip, const model::ModelSpec& m,
   // DeepseekV3ForCausalLM on SM100, moe_a2a_backend none, runner auto, fp8
   // or modelopt fp4): flashinfer_trtllm. NVIDIA GPUs with fp4 tensor cores
   // read as SM100; MLA with routed experts as DeepSeek-V3's architecture.
-  const bool nvidia = chip.name.rfind("NVIDIA", 0) == 0;
-  const bool blackwell = chip.Peak(hw::Dtype::kFp4).si() > 0;
   const hw::Dtype w = cfg.ExpertWeights();
-  if (cfg.engine == "sglang" && cfg.flashinfer_moe_default && nvidia &&
-      blackwell && m.mla.has_value() && m.is_moe() &&
+  if (cfg.engine == "sglang" &&
+      EngineDefaultsToFlashinferMoe(cfg.engine_release) && IsBlackwell(chip) &&
+      m.mla.has_value() && m.is_moe() &&
       (w == hw::Dtype::kFp8 || w == hw::Dtype::kFp4)) {
     return "flashinfer_trtllm";
   }

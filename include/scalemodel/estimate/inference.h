@@ -129,12 +129,9 @@ struct ServeConfig {
   // "auto": the engine's own choice (MoeRunner). A runner with a measured
   // fit on the chip (catalog [[moe_engine]] with `kernel`) takes that fit.
   std::string moe_runner;
-  // The engine release picks SGLang's FlashInfer TensorRT-LLM MoE runner by
-  // itself on Blackwell for DeepSeek-V3-architecture fp8 and fp4
-  // checkpoints (SGLang from 0.5.4; MoeRunner). ApplyEngineHostTime sets it.
-  bool flashinfer_moe_default = false;
   // The engine as named with its release ("sglang@0.5.6"); empty when
-  // unknown. ApplyEngineHostTime sets it.
+  // unknown. ApplyEngineHostTime sets it; the release rules read it
+  // (EngineDefaultsToFlashinferMoe, EngineFusesSharedExperts).
   std::string engine_release;
   // The engine may run the shared expert inside the fused-MoE op where its
   // rules allow (SGLang's shared-experts fusion, SharedExpertsFused);
@@ -158,7 +155,8 @@ bool SharedExpertsFused(const hw::Chip& chip, const model::ModelSpec& m,
 
 // The MoE runner the replica runs (realistic mode, docs/model.md 7.2):
 // `cfg.moe_runner` when given (other than "auto"); else SGLang's own
-// choice, "flashinfer_trtllm" where cfg.flashinfer_moe_default holds on an
+// choice, "flashinfer_trtllm" where the release picks it
+// (EngineDefaultsToFlashinferMoe of cfg.engine_release) on an
 // NVIDIA GPU with fp4 tensor cores (Blackwell) for a model with MLA and
 // routed experts (DeepSeek-V3's architecture) in fp8 or fp4; else empty
 // (the engine's default kernel).
