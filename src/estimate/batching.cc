@@ -593,13 +593,18 @@ void Scheduler::Arrive(double now, double* area) {
 class Engine {
  public:
   Engine(const StepCostModel& cost, std::vector<double>* token_time,
-         int balance_timeout)
-      : cost_(cost), tt_(token_time), balance_timeout_(balance_timeout) {}
+         int balance_timeout, bool overlap_schedule)
+      : cost_(cost),
+        tt_(token_time),
+        balance_timeout_(balance_timeout),
+        overlap_(overlap_schedule) {}
   void Run(std::vector<Scheduler>* ranks, Runs* itl, SimulationResult* out,
            bool record_series);
 
  private:
-  double StepTime(const StepWork& w) const;
+  // `head_start`: how long before the step's turn on the GPU the host
+  // began launching it (the overlap scheduler's; 0 without it).
+  double StepTime(const StepWork& w, double head_start) const;
   // TensorRT-LLM's attention-DP balance (SchedulerOptions::
   // adp_balance_timeout_iters): every rank with a request waiting and a
   // free slot starts them; otherwise the iteration counter grows, and new
@@ -623,11 +628,12 @@ class Engine {
   std::vector<double>* tt_;
   int balance_timeout_ = 0;
   int balance_count_ = 0;
+  bool overlap_ = false;
 };
 
 // The step's time from the cost model: the token-count part from the
 // cache, the context part (KV reads, attention FLOPs) from the work.
-double Engine::StepTime(const StepWork& w) const {
+double Engine::StepTime(const StepWork& w, double head_start) const {
   const double tokens = cost_.MatmulTokens(w);
   if (cost_.peak() && w.prefill_tokens == 0) return cost_.Cost(w).total().si();
   const size_t t = static_cast<size_t>(tokens);
@@ -639,7 +645,8 @@ double Engine::StepTime(const StepWork& w) const {
   } else {
     token_time = cost_.TokenTime(tokens);
   }
-  return std::max(token_time + cost_.ContextTime(w), cost_.HostFloor(w));
+  return std::max(token_time + cost_.ContextTime(w),
+                  cost_.HostFloor(w) - head_start);
 }
 
 void Engine::Run(std::vector<Scheduler>* ranks, Runs* itl,
@@ -666,6 +673,11 @@ void Engine::Run(std::vector<Scheduler>* ranks, Runs* itl,
     for (const Scheduler& r : S) idle = idle && r.Idle();
     return idle;
   };
+  // The host's launch of the steps (eager prefill steps take HostFloor):
+  // when it finished launching the last one, and when that one began on
+  // the GPU. With the overlap scheduler the host forms and launches a step
+  // while the one before runs (docs/model.md 7.3).
+  double host_free = 0, last_start = 0;
   while (done < n) {
     for (Scheduler& r : S) r.Arrive(now, &area);
     // Closed loop: a client sends its next request when it has the last
@@ -675,6 +687,7 @@ void Engine::Run(std::vector<Scheduler>* ranks, Runs* itl,
     // request's back take milliseconds), so it waits for that step to end
     // (docs/model.md 7.3).
     bool idle = all_idle();
+    const bool from_idle = idle;  // an idle host forms the step now
     if (idle) {
       for (Scheduler& r : S) r.TakeSentWhenIdle();
       idle = all_idle();
@@ -728,7 +741,14 @@ void Engine::Run(std::vector<Scheduler>* ranks, Runs* itl,
       }
       return;
     }
-    const double dt = StepTime(w);
+    // With the overlap scheduler the host began launching this step when
+    // the last one began (or when it finished launching that one), so an
+    // eager step's host time runs partly under the last step.
+    const double launch =
+        overlap_ && !from_idle ? std::max(host_free, last_start) : now;
+    const double dt = StepTime(w, now - launch);
+    host_free = launch + cost_.HostFloor(w);
+    last_start = now;
     const double tokens = cost_.MatmulTokens(w);
     double in_system = 0, used = 0;
     for (const Scheduler& r : S) {
@@ -1312,7 +1332,8 @@ Result<SimulationResult> SimulateServing(const StepCostModel& cost,
           kMaxCached)),
       -1.0);
   Runs itl;
-  Engine engine(cost, &token_time, s.adp_balance_timeout_iters);
+  Engine engine(cost, &token_time, s.adp_balance_timeout_iters,
+                s.overlap_schedule);
   for (int e = 0; e < engines; ++e) {
     std::vector<Scheduler> group;
     int requests = 0;

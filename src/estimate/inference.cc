@@ -181,6 +181,10 @@ struct StepCostModel::Impl {
   // every token takes (SGLang's shared-experts fusion, SharedExpertsFused):
   // its GEMMs and kernels leave the dense group.
   bool fused_shared = false;
+  // The router runs SGLang's torch.compile'd grouped top-k instead of one
+  // fused kernel (UnfusedRouter): kUnfusedRouter's kernels more per MoE
+  // layer.
+  bool unfused_router = false;
   double slots = 0;  // routed-expert slots, num_experts + redundant
   // Rows of attention, dense-MLP and output GEMMs per chip for `tokens`
   // tokens in the replica: all of them, or 1/ep with DP attention.
@@ -993,6 +997,24 @@ constexpr EagerBlock kSharedExpert = {
     "models/deepseek_v2.py DeepseekV2MoE._forward_shared_experts "
     "(gate_up_proj, SiluAndMul, down_proj) and forward_normal's add"};
 
+// SGLang's biased grouped top-k (sigmoid scores plus a correction bias,
+// the best experts of the best groups) where its fused kernel does not
+// apply (layers/moe/topk.py biased_grouped_topk_gpu: moe_fused_gate needs
+// at most 32 experts per group and a power-of-two expert count, so
+// GLM-4.5/4.6's 160 experts in one group take the torch.compile'd
+// biased_grouped_topk_impl). Its steps that TorchInductor cannot fuse
+// make nine kernels against the table's one topk: three torch.topk calls
+// (the groups' top two, the best groups, the experts), the group mask's
+// fill and scatter, and the pointwise and reduction groups between them
+// (sigmoid plus bias; the groups' sums; the masked fill; gather and
+// renormalize). Counted from the code, not from a profile.
+constexpr EagerBlock kUnfusedRouter = {
+    8, 0, 0, 0,
+    "layers/moe/topk.py biased_grouped_topk_impl (torch.compile): sigmoid "
+    "and bias, topk(2) per group, the groups' sums, topk of the groups, "
+    "the mask's fill and scatter, masked_fill, topk of the experts, gather "
+    "and renormalize: 9 kernels where moe_fused_gate is 1"};
+
 constexpr int Ops(const EagerBlock& b, bool quantized) {
   return b.ops + (quantized ? b.linears : 0);
 }
@@ -1093,7 +1115,10 @@ double FixedStepCost(const StepCostModel::Impl& x) {
                   gemm + x.moe_kernel.floor_s
             : time(DecodeLayerKernels(mla, x.m.qk_norm, true, shared, quantized,
                                       true));
-  return (x.L - x.moe_layers) * dense_layer + x.moe_layers * moe_layer;
+  const double router =
+      x.unfused_router ? Ops(kUnfusedRouter, false) * small : 0.0;
+  return (x.L - x.moe_layers) * dense_layer +
+         x.moe_layers * (moe_layer + router);
 }
 
 // The draft model's step cost: on the same chips with the target's tp
@@ -1214,6 +1239,7 @@ Result<std::shared_ptr<StepCostModel::Impl>> BuildImpl(
                                      x->ecompute, runner);
     x->fused_shared =
         x->moe_kernel.floor_s > 0 && SharedExpertsFused(chip, m, cfg, runner);
+    x->unfused_router = UnfusedRouter(chip, m, cfg, runner);
   }
   x->fixed = x->peak ? 0 : FixedStepCost(*x);
   if (!x->peak) {
@@ -1221,9 +1247,9 @@ Result<std::shared_ptr<StepCostModel::Impl>> BuildImpl(
     x->host_fraction = std::max(0.0, cfg.host_fraction);
     if (!chip.is_tpu() && cfg.eager_prefill_op_s > 0 &&
         !(cfg.prefill_graph_default && PiecewiseGraphsApply(chip, cfg))) {
-      x->eager_prefill =
-          cfg.eager_prefill_op_s *
-          EagerPrefillOps(m, hw::BytesPerElement(x->compute) < 2, x->g > 1);
+      x->eager_prefill = cfg.eager_prefill_op_s *
+                         EagerPrefillOps(m, hw::BytesPerElement(x->compute) < 2,
+                                         x->g > 1, x->unfused_router);
     }
   }
   if (!x->peak) {
@@ -1324,6 +1350,15 @@ void Summarize(const StepCostModel::Impl& x, double attn_time,
         "touched experts' weights at {:.3f} of the HBM peak ({})",
         x.moe_kernel.floor_s * 1e6, x.moe_kernel.stream_fraction,
         x.moe_kernel.source));
+  }
+  if (x.unfused_router) {
+    est->notes.push_back(fmt::format(
+        "MoE routing: SGLang's fused top-k kernel takes at most 32 experts "
+        "per group and a power-of-two count; {} experts in {} group{} run "
+        "its torch.compile'd grouped top-k, {} kernels per MoE layer instead "
+        "of 1",
+        x.m.moe.num_experts, x.m.moe.expert_groups,
+        x.m.moe.expert_groups == 1 ? "" : "s", Ops(kUnfusedRouter, false) + 1));
   }
   if (x.fused_shared) {
     est->notes.emplace_back(
@@ -1569,13 +1604,15 @@ EngineHostOverhead EngineHostTime(std::string_view engine) {
 
 // Sums the per-layer table (EagerLayerOps) over the model's layers.
 double EagerPrefillOps(const model::ModelSpec& m, bool quantized_activations,
-                       bool tensor_parallel) {
+                       bool tensor_parallel, bool unfused_router) {
   const bool mla = m.mla.has_value();
   const bool shared = m.moe.num_shared_experts > 0;
   double ops = 0;
   for (int l = 0; l < m.num_layers; ++l) {
-    ops += EagerLayerOps(mla, m.qk_norm, m.IsMoeLayer(l), shared,
-                         quantized_activations, tensor_parallel);
+    const bool moe = m.IsMoeLayer(l);
+    ops += EagerLayerOps(mla, m.qk_norm, moe, shared, quantized_activations,
+                         tensor_parallel) +
+           (moe && unfused_router ? Ops(kUnfusedRouter, false) : 0);
   }
   return ops;
 }
@@ -1711,6 +1748,30 @@ bool SharedExpertsFused(const hw::Chip& chip, const model::ModelSpec& m,
          cfg.ep == 1 && cfg.ExpertWeights() != hw::Dtype::kInt4 &&
          (runner.empty() || runner == "triton") &&
          EngineFusesSharedExperts(cfg.engine_release, amd);
+}
+
+bool UnfusedRouter(const hw::Chip& chip, const model::ModelSpec& m,
+                   const ServeConfig& cfg, std::string_view runner) {
+  // SGLang's select_experts → biased_grouped_topk_gpu for a grouped router
+  // with a correction bias (DeepSeek-V3, GLM-4.5/4.6, Kimi K2), unless the
+  // flashinfer_trtllm runner routes inside its own kernel. On CUDA the
+  // fused moe_fused_gate takes experts / n_group <= 32 with a power-of-two
+  // expert count; Kimi K2's 384 experts in one group have their own fused
+  // kernel (kimi_k2_moe_fused_gate, PR #13287, merged 2025-11-15: 0.5.6
+  // read as its first release); ROCm runs aiter's fused kernel.
+  if (cfg.engine != "sglang" || !IsNvidia(chip) || !m.is_moe() ||
+      !m.moe.router_bias || m.moe.expert_groups < 1 ||
+      runner == "flashinfer_trtllm") {
+    return false;
+  }
+  const int e = m.moe.num_experts;
+  const bool power_of_two = e > 0 && (e & (e - 1)) == 0;
+  if (power_of_two && e / m.moe.expert_groups <= 32) return false;
+  if (e == 384 && m.moe.expert_groups == 1 &&
+      SglangAtLeast(cfg.engine_release, 5, 6)) {
+    return false;
+  }
+  return true;
 }
 
 std::string MoeRunner(const hw::Chip& chip, const model::ModelSpec& m,

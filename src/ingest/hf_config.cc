@@ -39,8 +39,6 @@ const std::set<std::string>& IgnoredKnownKeys() {
                                           "attention_dropout",
                                           "router_aux_loss_coef",
                                           "output_router_logits",
-                                          "n_group",
-                                          "topk_method",
                                           "scoring_func",
                                           "routed_scaling_factor",
                                           "norm_topk_prob",
@@ -562,6 +560,17 @@ Result<ImportedModel> ParseHfConfig(std::string_view json_text,
         static_cast<int>(integer({"first_k_dense_replace"}, false, kMaxLayers));
     m.moe.topk_group =
         static_cast<int>(integer({"topk_group"}, false, kMaxExperts));
+    // The router's groups (n_group) and correction bias: DeepSeek-V3 and
+    // Kimi K2 name it topk_method "noaux_tc"; GLM-4.5/4.6 (glm4_moe) always
+    // carry e_score_correction_bias, one group unless n_group says
+    // otherwise (transformers' Glm4MoeConfig defaults n_group 1).
+    m.moe.expert_groups =
+        static_cast<int>(integer({"n_group"}, false, kMaxExperts));
+    const std::string topk_method = string({"topk_method"});
+    m.moe.router_bias = topk_method == "noaux_tc" || type == "glm4_moe";
+    if (type == "glm4_moe" && m.moe.expert_groups == 0) {
+      m.moe.expert_groups = 1;
+    }
     long freq =
         integer({"moe_layer_freq", "decoder_sparse_step"}, false, kMaxLayers);
     m.moe.layer_freq = freq > 0 ? static_cast<int>(freq) : 1;

@@ -452,7 +452,9 @@ Json ToJson(const model::ModelSpec& m, double seq, hw::Dtype kv,
                    {"expert_ffn", m.moe.expert_ffn},
                    {"first_dense_layers", m.moe.first_dense_layers},
                    {"layer_freq", m.moe.layer_freq},
-                   {"topk_group", m.moe.topk_group}};
+                   {"topk_group", m.moe.topk_group},
+                   {"expert_groups", m.moe.expert_groups},
+                   {"router_bias", m.moe.router_bias}};
   } else {
     arch["moe"] = nullptr;
   }

@@ -811,6 +811,83 @@ TEST(StepCost, SglangFusesTheSharedExpert) {
   EXPECT_GT(in_op, apart - 58 * 30e-6);
 }
 
+// GLM-4.6's shapes (zai-org/GLM-4.6 config.json; n_group absent: one
+// group, transformers' Glm4MoeConfig default).
+model::ModelSpec Glm46() {
+  auto m = ingest::ParseHfConfig(
+      R"({"architectures": ["Glm4MoeForCausalLM"], "model_type": "glm4_moe",
+          "hidden_size": 5120, "intermediate_size": 12288,
+          "moe_intermediate_size": 1536, "num_hidden_layers": 92,
+          "num_attention_heads": 96, "num_key_value_heads": 8,
+          "head_dim": 128, "attention_bias": true, "use_qk_norm": true,
+          "vocab_size": 151552, "tie_word_embeddings": false,
+          "n_routed_experts": 160, "n_shared_experts": 1,
+          "num_experts_per_tok": 8, "first_k_dense_replace": 3,
+          "torch_dtype": "bfloat16"})",
+      "glm-4.6/config.json");
+  EXPECT_TRUE(m.has_value());
+  return m ? m->spec : model::ModelSpec{};
+}
+
+// SGLang's fused top-k (moe_fused_gate) takes at most 32 experts per group
+// and a power-of-two count: DeepSeek-V3's 256 in 8 groups fit, GLM-4.6's
+// 160 in one group run the torch.compile'd grouped top-k, 8 kernels more
+// per MoE layer in the decode graph and 8 more eager ops in prefill.
+// Not on AMD (aiter's fused kernel), not with flashinfer_trtllm (routing
+// inside the MoE kernel), not in vLLM, not for softmax routers (Qwen3).
+TEST(StepCost, SglangGroupedTopkFallsBackPastItsFusedKernel) {
+  const model::ModelSpec glm = Glm46();
+  ASSERT_EQ(glm.moe.expert_groups, 1);
+  ASSERT_TRUE(glm.moe.router_bias);
+  const model::ModelSpec dsv3 = Model("deepseek-v3");
+  ASSERT_EQ(dsv3.moe.expert_groups, 8);
+  ASSERT_TRUE(dsv3.moe.router_bias);
+  auto unfused = [](const model::ModelSpec& m, const char* engine,
+                    const char* system, const char* runner) {
+    ServeConfig c = Config(8, 1, 1);
+    ApplyEngineHostTime(engine, EngineHostTime(engine), &c);
+    return UnfusedRouter(System(system).chip, m, c, runner);
+  };
+  EXPECT_TRUE(unfused(glm, "sglang@0.5.6.post1", "b200:8x1", ""));
+  EXPECT_TRUE(unfused(glm, "sglang@0.5.6.post1", "h200:8x1", "triton"));
+  EXPECT_FALSE(unfused(glm, "sglang@0.5.6.post1", "mi300x:8x1", ""));
+  EXPECT_FALSE(
+      unfused(glm, "sglang@0.5.6.post1", "b200:8x1", "flashinfer_trtllm"));
+  EXPECT_FALSE(unfused(glm, "vllm@0.19.0", "b200:8x1", ""));
+  EXPECT_FALSE(unfused(dsv3, "sglang@0.5.6.post1", "h200:8x1", ""));
+  EXPECT_FALSE(
+      unfused(Model("qwen3-235b-a22b"), "sglang@0.5.6.post1", "b200:8x1", ""));
+  // Kimi K2's 384 experts in one group: its own fused kernel from 0.5.6.
+  model::ModelSpec kimi = dsv3;
+  kimi.moe.num_experts = 384;
+  kimi.moe.expert_groups = 1;
+  EXPECT_TRUE(unfused(kimi, "sglang@0.5.5", "h200:8x1", ""));
+  EXPECT_FALSE(unfused(kimi, "sglang@0.5.6", "h200:8x1", ""));
+  // Eager prefill: 8 ops more per MoE layer (89 of GLM-4.6's 92).
+  EXPECT_EQ(EagerPrefillOps(glm, false, true, true) -
+                EagerPrefillOps(glm, false, true),
+            89 * 8);
+  // The decode step: 89 x 8 small kernels more than with the fused kernel
+  // (a Qwen3-style softmax router on the same shapes).
+  model::ModelSpec softmax = glm;
+  softmax.moe.router_bias = false;
+  auto step = [](const model::ModelSpec& m) {
+    ServeConfig c = Config(8, 1, 1);
+    const char* engine = "sglang@0.5.6.post1";
+    ApplyEngineHostTime(engine, EngineHostTime(engine), &c);
+    auto x = StepCostModel::Create(m, System("b200:8x1"), c);
+    EXPECT_TRUE(x.has_value());
+    return x ? x->Cost(StepWork{1, 1024.0, 0, 0}) : StepParts{};
+  };
+  const StepParts a = step(glm), b = step(softmax);
+  const double small =
+      RealisticEfficiency(System("b200:8x1").chip).kernel_launch.si() > 0
+          ? RealisticEfficiency(System("b200:8x1").chip).kernel_launch.si()
+          : 2.433e-6;
+  EXPECT_NEAR(a.overhead.si() - b.overhead.si(), 89 * 8 * small, 1e-9);
+  EXPECT_NEAR(a.total().si() - b.total().si(), 89 * 8 * small, 1e-9);
+}
+
 // SGLang 0.5 runs prefill eagerly: a step with prefill tokens lasts at
 // least the host's time, its ops x the time per op (the mean of two
 // published TTFTs per eager op: sgl-project/sglang PR #13094, 29.97 ms over
@@ -1128,6 +1205,41 @@ TEST(Simulator, OverlapScheduleSeesRequestsOneStepLater) {
   Workload lone = ClosedLoop(1, 20, 512, 64);
   EXPECT_EQ(Simulate(*sc, lone, ahead).ttft_s.p50,
             Simulate(*sc, lone, plain).ttft_s.p50);
+}
+
+// An eager prefill step's host launch starts when the host forms it: with
+// the overlap scheduler, while the step before runs (SGLang's event loop
+// launches step k+1 before it processes step k's result), so a request
+// arriving during decoding waits the running step's rest and the host
+// floor, not one decode step more (docs/model.md 7.3).
+TEST(Simulator, OverlapLaunchesEagerPrefillUnderTheStepBefore) {
+  ServeConfig c = Config(8, 1, 1, hw::Dtype::kFp8);
+  const char* engine = "sglang@0.5.6";
+  ApplyEngineHostTime(engine, EngineHostTime(engine), &c);
+  auto sc = StepCostModel::Create(Model("deepseek-v3"), System("h200:8x1"), c);
+  ASSERT_TRUE(sc.has_value());
+  const double floor = sc->HostFloor(StepWork{0, 0, 512, 512 * 256.0});
+  ASSERT_GT(floor, 0.1);
+  SchedulerOptions plain;
+  plain.chunked_prefill = true;
+  SchedulerOptions ahead = plain;
+  ahead.overlap_schedule = true;
+  // One client: the idle host forms each step on arrival, the floor alone.
+  Workload lone = ClosedLoop(1, 10, 512, 64);
+  EXPECT_NEAR(Simulate(*sc, lone, ahead).ttft_s.p50, floor, 1e-9);
+  EXPECT_NEAR(Simulate(*sc, lone, plain).ttft_s.p50, floor, 1e-9);
+  Workload busy = ClosedLoopUniform(14, 280, 256, 768, 256, 768, 7);
+  SimulationResult a = Simulate(*sc, busy, plain);
+  SimulationResult b = Simulate(*sc, busy, ahead);
+  ASSERT_EQ(b.requests, 280);
+  const double step = b.itl_s.p50;
+  // Without overlap: the running step's rest, then the floor.
+  EXPECT_GT(a.ttft_s.p50, floor);
+  EXPECT_LT(a.ttft_s.p50, floor + 1.5 * step);
+  // With it: seen one step later, launched under that step.
+  EXPECT_GT(b.ttft_s.p50, floor);
+  EXPECT_LT(b.ttft_s.p50, floor + 1.5 * step);
+  ExpectLittlesLaw(b);
 }
 
 // Which engines overlap by default: SGLang from 0.4, TensorRT-LLM from 1.0,

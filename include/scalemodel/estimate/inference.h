@@ -153,6 +153,16 @@ bool EngineFusesSharedExperts(std::string_view engine, bool amd);
 bool SharedExpertsFused(const hw::Chip& chip, const model::ModelSpec& m,
                         const ServeConfig& cfg, std::string_view runner);
 
+// Whether SGLang routes the replica's tokens with its torch.compile'd
+// grouped top-k instead of one fused kernel (realistic mode, docs/model.md
+// 7.2): an NVIDIA GPU, a grouped router with a correction bias
+// (m.moe.router_bias, m.moe.expert_groups), no flashinfer_trtllm runner
+// (`runner`, MoeRunner), and an expert count the fused kernels do not
+// take (more than 32 per group or not a power of two; Kimi K2's 384 in one
+// group from 0.5.6). GLM-4.5/4.6 (160 experts, one group) does.
+bool UnfusedRouter(const hw::Chip& chip, const model::ModelSpec& m,
+                   const ServeConfig& cfg, std::string_view runner);
+
 // The MoE runner the replica runs (realistic mode, docs/model.md 7.2):
 // `cfg.moe_runner` when given (other than "auto"); else SGLang's own
 // choice, "flashinfer_trtllm" where the release picks it
@@ -210,8 +220,10 @@ bool PiecewiseGraphsApply(const hw::Chip& chip, const ServeConfig& cfg);
 // quantized_activations: fp8/fp4 GEMMs, each preceded by an activation
 // quantization kernel; tensor_parallel: two all-reduces per layer.
 //   EagerPrefillOps(deepseek_v3, true, true) == 2044
+// unfused_router: SGLang's torch.compile'd grouped top-k (UnfusedRouter),
+// eight ops more per MoE layer.
 double EagerPrefillOps(const model::ModelSpec& m, bool quantized_activations,
-                       bool tensor_parallel);
+                       bool tensor_parallel, bool unfused_router = false);
 
 // The host time of the engine a row or a user names: "SGLang v0.3.0",
 // "vLLM v0.6.0", "sglang@0.3", "vllm@0.6.3". Zero for engines and versions

@@ -45,6 +45,12 @@ struct MoeSpec {
   // most this many of the expert groups (DeepSeek-V3 topk_group 4 of
   // n_group 8). 0: unrestricted.
   int topk_group = 0;
+  // The router's expert groups (config.json "n_group"; DeepSeek-V3 8,
+  // GLM-4.5/4.6 1). 0: the router does not group its experts.
+  int expert_groups = 0;
+  // Sigmoid scores chosen with a per-expert correction bias (DeepSeek-V3's
+  // "noaux_tc", GLM-4.5/4.6's router): the engines' grouped, biased top-k.
+  bool router_bias = false;
 };
 
 struct ModelSpec {
