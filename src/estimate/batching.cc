@@ -1008,25 +1008,11 @@ bool EngineReservesToFinish(std::string_view engine) {
   return EngineFamily(engine) == "trtllm";
 }
 
-// The release numbers after the engine's name ("sglang@0.5.6", "vLLM
-// v0.6.0"), lower-cased, with its leading 'v': how many of major and minor
-// were read (sscanf's count), or -1 when the name carries no release.
-static int ReleaseNumbers(const std::string& lower, int* major, int* minor) {
-  const size_t at = lower.find_first_of(" @");
-  if (at == std::string::npos) return -1;
-  const char* v = lower.c_str() + at + 1;
-  if (*v == 'v') ++v;
-  return std::sscanf(v, "%d.%d", major, minor);
-}
-
 int EngineDefaultBatchedTokens(std::string_view engine,
                                double device_memory_bytes) {
   if (!IsSglang(engine)) return 0;
-  int major = 0, minor = 0;
-  if (ReleaseNumbers(ToLower(engine), &major, &minor) == 2 && major == 0 &&
-      minor < 5) {
-    return 0;
-  }
+  const EngineRelease r = ParseEngineRelease(engine);
+  if (r.parts >= 2 && !r.AtLeast(0, 5)) return 0;
   constexpr double kGiB = 1024.0 * 1024 * 1024;
   const double gib = device_memory_bytes / kGiB;
   if (!(gib > 0)) return 0;
@@ -1045,14 +1031,11 @@ void ApplyEngineScheduling(std::string_view engine, SchedulerOptions* s) {
 bool EngineOverlapsScheduling(std::string_view engine) {
   const std::string family = EngineFamily(engine);
   if (family.empty()) return false;
-  int major = 0, minor = 0;
-  const int read = ReleaseNumbers(ToLower(engine), &major, &minor);
-  if (read == -1) return true;  // no release: the current one
-  if (read < 1) return false;
-  if (read == 1) minor = 0;
-  if (family == "sglang") return major > 0 || minor >= 4;
-  if (family == "trtllm") return major >= 1;
-  return major > 0 || minor >= 14;  // vllm
+  const EngineRelease r = ParseEngineRelease(engine);
+  if (r.parts == -1) return true;  // no release: the current one
+  if (family == "sglang") return r.AtLeast(0, 4);
+  if (family == "trtllm") return r.AtLeast(1, 0);
+  return r.AtLeast(0, 14);  // vllm
 }
 
 bool EngineChunksPrefill(std::string_view engine) {
@@ -1061,11 +1044,10 @@ bool EngineChunksPrefill(std::string_view engine) {
   if (e.rfind("trtllm", 0) == 0 || e.rfind("tensorrt", 0) == 0) return true;
   if (e.rfind("vllm", 0) != 0) return false;
   // "vllm", "vllm@0.10.1", "vLLM v0.6.0": V1 from 0.8.
-  int major = 0, minor = 0;
-  const int read = ReleaseNumbers(e, &major, &minor);
-  if (read < 0) return e == "vllm";
-  if (read < 1) return true;
-  return major > 0 || minor >= 8;
+  const EngineRelease r = ParseEngineRelease(e);
+  if (r.parts < 0) return e == "vllm";
+  if (r.parts < 1) return true;
+  return r.AtLeast(0, 8);
 }
 
 Result<LengthDist> ParseLengthDist(const std::string& text, double fixed_value,

@@ -1551,32 +1551,42 @@ bool PiecewiseGraphsApply(const hw::Chip& chip, const ServeConfig& cfg) {
          cfg.pp <= 1;
 }
 
+EngineRelease ParseEngineRelease(std::string_view engine) {
+  EngineRelease r;
+  const size_t at = engine.find_first_of(" @");
+  if (at == std::string_view::npos) return r;
+  std::string_view v = engine.substr(at + 1);
+  if (!v.empty() && (v[0] == 'v' || v[0] == 'V')) v.remove_prefix(1);
+  r.parts = 0;
+  long* numbers[] = {&r.major, &r.minor, &r.patch};
+  size_t i = 0;
+  for (long* n : numbers) {
+    size_t digits = 0;
+    long x = 0;
+    while (i < v.size() && std::isdigit(static_cast<unsigned char>(v[i]))) {
+      if (++digits > 5) return EngineRelease{0};
+      x = x * 10 + (v[i++] - '0');
+    }
+    if (digits == 0) break;
+    *n = x;
+    ++r.parts;
+    if (i >= v.size() || v[i] != '.') break;
+    ++i;
+  }
+  if (r.parts == 0) r = EngineRelease{0};
+  return r;
+}
+
 EngineHostOverhead EngineHostTime(std::string_view engine) {
   const std::string text = ToLower(engine);
-  const size_t name_end = text.find_first_of(" @");
-  const std::string_view name = std::string_view(text).substr(0, name_end);
-  // A release's major and minor numbers; a part of more than five digits
-  // (no engine's) or none reads as an unknown release: no host time.
-  long major = -1, minor = 0, patch = 0;
-  if (name_end != std::string::npos) {
-    const char* v = text.c_str() + name_end + 1;
-    if (*v == 'v') ++v;
-    auto part = [](const char* s, const char** end) {
-      long x = 0;
-      const char* p = s;
-      while (std::isdigit(static_cast<unsigned char>(*p)) && p - s <= 5) {
-        x = x * 10 + (*p++ - '0');
-      }
-      *end = p;
-      return p == s || p - s > 5 ? -1L : x;
-    };
-    const char* end = v;
-    major = part(v, &end);
-    if (major >= 0 && *end == '.') minor = std::max(0L, part(end + 1, &end));
-    if (major >= 0 && *end == '.') patch = std::max(0L, part(end + 1, &end));
-  }
+  const std::string_view name =
+      std::string_view(text).substr(0, text.find_first_of(" @"));
+  // An unknown release: no host time.
+  const EngineRelease release = ParseEngineRelease(text);
   EngineHostOverhead out;
-  if (major < 0) return out;
+  if (release.parts < 1) return out;
+  const long major = release.major, minor = release.minor,
+             patch = release.patch;
   const long at = major * 1000 + std::min(minor, 999L);
   const std::string family = EngineFamily(name);
   for (const HostTimeRow& r : kHostTime) {
@@ -1685,14 +1695,8 @@ namespace {
 // 1.x; no release: the current one, so yes).
 bool SglangAtLeast(std::string_view engine, int minor, int patch) {
   if (EngineFamily(engine) != "sglang") return false;
-  const std::string text = ToLower(engine);
-  const size_t at = text.find_first_of(" @");
-  if (at == std::string::npos) return true;
-  const char* v = text.c_str() + at + 1;
-  if (*v == 'v') ++v;
-  int major = 0, mi = 0, pa = 0;
-  if (std::sscanf(v, "%d.%d.%d", &major, &mi, &pa) < 1) return false;
-  return major > 0 || mi > minor || (mi == minor && pa >= patch);
+  const EngineRelease r = ParseEngineRelease(engine);
+  return r.parts == -1 || r.AtLeast(0, minor, patch);
 }
 
 }  // namespace

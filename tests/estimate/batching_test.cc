@@ -1242,6 +1242,30 @@ TEST(Simulator, OverlapLaunchesEagerPrefillUnderTheStepBefore) {
   ExpectLittlesLaw(b);
 }
 
+// One reading of an engine's release for every rule that depends on it.
+TEST(Simulator, EngineReleaseParsing) {
+  EngineRelease r = ParseEngineRelease("SGLang v0.5.6.post1");
+  EXPECT_EQ(r.parts, 3);
+  EXPECT_EQ(r.major, 0);
+  EXPECT_EQ(r.minor, 5);
+  EXPECT_EQ(r.patch, 6);
+  EXPECT_TRUE(r.AtLeast(0, 5, 6));
+  EXPECT_FALSE(r.AtLeast(0, 5, 7));
+  EXPECT_TRUE(r.AtLeast(0, 4, 99));
+  EXPECT_FALSE(r.AtLeast(1, 0));
+  r = ParseEngineRelease("vllm@0.14");
+  EXPECT_EQ(r.parts, 2);
+  EXPECT_EQ(r.patch, 0);
+  EXPECT_TRUE(r.AtLeast(0, 14));
+  EXPECT_EQ(ParseEngineRelease("TensorRT-LLM v1.1.0rc2.post2").parts, 3);
+  EXPECT_TRUE(ParseEngineRelease("trtllm@1").AtLeast(1, 0));
+  EXPECT_EQ(ParseEngineRelease("sglang").parts, -1);
+  EXPECT_EQ(ParseEngineRelease("sglang@latest").parts, 0);
+  EXPECT_FALSE(ParseEngineRelease("sglang@latest").AtLeast(0, 0));
+  EXPECT_EQ(ParseEngineRelease("vllm@1234567.1").parts, 0);
+  EXPECT_EQ(ParseEngineRelease("vllm@0.1234567").parts, 0);
+}
+
 // Which engines overlap by default: SGLang from 0.4, TensorRT-LLM from 1.0,
 // vLLM from 0.14; a bare name is the current release.
 TEST(Simulator, EngineOverlapDefaults) {

@@ -194,6 +194,25 @@ Result<bool> CheckExpertWeights(const model::ModelSpec& m,
 // (TensorRT-LLM)" -> "trtllm"; empty for others.
 std::string EngineFamily(std::string_view engine);
 
+// The release after an engine's name, after its first space or '@' and an
+// optional 'v' ("sglang@0.5.6", "SGLang v0.5.6.post1", "vllm@0.14"):
+// `parts` numbers read from its leading "major.minor.patch" (those missing
+// are 0); -1: the name carries no release (the engine's current one); 0:
+// one that does not start with a number or has a part of more than five
+// digits (no engine's), read as no known release.
+struct EngineRelease {
+  int parts = -1;
+  long major = 0, minor = 0, patch = 0;
+  // Whether the release is major.minor.patch or later (false when unread).
+  bool AtLeast(long ma, long mi, long pa = 0) const {
+    if (parts < 1) return false;
+    if (major != ma) return major > ma;
+    if (minor != mi) return minor > mi;
+    return patch >= pa;
+  }
+};
+EngineRelease ParseEngineRelease(std::string_view engine);
+
 // Host time per step of an engine version whose scheduler waits for the
 // GPU: a measured value with its source.
 struct EngineHostOverhead {
