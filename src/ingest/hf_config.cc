@@ -566,6 +566,15 @@ Result<ImportedModel> ParseHfConfig(std::string_view json_text,
     // otherwise (transformers' Glm4MoeConfig defaults n_group 1).
     m.moe.expert_groups =
         static_cast<int>(integer({"n_group"}, false, kMaxExperts));
+    // The router views its experts as n_group equal groups.
+    if (m.moe.expert_groups > 0 &&
+        m.moe.num_experts % m.moe.expert_groups != 0) {
+      r.Fail(r.Find({"n_group"}).path,
+             "expected a divisor of the " + std::to_string(m.moe.num_experts) +
+                 " routed experts (the router splits them into n_group "
+                 "equal groups), got " +
+                 std::to_string(m.moe.expert_groups));
+    }
     const std::string topk_method = string({"topk_method"});
     m.moe.router_bias = topk_method == "noaux_tc" || type == "glm4_moe";
     if (type == "glm4_moe" && m.moe.expert_groups == 0) {
