@@ -878,9 +878,12 @@ static Result<Output> RunServeSim(const catalog::Catalog& cat,
                              "(overlap scheduler)")
                : std::string()) +
               (eager_floor > 0
-                   ? fmt::format(", steps with prompt tokens launched "
-                                 "eagerly: at least {} each",
-                                 FormatSeconds(units::Seconds(eager_floor)))
+                   ? fmt::format(
+                         ", steps with prompt tokens launched eagerly: at "
+                         "least {} each from the start of their launch{}",
+                         FormatSeconds(units::Seconds(eager_floor)),
+                         sched.overlap_schedule ? " (under the step before)"
+                                                : "")
                    : std::string()) +
               (sched.recv_interval > 1
                    ? fmt::format(", new requests received every {} "
