@@ -188,7 +188,10 @@ Json ToJson(const hw::Chip& chip) {
   j["allreduce_measured"] = measured;
   Json moe = Json::array();
   for (const hw::MoeEngineFit& f : chip.moe_engine) {
+    // `kernel`: the runner a fit is for (SGLang --moe-runner-backend); null
+    // for the engine's default kernel.
     moe.push_back({{"engine", f.engine},
+                   {"kernel", f.kernel.empty() ? Json() : Json(f.kernel)},
                    {"dtype", f.dtype},
                    {"floor_s", f.floor.si()},
                    {"stream_fraction_of_hbm_peak", f.stream}});
