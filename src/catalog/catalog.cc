@@ -327,9 +327,7 @@ Result<bool> ReadMoeEngineFits(const toml::node& n, const std::string& path,
         if (!done) return tl::unexpected(done.error());
         f.floor = *floor;
         f.stream = *stream;
-        chip->sources["moe_engine." + f.engine + "." +
-                      (f.kernel.empty() ? "" : f.kernel + ".") + f.dtype] =
-            cite;
+        chip->sources[f.SourceKey()] = cite;
         chip->moe_engine.push_back(std::move(f));
         return true;
       });

@@ -1525,10 +1525,6 @@ constexpr HostTimeRow kHostTime[] = {
      "stands for it"},
 };
 
-}  // namespace
-
-namespace {
-
 // The chip's vendor from its catalog name, and whether an NVIDIA GPU has
 // fp4 tensor cores (read as Blackwell, SM100).
 bool IsNvidia(const hw::Chip& chip) {
@@ -1585,9 +1581,7 @@ EngineHostOverhead EngineHostTime(std::string_view engine) {
   const EngineRelease release = ParseEngineRelease(text);
   EngineHostOverhead out;
   if (release.parts < 1) return out;
-  const long major = release.major, minor = release.minor,
-             patch = release.patch;
-  const long at = major * 1000 + std::min(minor, 999L);
+  const long at = release.major * 1000 + std::min(release.minor, 999L);
   const std::string family = EngineFamily(name);
   for (const HostTimeRow& r : kHostTime) {
     if (family == r.engine && at >= r.lo && at < r.hi) {
@@ -1602,7 +1596,8 @@ EngineHostOverhead EngineHostTime(std::string_view engine) {
   // ai-dynamo/aiconfigurator's SGLang collector, "enable_piecewise_cuda_graph
   // = False  # sglang <=0.5.9", "disable_piecewise_cuda_graph = True  #
   // sglang >=0.5.10"), off again where its server_args rules disable them.
-  if (family == "sglang" && major == 0 && minor == 5 && patch >= 10) {
+  if (family == "sglang" && release.AtLeast(0, 5, 10) &&
+      !release.AtLeast(0, 6)) {
     out.prefill_graph_default = true;
     out.source +=
         "; from 0.5.10 prefill runs as piecewise CUDA graphs by default "

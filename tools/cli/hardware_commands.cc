@@ -176,13 +176,12 @@ std::string RealisticModeTable(
   for (const hw::MoeEngineFit& f : ch.moe_engine) {
     // A runner's own fit (catalog `kernel`) is named and cited apart from
     // the engine's default kernel's.
-    const std::string kernel = f.kernel.empty() ? "" : f.kernel + ".";
     rows.push_back({"fused MoE, " + f.engine +
                         (f.kernel.empty() ? "" : " " + f.kernel) + ", " +
                         f.dtype,
                     FormatSeconds(f.floor) + " + experts' weights at " +
                         FormatNumber(f.stream) + " of the HBM peak",
-                    src("moe_engine." + f.engine + "." + kernel + f.dtype)});
+                    src(f.SourceKey())});
   }
   for (const hw::AllReduceInGraph& c : ch.allreduce_in_graph) {
     rows.push_back(

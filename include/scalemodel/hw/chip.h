@@ -89,6 +89,11 @@ struct MoeEngineFit {
   std::string dtype;
   units::Seconds floor;
   double stream = 0;
+  // Its key in Chip::sources: "moe_engine.ENGINE[.KERNEL].DTYPE".
+  std::string SourceKey() const {
+    return "moe_engine." + engine + "." + (kernel.empty() ? "" : kernel + ".") +
+           dtype;
+  }
 };
 
 struct ScaleOut {
