@@ -474,6 +474,7 @@ def serve(
     max_batched_tokens: int | None = ...,
     scheduler_recv_interval: int | None = ...,
     overlap_schedule: _Opt | None = ...,
+    request_path: _Opt | None = ...,
     adp_balance_timeout: int | None = ...,
     chunked_prefill: bool | None = ...,
     enable_mixed_chunk: bool | None = ...,

@@ -888,6 +888,13 @@ Result<bool> CheckInputs(const StepCostModel& cost, int replicas,
             FormatNumber(s.prefix_hit),
         "--prefix-hit");
   }
+  // Up to an hour: beyond that it is no request path.
+  if (!(s.request_path_s >= 0 && s.request_path_s <= 3600)) {
+    return InvalidArgument(
+        "expected a request path from 0 to 1 h (such as 7ms), got " +
+            FormatNumber(s.request_path_s) + " s",
+        "--request-path");
+  }
   if (replicas < 1 || s.block_tokens < 1 || cost.chips_per_replica() < 1) {
     return InvalidArgument("expected at least one replica", "plan");
   }
@@ -944,19 +951,24 @@ std::vector<Req> MakeRequests(const Workload& w) {
 
 // Latency and throughput figures from the finished requests.
 // per_replica[s] is scheduler s's, of replica (engine) s mod `engines`.
+// `path`: the request path outside the engine (SchedulerOptions::
+// request_path_s), added to every TTFT and E2E and to the time in the
+// system.
 void Collect(const std::vector<std::vector<Req>>& per_replica, int engines,
-             Runs itl, const Slo& slo, int chips, SimulationResult* out) {
+             Runs itl, const Slo& slo, int chips, double path,
+             SimulationResult* out) {
   Runs ttft, tpot, e2e;
   double out_tokens = 0, in_tokens = 0, good = 0;
   for (const auto& reqs : per_replica) {
     for (const Req& q : reqs) {
-      ttft.emplace_back(q.first - q.arrival, 1.0);
-      e2e.emplace_back(q.finish - q.arrival, 1.0);
+      const double first = q.first - q.arrival + path;
+      ttft.emplace_back(first, 1.0);
+      e2e.emplace_back(q.finish - q.arrival + path, 1.0);
       double t = q.output > 1 ? (q.finish - q.first) / (q.output - 1) : 0;
       if (q.output > 1) tpot.emplace_back(t, 1.0);
       out_tokens += q.output;
       in_tokens += q.prompt;
-      bool ok = (slo.ttft_s <= 0 || q.first - q.arrival <= slo.ttft_s) &&
+      bool ok = (slo.ttft_s <= 0 || first <= slo.ttft_s) &&
                 (slo.tpot_s <= 0 || t <= slo.tpot_s);
       good += ok;
     }
@@ -983,7 +995,9 @@ void Collect(const std::vector<std::vector<Req>>& per_replica, int engines,
     out->throughput_output_tokens_per_s = out_tokens / d;
     out->throughput_total_tokens_per_s = (out_tokens + in_tokens) / d;
     out->goodput_requests_per_s = good / d;
-    out->mean_requests_in_system /= d;
+    // Each request spends the path outside the engine's steps too.
+    out->mean_requests_in_system =
+        (out->mean_requests_in_system + out->requests * path) / d;
   }
   out->output_tokens_per_s_per_chip =
       out->throughput_output_tokens_per_s / chips;
@@ -1026,6 +1040,7 @@ void ApplyEngineScheduling(std::string_view engine, SchedulerOptions* s) {
   s->limits_per_rank = EngineLimitsPerDpRank(engine);
   s->reserve_to_finish = EngineReservesToFinish(engine);
   s->overlap_schedule = EngineOverlapsScheduling(engine);
+  s->request_path_s = EngineRequestPath(engine);
 }
 
 bool EngineOverlapsScheduling(std::string_view engine) {
@@ -1347,7 +1362,7 @@ Result<SimulationResult> SimulateServing(const StepCostModel& cost,
     out.kv_series = std::move(thin);
   }
   Collect(per, engines, std::move(itl), slo,
-          cost.chips_per_replica() * replicas, &out);
+          cost.chips_per_replica() * replicas, s.request_path_s, &out);
   if (out.preemptions > 0) {
     out.notes.push_back(std::to_string(out.preemptions) +
                         " preemptions (recompute): the KV cache ran full");

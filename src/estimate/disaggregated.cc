@@ -38,21 +38,30 @@ struct Handoff {
   int decode_replica = 0;
 };
 
+// A pool's scheduling without the request path: the pools' simulations
+// give the engines' own times, and the service adds the path once
+// (CollectService).
+SchedulerOptions EngineSteps(SchedulerOptions s) {
+  s.request_path_s = 0;
+  return s;
+}
+
 // The service-level figures from the requests' times (SimulateServing's
-// Collect, over both pools' chips).
+// Collect, over both pools' chips); `path`: the request path outside the
+// engines (SchedulerOptions::request_path_s), added to every TTFT and E2E.
 void CollectService(const std::vector<Handoff>& h, const Slo& slo, int chips,
-                    SimulationResult* out) {
+                    double path, SimulationResult* out) {
   std::vector<double> ttft, tpot, e2e;
   double start = std::numeric_limits<double>::infinity(), end = 0;
   double out_tokens = 0, in_tokens = 0, good = 0, in_system = 0;
   for (size_t i = 0; i < h.size(); ++i) {
     const Handoff& q = h[i];
-    const double t1 = q.ready - q.arrival;
+    const double t1 = q.ready - q.arrival + path;
     const double t = q.output > 1 ? (q.finish - q.ready) / (q.output - 1) : 0;
     ttft.push_back(t1);
     if (q.output > 1) tpot.push_back(t);
-    e2e.push_back(q.finish - q.arrival);
-    in_system += q.finish - q.arrival;
+    e2e.push_back(q.finish - q.arrival + path);
+    in_system += q.finish - q.arrival + path;
     out_tokens += q.output;
     in_tokens += q.prompt;
     good += (slo.ttft_s <= 0 || t1 <= slo.ttft_s) &&
@@ -92,7 +101,7 @@ Result<SimulationResult> RunPrefillPool(const DisaggregatedPools& pools,
   wp.trace = reqs;
   for (TraceRequest& r : wp.trace) r.output_tokens = 1;
   auto sp = SimulateServing(pools.prefill, pools.prefill_replicas, wp,
-                            pools.prefill_scheduler, Slo{});
+                            EngineSteps(pools.prefill_scheduler), Slo{});
   if (!sp || !sp->feasible) return sp;
   for (const RequestSpan& s : sp->request_spans) {
     (*h)[s.id].prefilled = s.first_token_s;
@@ -244,7 +253,7 @@ Result<DisaggregatedResult> SimulateDisaggregated(
   HandOff(pools, &h, &wd, &ids, &transfer, &exposed);
   if (!wd.trace.empty()) {
     auto sd = SimulateServing(pools.decode, pools.decode_replicas, wd,
-                              pools.decode_scheduler, Slo{});
+                              EngineSteps(pools.decode_scheduler), Slo{});
     if (!sd) return tl::unexpected(sd.error());
     out.decode_pool = std::move(*sd);
     if (!out.decode_pool.feasible) {
@@ -260,7 +269,8 @@ Result<DisaggregatedResult> SimulateDisaggregated(
   out.kv_transfer_s = PercentilesOf(std::move(transfer));
   out.kv_exposed_s = PercentilesOf(std::move(exposed));
   s.replicas = pools.decode_replicas;
-  CollectService(h, slo, out.prefill_chips + out.decode_chips, &s);
+  CollectService(h, slo, out.prefill_chips + out.decode_chips,
+                 pools.prefill_scheduler.request_path_s, &s);
   const SimulationResult& d = out.decode_pool;
   s.itl_s = d.itl_s;
   s.kv_capacity_tokens = d.kv_capacity_tokens;

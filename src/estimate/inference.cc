@@ -1460,22 +1460,24 @@ double ExpertImbalance(int ep, int num_experts, int redundant_experts) {
 
 namespace {
 
-// SGLang 0.5's eager prefill: the time a short prompt takes to its first
-// token at concurrency 1, per eager op (docs/model.md 7.2). The mean of the
-// two published TTFTs of a 1,024-token prompt at concurrency 1 with prefill
-// CUDA graphs off, at TP 8, over their models' eager ops (EagerLayerOps):
+// SGLang 0.5's eager prefill: the host's time per eager op of a prompt's
+// step (docs/model.md 7.2). The mean of two published TTFTs of a
+// 1,024-token prompt at concurrency 1 with prefill CUDA graphs off, at
+// TP 8, less the request path (kRequestPathS, which the simulator adds to
+// TTFT apart), over their models' eager ops (EagerLayerOps):
 //   sgl-project/sglang PR #13094 (2025-11): Llama-3.1-8B-Instruct-FP8,
-//     mean TTFT 29.97 ms (8 prompts) / 512 ops = 58.5 us;
+//     mean TTFT 29.97 ms (8 prompts): (29.97 - 6.91) / 512 = 45.0 us;
 //   sgl-project/sglang PR #14918 (2025-12): DeepSeek-R1-Channel-INT8 (w8a8),
-//     median TTFT 108.471 ms / 2044 ops = 53.1 us.
+//     median TTFT 108.471 ms: (108.471 - 6.91) / 2044 = 49.7 us.
 // Both TTFTs are the host's: the model's GPU time for either prompt is
 // below it, and the first prompt's TTFT with piecewise CUDA graphs on was
-// 19.66 ms. It covers the request's path
-// (tokenizing, scheduling, sampling, returning the token) as well as the
-// forward: PR #12160's DeepSeek-V3 forward alone, one new token, took
+// 19.66 ms. What is left besides the launches (scheduling, sampling) stays
+// in it: PR #12160's DeepSeek-V3 forward alone, one new token, took
 // 82.64 ms eager (40.4 us per op).
 constexpr double kSglangEagerOpTime =
-    (29.97e-3 / kLlama8bFp8EagerOps + 108.471e-3 / kDeepSeekV3EagerOps) / 2;
+    ((29.97e-3 - kRequestPathS) / kLlama8bFp8EagerOps +
+     (108.471e-3 - kRequestPathS) / kDeepSeekV3EagerOps) /
+    2;
 
 // One engine version range whose scheduler leaves the GPU idle while the
 // host prepares the next step; versions [lo, hi) as major * 1000 + minor.
@@ -1508,8 +1510,9 @@ constexpr HostTimeRow kHostTime[] = {
      "sgl-project/sglang PRs #13094 and #14918: TTFT of a 1,024-token "
      "prompt at concurrency 1 with eager prefill, TP 8, 29.97 ms "
      "(Llama-3.1-8B FP8, 512 eager ops) and 108.47 ms (DeepSeek-R1 INT8, "
-     "2044 ops): 55.8 us per op; prefill CUDA graphs are opt-in in SGLang "
-     "0.5 (--enable-piecewise-cuda-graph)"},
+     "2044 ops), less the 6.9 ms request path the TTFT adds apart "
+     "(tenstorrent/tt-inference-server #3560): 47.4 us per op; prefill CUDA "
+     "graphs are opt-in in SGLang 0.5 (--enable-piecewise-cuda-graph)"},
     // TensorRT-LLM's PyTorch backend (its default from 1.0) replays CUDA
     // graphs for generation-only batches; a step with context tokens runs
     // eagerly unless torch_compile_config.enable_piecewise_cuda_graph is
@@ -1521,7 +1524,7 @@ constexpr HostTimeRow kHostTime[] = {
      "serve batches of generation requests only, so context and mixed steps "
      "run eagerly (torch_compile_config.enable_piecewise_cuda_graph, off by "
      "default, captures them); no per-op time of TensorRT-LLM's is "
-     "published: SGLang 0.5's 55.8 us per eager op (PRs #13094, #14918) "
+     "published: SGLang 0.5's 47.4 us per eager op (PRs #13094, #14918) "
      "stands for it"},
 };
 
@@ -1571,6 +1574,10 @@ EngineRelease ParseEngineRelease(std::string_view engine) {
   }
   if (r.parts == 0) r = EngineRelease{0};
   return r;
+}
+
+double EngineRequestPath(std::string_view engine) {
+  return EngineFamily(engine).empty() ? 0.0 : kRequestPathS;
 }
 
 EngineHostOverhead EngineHostTime(std::string_view engine) {

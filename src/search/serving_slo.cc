@@ -328,6 +328,7 @@ estimate::SchedulerOptions SchedulerOf(const PoolPlan& p,
   s.limits_per_rank = r.limits_per_rank;
   s.reserve_to_finish = r.reserve_to_finish;
   s.overlap_schedule = r.overlap_schedule;
+  s.request_path_s = r.request_path_s;
   return s;
 }
 

@@ -162,6 +162,29 @@ TEST(Disaggregated, TransferAddsToTtft) {
   EXPECT_NEAR(c->kv_exposed_s.p50, x / 80, 1e-12);
 }
 
+// The request path (the prefill pool's front end) adds to every TTFT and
+// E2E of the service once, not to the pools' own figures, and Little's law
+// still holds on the service.
+TEST(Disaggregated, RequestPathAddsOnce) {
+  Pools pl = LlamaPools();
+  SchedulerOptions sp, sd;
+  sd.chunked_prefill = true;
+  DisaggregatedPools a{pl.prefill, 2, sp, pl.decode, 1, sd};
+  DisaggregatedPools b = a;
+  b.prefill_scheduler.request_path_s = 0.02;
+  b.decode_scheduler.request_path_s = 0.02;
+  const Workload w = Poisson(2, 200);
+  auto x = SimulateDisaggregated(a, w, {});
+  auto y = SimulateDisaggregated(b, w, {});
+  ASSERT_TRUE(x && y);
+  EXPECT_NEAR(y->service.ttft_s.p50 - x->service.ttft_s.p50, 0.02, 1e-12);
+  EXPECT_NEAR(y->service.e2e_s.mean - x->service.e2e_s.mean, 0.02, 1e-12);
+  EXPECT_EQ(y->prefill_pool.ttft_s.p50, x->prefill_pool.ttft_s.p50);
+  EXPECT_EQ(y->decode_pool.e2e_s.p50, x->decode_pool.e2e_s.p50);
+  EXPECT_NEAR(y->service.mean_requests_in_system,
+              y->service.requests_per_s * y->service.e2e_s.mean, 1e-9);
+}
+
 // FitClosedLoop against the exact closed loop of the aggregated simulator
 // (which runs clients): the same requests, the open-loop stand-in at the
 // rate that keeps C in the system. The figures are docs/model.md 7.7's.

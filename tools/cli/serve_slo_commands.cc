@@ -550,6 +550,7 @@ Result<search::SloPlanRequest> SloRequest(const estimate::ServeConfig& base,
   r.limits_per_rank = estimate::EngineLimitsPerDpRank(o.engine);
   r.reserve_to_finish = estimate::EngineReservesToFinish(o.engine);
   r.overlap_schedule = estimate::EngineOverlapsScheduling(o.engine);
+  r.request_path_s = estimate::EngineRequestPath(o.engine);
   if (o.layouts != "both" && o.layouts != "aggregated" &&
       o.layouts != "disaggregated") {
     return InvalidArgument("expected both, aggregated or disaggregated, got '" +

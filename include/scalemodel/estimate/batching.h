@@ -142,6 +142,14 @@ struct SchedulerOptions {
   // a request at once. False: the scheduler forms each step after the last
   // one ends.
   bool overlap_schedule = false;
+  // The request path (EngineRequestPath, docs/model.md 7.3): the time a
+  // request spends outside the engine's steps, from the client's send to
+  // its first token and its last (the HTTP front end, tokenizing, the hop
+  // to the scheduler, the detokenizer, the streamed chunk's way back). It
+  // adds to every TTFT and E2E (and to the time in the system); the
+  // engine's steps do not see it. 0: the engine's own times (an offline
+  // benchmark).
+  double request_path_s = 0;
 };
 
 // Whether the engine a row or a user names ("SGLang v0.5.6.post1",
@@ -201,9 +209,9 @@ int EngineDefaultBatchedTokens(std::string_view engine,
 bool EngineOverlapsScheduling(std::string_view engine);
 
 // Sets the scheduling the engine runs by default: mixed_prefill,
-// limits_per_rank, reserve_to_finish and overlap_schedule
+// limits_per_rank, reserve_to_finish, overlap_schedule and request_path_s
 // (EngineMixesPrefill, EngineLimitsPerDpRank, EngineReservesToFinish,
-// EngineOverlapsScheduling).
+// EngineOverlapsScheduling, EngineRequestPath).
 void ApplyEngineScheduling(std::string_view engine, SchedulerOptions* s);
 
 // Service-level objectives for goodput; 0 = none.

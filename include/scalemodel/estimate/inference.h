@@ -244,6 +244,23 @@ bool PiecewiseGraphsApply(const hw::Chip& chip, const ServeConfig& cfg);
 double EagerPrefillOps(const model::ModelSpec& m, bool quantized_activations,
                        bool tensor_parallel, bool unfused_router = false);
 
+// The request path of a served engine (docs/model.md 7.3): the time a
+// request spends outside the engine's steps between a benchmark client's
+// send and its receipt of the first token (the HTTP front end, chat template
+// and tokenizing, the hop to the scheduler, the detokenizer and the
+// streamed chunk's way back). 6.9 ms, measured on SGLang 0.5.11 with a mock
+// forward of known length: median TTFT 9.54 ms at a 128-token prompt,
+// concurrency 1, against a forward of 2.632 ms (tenstorrent/
+// tt-inference-server issue #3560, 2026-05-18; `vllm bench serve
+// --backend openai-chat`). It stands for vLLM's and TensorRT-LLM's
+// (trtllm-serve) too: vLLM's small-model TTFTs on an A100 (Qwen3-0.6B and
+// 1.7B, 128-token prompts: 12.4 and 11.4 ms against steps of 4.2 and
+// 4.6 ms, tenstorrent/tt-inference-server issue #340) leave 7-8 ms.
+inline constexpr double kRequestPathS = 9.54e-3 - 2.632e-3;
+// The request path of the engine a row or a user names: kRequestPathS for
+// SGLang, vLLM and TensorRT-LLM (any release), 0 for unknown names.
+double EngineRequestPath(std::string_view engine);
+
 // The host time of the engine a row or a user names: "SGLang v0.3.0",
 // "vLLM v0.6.0", "sglang@0.3", "vllm@0.6.3". Zero for engines and versions
 // that overlap the host work with the GPU, and for unknown names.

@@ -54,6 +54,9 @@ struct SloPlanRequest {
   bool reserve_to_finish = false;
   // The overlap scheduler (estimate::SchedulerOptions::overlap_schedule).
   bool overlap_schedule = false;
+  // The request path outside the engines, added to every TTFT
+  // (estimate::SchedulerOptions::request_path_s).
+  double request_path_s = 0;
 };
 
 // One pool: `replicas` copies of a tp x ep replica. pp is the hook for
