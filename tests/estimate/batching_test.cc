@@ -991,6 +991,12 @@ void ExpectLittlesLaw(const SimulationResult& r) {
               1e-6);
 }
 
+// Llama 3 8B on one H100 at TP 1, the simulator tests' usual replica.
+Result<StepCostModel> Llama8bOnH100() {
+  return StepCostModel::Create(Model("llama3-8b"), System("h100:1x1"),
+                               Config(1, 1, 1));
+}
+
 // Property: every request arriving at once with equal lengths, all in one
 // batch, is the static formula: TTFT = the batch's prefill, TPOT = the
 // decode step at the mean context (KV reads are linear in the context, so
@@ -1068,8 +1074,7 @@ TEST(Simulator, DpAttentionAgreesWithStaticFormula) {
 // system (integrated step by step) equals throughput x mean E2E. Exact up
 // to rounding when the window holds every request from arrival to finish.
 TEST(Simulator, LittlesLawHolds) {
-  auto sc = StepCostModel::Create(Model("llama3-8b"), System("h100:1x1"),
-                                  Config(1, 1, 1));
+  auto sc = Llama8bOnH100();
   ASSERT_TRUE(sc.has_value());
   for (bool chunked : {false, true}) {
     Workload w;
@@ -1096,15 +1101,16 @@ TEST(Simulator, LittlesLawHolds) {
 // throughput the same, and Little's law holds with the path's time in the
 // system. The engines' default is the measured 6.9 ms (EngineRequestPath).
 TEST(Simulator, RequestPathAddsToTtftAndE2eOnly) {
-  auto sc = StepCostModel::Create(Model("llama3-8b"), System("h100:1x1"),
-                                  Config(1, 1, 1));
+  auto sc = Llama8bOnH100();
   ASSERT_TRUE(sc.has_value());
-  Workload w = OpenLoop(6, 600, 512, 128, 5);
-  SchedulerOptions s;
-  s.chunked_prefill = true;
-  SchedulerOptions p = s;
-  p.request_path_s = 0.025;
-  SimulationResult a = Simulate(*sc, w, s), b = Simulate(*sc, w, p);
+  const Workload w = OpenLoop(6, 600, 512, 128, 5);
+  SchedulerOptions p;
+  p.chunked_prefill = true;
+  auto with_path = [&](double seconds) {
+    p.request_path_s = seconds;
+    return Simulate(*sc, w, p);
+  };
+  const SimulationResult a = with_path(0), b = with_path(0.025);
   ASSERT_EQ(b.requests, 600);
   EXPECT_NEAR(b.ttft_s.p50 - a.ttft_s.p50, 0.025, 1e-12);
   EXPECT_NEAR(b.ttft_s.p99 - a.ttft_s.p99, 0.025, 1e-12);
@@ -1135,8 +1141,7 @@ TEST(Simulator, RequestPathAddsToTtftAndE2eOnly) {
 // about half a run of decode steps, and every request still completes
 // (Little's law holds).
 TEST(Simulator, MultiStepRunsDelayAdmission) {
-  auto sc = StepCostModel::Create(Model("llama3-8b"), System("h100:1x1"),
-                                  Config(1, 1, 1));
+  auto sc = Llama8bOnH100();
   ASSERT_TRUE(sc.has_value());
   Workload w = OpenLoop(4, 400, 256, 200, 3);
   SchedulerOptions one;
@@ -1163,8 +1168,7 @@ TEST(Simulator, MultiStepRunsDelayAdmission) {
 // socket counted). Open-loop arrivals wait the same way. An interval of 1
 // is the plain scheduler.
 TEST(Simulator, RecvIntervalDelaysReceivingRequests) {
-  auto sc = StepCostModel::Create(Model("llama3-8b"), System("h100:1x1"),
-                                  Config(1, 1, 1));
+  auto sc = Llama8bOnH100();
   ASSERT_TRUE(sc.has_value());
   Workload closed = ClosedLoopUniform(32, 640, 256, 768, 128, 384, 5);
   SchedulerOptions one;
@@ -1206,8 +1210,7 @@ TEST(Simulator, RecvIntervalDelaysReceivingRequests) {
 // system; open-loop arrivals wait the same way; one client (an idle engine
 // each time its request arrives) sees no change.
 TEST(Simulator, OverlapScheduleSeesRequestsOneStepLater) {
-  auto sc = StepCostModel::Create(Model("llama3-8b"), System("h100:1x1"),
-                                  Config(1, 1, 1));
+  auto sc = Llama8bOnH100();
   ASSERT_TRUE(sc.has_value());
   Workload closed = ClosedLoopUniform(32, 640, 256, 768, 128, 384, 5);
   for (bool mixed : {true, false}) {
@@ -1403,8 +1406,7 @@ TEST(Simulator, ChunkedPrefillBoundsStepTokens) {
 // higher TPOT than vLLM's mixed steps at the same load; the token budget
 // still bounds every step, and Little's law holds.
 TEST(Simulator, PrefillFirstRunsPromptChunksAlone) {
-  auto sc = StepCostModel::Create(Model("llama3-8b"), System("h100:1x1"),
-                                  Config(1, 1, 1));
+  auto sc = Llama8bOnH100();
   ASSERT_TRUE(sc.has_value());
   Workload w;
   w.rate_per_s = 6;
