@@ -127,6 +127,7 @@ ChipEfficiency RealisticEfficiencyAtBoost(const hw::Chip& chip) {
   e.kernel_launch = d.kernel_launch.value_or(e.kernel_launch);
   e.attention_decode_head =
       d.attention_decode_head.value_or(e.attention_decode_head);
+  e.mla_fp8_kv_token = d.mla_fp8_kv_token.value_or(e.mla_fp8_kv_token);
   return e;
 }
 

@@ -155,6 +155,10 @@ struct StepCostModel::Impl {
   // Per-step coefficients, taken at the reference contexts (decode: prompt
   // + output / 2; prefill: the prompt).
   double kv_bytes_per_token = 0;  // per chip, per context token read
+  // Decode attention's least time per context token, per chip, whatever
+  // its bytes (SGLang's FlashAttention-3 MLA over an fp8 KV cache: layers x
+  // the chip's mla_fp8_kv_token); 0: none.
+  double kv_token_time = 0;
   // The decode attention kernel's work units, per decoding sequence of the
   // replica: layers x KV heads per chip x attention_decode_head, over the
   // chips that share the replica's sequences (DP attention ranks), s.
@@ -240,6 +244,7 @@ struct StepCostModel::Impl {
   double Attention(const StepWork& w) const;
   StepParts PeakDecode(const StepWork& w) const;
   double Logits(double tokens) const;
+  double KvRead(double context) const;
   double DraftTime(const StepWork& w) const;
   double WeightsPerChip() const;
   double DraftKvPerTokenPerChip() const;
@@ -785,12 +790,19 @@ double StepCostModel::TokenTime(double tokens) const {
          (1 + x.host_fraction);
 }
 
-// Decode attention on paged KV: the larger of the context's KV bytes at the
-// achievable HBM bandwidth and its FLOPs (one query per sequence); prefill
-// attention: its causal FLOPs at the attention kernel's rate.
+// Decode attention's pass over `context` cached tokens (per chip: the KV
+// bytes at the achievable HBM bandwidth, or the kernel's measured time per
+// token where it has one, kv_token_time).
+double StepCostModel::Impl::KvRead(double context) const {
+  return std::max(context * kv_bytes_per_token / W, context * kv_token_time);
+}
+
+// Decode attention on paged KV: the larger of the context's KV pass
+// (KvRead) and its FLOPs (one query per sequence); prefill attention: its
+// causal FLOPs at the attention kernel's rate.
 // Speculating, each sequence's KV is read once for its q queries.
 double StepCostModel::Impl::Attention(const StepWork& w) const {
-  double kv = w.decode_context * kv_bytes_per_token / W;
+  double kv = KvRead(w.decode_context);
   double dflops = q * w.decode_context * decode_flops_per_key /
                   chip().Peak(hw::Dtype::kBf16).si();
   return w.decode_seqs * attn_per_seq + std::max(kv, dflops) +
@@ -868,7 +880,7 @@ double StepCostModel::Impl::DraftTime(const StepWork& w) const {
   auto head = [&](double tokens, const StepWork& one) {
     if (!(tokens > 0)) return 0.0;
     StepWork a = one;
-    double attn = std::max(a.decode_context * kv_bytes_per_token / W,
+    double attn = std::max(KvRead(a.decode_context),
                            a.decode_context * decode_flops_per_key /
                                chip().Peak(hw::Dtype::kBf16).si()) +
                   a.prefill_pairs * prefill_flops_per_pair / prefill_attn_rate;
@@ -1207,6 +1219,13 @@ Result<std::shared_ptr<StepCostModel::Impl>> BuildImpl(
   const double ctx = cfg.prompt + cfg.output / 2;
   x->kv_bytes_per_token =
       model::KvCacheBytes(m, ctx, cfg.kv) / ctx / x->kv_shard;
+  // SGLang runs MLA decode with its FlashAttention-3 backend on Hopper (its
+  // default there); over an fp8 KV cache that kernel takes the chip's
+  // measured time per cached token and layer, several times its bytes'
+  // (docs/model.md 7.2). Each chip holds 1/kv_shard of the sequences.
+  if (copies && m.mla && cfg.kv == hw::Dtype::kFp8 && cfg.engine == "sglang") {
+    x->kv_token_time = x->L * x->eff.mla_fp8_kv_token.si() / x->kv_shard;
+  }
   // Decode attention kernels run a work unit per sequence and KV head
   // (FlashAttention's and FlashInfer's decode grids), each taking the
   // chip's measured attention_decode_head beyond the KV bytes (docs/model.md
@@ -1304,6 +1323,14 @@ void Summarize(const StepCostModel::Impl& x, double attn_time,
   if (x.g > 1 && ar.active && ar.per_byte * cfg.batch * x.D * 2 < ar.latency) {
     est->notes.emplace_back(
         "tensor-parallel all-reduces are latency-bound at this batch");
+  }
+  if (x.kv_token_time > 0) {
+    est->notes.push_back(fmt::format(
+        "SGLang's FlashAttention-3 MLA decode over the fp8 KV cache: {} per "
+        "cached token and layer ({}'s measured kernel, catalog "
+        "mla_fp8_kv_token), {:.1f}x the time of its bytes",
+        units::FormatSeconds(x.eff.mla_fp8_kv_token), x.chip().id,
+        x.kv_token_time / (x.kv_bytes_per_token / x.W)));
   }
   // Which all-reduce time the decode step used (docs/model.md 7.2).
   if (!x.peak && x.g > 1) {

@@ -35,6 +35,7 @@ std::string EfficiencyUnit(std::string_view key) {
       {"gather", "of the hbm rate"},
       {"kernel_launch", "per small kernel"},
       {"attention_decode_head", "per sequence and KV head"},
+      {"mla_fp8_kv_token", "per cached token and layer"},
       {"moe_floor", "per MoE layer"},
       {"moe_stream", "of the HBM peak"},
       {"moe_floor_fp8", "per MoE layer"},

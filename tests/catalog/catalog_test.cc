@@ -381,20 +381,21 @@ TEST(CatalogEfficiency, BadValuesNameFileLineKeyAndForm) {
   EXPECT_EQ(error("attention_ramp = false", "attention_ramp = 1"),
             "chips/x1.toml:30: efficiency.attention_ramp: expected true or "
             "false");
-  EXPECT_EQ(error("gemm_max =", "gemm_maks ="),
-            "chips/x1.toml:26: efficiency.gemm_maks: unknown key (did you "
-            "mean 'gemm_max'?); expected one of: attention, "
-            "attention_decode_head, attention_fa2, attention_ramp, "
-            "collective_launch, date, "
-            "defaults_from, "
-            "gather, gemm_max, gemm_max_fp4, gemm_max_fp8, gemm_stream, hbm, "
-            "kernel_launch, moe_floor, moe_floor_fp8, moe_prefill, "
-            "moe_prefill_act, moe_prefill_act_fp8, moe_prefill_fp8, "
-            "moe_stream, moe_stream_fp8, "
-            "op_overhead, "
-            "source, "
-            "tile_m, "
-            "tile_n, wave_units");
+  EXPECT_EQ(
+      error("gemm_max =", "gemm_maks ="),
+      "chips/x1.toml:26: efficiency.gemm_maks: unknown key (did you "
+      "mean 'gemm_max'?); expected one of: attention, "
+      "attention_decode_head, attention_fa2, attention_ramp, "
+      "collective_launch, date, "
+      "defaults_from, "
+      "gather, gemm_max, gemm_max_fp4, gemm_max_fp8, gemm_stream, hbm, "
+      "kernel_launch, mla_fp8_kv_token, moe_floor, moe_floor_fp8, moe_prefill, "
+      "moe_prefill_act, moe_prefill_act_fp8, moe_prefill_fp8, "
+      "moe_stream, moe_stream_fp8, "
+      "op_overhead, "
+      "source, "
+      "tile_m, "
+      "tile_n, wave_units");
   EXPECT_EQ(
       error(", source = \"no SMs\"", ""),
       "chips/x1.toml: missing required key: efficiency.wave_units.source");

@@ -703,6 +703,32 @@ TEST(StepCost, SglangPiecewiseGraphsByDefault) {
   EXPECT_GT(floor_of("sglang@0.5.12", "mi300x:8x1", false, false), 0.08);
 }
 
+// SGLang's FlashAttention-3 MLA decode over an fp8 KV cache (Hopper's
+// default backend for MLA) costs the chip's measured time per cached token
+// and layer, several times its bytes' time; a bf16 cache, another engine
+// (vLLM's kernel is another) and a chip without the measurement keep the
+// KV bytes at the HBM rate.
+TEST(StepCost, SglangMlaFp8KvCacheOnHopper) {
+  auto attention = [](const char* engine, const char* system, hw::Dtype kv) {
+    ServeConfig c = Config(8, 1, 64, hw::Dtype::kFp8);
+    c.kv = kv;
+    ApplyEngineHostTime(engine, EngineHostTime(engine), &c);
+    auto m = StepCostModel::Create(Model("deepseek-v3"), System(system), c);
+    EXPECT_TRUE(m.has_value());
+    return m ? m->Cost(StepWork{64, 64 * 4096.0, 0, 0}).attention.si() : -1.0;
+  };
+  const double fa3 = attention("sglang@0.5.6", "h200:8x1", hw::Dtype::kFp8);
+  // 64 x 4096 tokens x 61 layers x 1.942 ns (aiconfigurator's H200 table
+  // reads 536 us per layer at batch 64, context 4095: 32.7 ms).
+  EXPECT_GT(fa3, 64 * 4096.0 * 61 * 1.942e-9);
+  EXPECT_LT(fa3, 1.1 * 64 * 4096.0 * 61 * 1.942e-9);
+  const double bf16 = attention("sglang@0.5.6", "h200:8x1", hw::Dtype::kBf16);
+  EXPECT_GT(fa3, 5 * bf16);
+  EXPECT_LT(attention("vllm@0.10.1", "h200:8x1", hw::Dtype::kFp8), bf16);
+  EXPECT_LT(attention("sglang@0.5.6", "b200:8x1", hw::Dtype::kFp8),
+            attention("sglang@0.5.6", "b200:8x1", hw::Dtype::kBf16));
+}
+
 // SGLang picks its MoE runner: from 0.5.4 (PR #11816) flashinfer_trtllm on
 // Blackwell for DeepSeek-V3's architecture in fp8 or fp4; a named runner
 // stands; elsewhere the engine's default kernel (empty).

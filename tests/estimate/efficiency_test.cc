@@ -338,10 +338,18 @@ TEST(RealisticEfficiency, CatalogValuesByChip) {
     const bool prefill = id == "h100" || id == "h200" || id == "b200";
     EXPECT_EQ(d.moe_prefill.has_value(), prefill);
     EXPECT_EQ(d.moe_prefill_act_fp8.has_value(), prefill);
+    // mla_fp8_kv_token: H100 and H200, aiconfigurator's SGLang MLA tables
+    // (tools/dev/aic_mla_fp8_kv.mjs); optional, not borrowed.
+    const std::map<std::string, double> kMlaFp8 = {{"h100", 2.095e-9},
+                                                   {"h200", 1.942e-9}};
+    const auto mla = kMlaFp8.find(id);
+    const bool mla_fp8 = mla != kMlaFp8.end();
+    EXPECT_EQ(d.mla_fp8_kv_token.has_value(), mla_fp8);
+    EXPECT_DOUBLE_EQ(e.mla_fp8_kv_token.si(), mla_fp8 ? mla->second : 0.0);
     EXPECT_EQ(chip.efficiency.sources.size(),
               (fp4 || tpu ? 12u : 11u) + (cdna3 ? 1u : 0u) +
                   (measured ? 1u : 0u) + (per_head ? 1u : 0u) +
-                  (prefill ? 4u : 0u) +
+                  (mla_fp8 ? 1u : 0u) + (prefill ? 4u : 0u) +
                   (moe == kMoe.end()              ? 0u
                    : moe->second.floor_fp8_us > 0 ? 4u
                                                   : 2u));

@@ -28,6 +28,9 @@ struct ChipEfficiency {
   // The decode attention kernel's time per sequence and KV head per layer
   // (the chip's `attention_decode_head`; 0: none).
   units::Seconds attention_decode_head;
+  // SGLang's FlashAttention-3 MLA decode over an fp8 KV cache: time per
+  // cached token per layer (the chip's `mla_fp8_kv_token`; 0: none).
+  units::Seconds mla_fp8_kv_token;
   double attention = 1.0;  // fused attention kernel, fraction of peak
   // FlashAttention-2 on this chip (the pre-FA3 kernel generation on Hopper);
   // equal to `attention` where FA2 is the chip's best (A100) or unmeasured.

@@ -158,6 +158,11 @@ struct ChipEfficiencyData {
   // and head: docs/model.md 7.2). Optional and never borrowed (outside
   // ForEachEfficiencyField): a chip whose file leaves it out has none.
   std::optional<units::Seconds> attention_decode_head;
+  // SGLang's MLA decode attention (its FlashAttention-3 backend, the default
+  // on Hopper) over an fp8 KV cache: time per cached token of the decoding
+  // sequences per layer, whatever the bytes (docs/model.md 7.2). Optional
+  // and never borrowed: a chip whose file leaves it out has none.
+  std::optional<units::Seconds> mla_fp8_kv_token;
   // The engines' fused-MoE op at decode batches: its fixed time and its
   // streaming of the touched experts' weights, of the HBM peak, for bf16
   // experts and (`_fp8`) fp8 ones (docs/model.md 7.2). Optional, each pair
@@ -215,6 +220,7 @@ void ForEachOptionalEfficiencyField(Data& d, F&& f) {
   f("gather", d.gather);
   f("kernel_launch", d.kernel_launch);
   f("attention_decode_head", d.attention_decode_head);
+  f("mla_fp8_kv_token", d.mla_fp8_kv_token);
   f("moe_floor", d.moe_floor);
   f("moe_stream", d.moe_stream);
   f("moe_floor_fp8", d.moe_floor_fp8);
