@@ -461,6 +461,7 @@ def serve(
     engine: _Opt | None = ...,
     piecewise_cuda_graph: bool | None = ...,
     moe_runner_backend: _Opt | None = ...,
+    attention_backend: _Opt | None = ...,
     disable_shared_experts_fusion: bool | None = ...,
     power_cap: _Opt | None = ...,
     rate: _Opt | None = ...,

@@ -1223,7 +1223,8 @@ Result<std::shared_ptr<StepCostModel::Impl>> BuildImpl(
   // default there); over an fp8 KV cache that kernel takes the chip's
   // measured time per cached token and layer, several times its bytes'
   // (docs/model.md 7.2). Each chip holds 1/kv_shard of the sequences.
-  if (copies && m.mla && cfg.kv == hw::Dtype::kFp8 && cfg.engine == "sglang") {
+  if (copies && m.mla && cfg.kv == hw::Dtype::kFp8 && cfg.engine == "sglang" &&
+      (cfg.attention_backend.empty() || cfg.attention_backend == "fa3")) {
     x->kv_token_time = x->L * x->eff.mla_fp8_kv_token.si() / x->kv_shard;
   }
   // Decode attention kernels run a work unit per sequence and KV head
@@ -1757,6 +1758,36 @@ Result<std::string> ParseMoeRunner(std::string_view text,
         "flashinfer_trtllm, flashinfer_cutlass, cutlass, "
         "deep_gemm, ...), got '" +
             std::string(text) + "'" + DidYouMean(t, kRunners),
+        where);
+  }
+  return t;
+}
+
+Result<std::string> ParseAttentionBackend(std::string_view text,
+                                          const std::string& where) {
+  static const std::vector<std::string> kBackends = {"fa3",
+                                                     "fa4",
+                                                     "flashinfer",
+                                                     "triton",
+                                                     "trtllm_mla",
+                                                     "trtllm_mha",
+                                                     "flashmla",
+                                                     "cutlass_mla",
+                                                     "aiter",
+                                                     "torch_native",
+                                                     "flex_attention",
+                                                     "nsa",
+                                                     "wave",
+                                                     "dual_chunk_flash_attn",
+                                                     "ascend",
+                                                     "intel_amx",
+                                                     "intel_xpu"};
+  const std::string t = ToLower(std::string(text));
+  if (std::find(kBackends.begin(), kBackends.end(), t) == kBackends.end()) {
+    return InvalidArgument(
+        "expected an SGLang attention backend (fa3, flashinfer, triton, "
+        "trtllm_mla, flashmla, cutlass_mla, aiter, ...), got '" +
+            std::string(text) + "'" + DidYouMean(t, kBackends),
         where);
   }
   return t;

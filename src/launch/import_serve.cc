@@ -598,6 +598,12 @@ Result<ImportedServing> ImportSglang(const LaunchInput& in,
     c.moe_runner = *r;
   }
   if (a.Has("--disable-shared-experts-fusion")) c.shared_experts_fusion = false;
+  const std::string backend = a.Str("--attention-backend");
+  if (!backend.empty()) {
+    auto b = estimate::ParseAttentionBackend(backend, "--attention-backend");
+    if (!b) return tl::unexpected(b.error());
+    c.attention_backend = *b;
+  }
   // --max-prefill-tokens bounds a prefill step's new tokens beside the
   // chunk size (SGLang's PrefillAdder: rem_input_tokens).
   auto prefill = a.Int("--max-prefill-tokens", 0);
@@ -739,6 +745,7 @@ std::vector<std::string> SglangArguments() {
           "--enable-piecewise-cuda-graph / --disable-piecewise-cuda-graph",
           "--moe-runner-backend",
           "--disable-shared-experts-fusion",
+          "--attention-backend",
           "--context-length",
           "--quantization",
           "--kv-cache-dtype",

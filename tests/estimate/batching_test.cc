@@ -709,9 +709,11 @@ TEST(StepCost, SglangPiecewiseGraphsByDefault) {
 // (vLLM's kernel is another) and a chip without the measurement keep the
 // KV bytes at the HBM rate.
 TEST(StepCost, SglangMlaFp8KvCacheOnHopper) {
-  auto attention = [](const char* engine, const char* system, hw::Dtype kv) {
+  auto attention = [](const char* engine, const char* system, hw::Dtype kv,
+                      const char* backend = "") {
     ServeConfig c = Config(8, 1, 64, hw::Dtype::kFp8);
     c.kv = kv;
+    c.attention_backend = backend;
     ApplyEngineHostTime(engine, EngineHostTime(engine), &c);
     auto m = StepCostModel::Create(Model("deepseek-v3"), System(system), c);
     EXPECT_TRUE(m.has_value());
@@ -725,6 +727,16 @@ TEST(StepCost, SglangMlaFp8KvCacheOnHopper) {
   const double bf16 = attention("sglang@0.5.6", "h200:8x1", hw::Dtype::kBf16);
   EXPECT_GT(fa3, 5 * bf16);
   EXPECT_LT(attention("vllm@0.10.1", "h200:8x1", hw::Dtype::kFp8), bf16);
+  // SGLang told to attend with another kernel (--attention-backend).
+  EXPECT_EQ(attention("sglang@0.5.6", "h200:8x1", hw::Dtype::kFp8, "fa3"), fa3);
+  EXPECT_LT(
+      attention("sglang@0.5.6", "h200:8x1", hw::Dtype::kFp8, "flashinfer"),
+      bf16);
+  EXPECT_TRUE(ParseAttentionBackend("FA3", "x").has_value());
+  auto typo = ParseAttentionBackend("fa33", "--attention-backend");
+  ASSERT_FALSE(typo.has_value());
+  EXPECT_NE(typo.error().ToString().find("did you mean 'fa3'"),
+            std::string::npos);
   EXPECT_LT(attention("sglang@0.5.6", "b200:8x1", hw::Dtype::kFp8),
             attention("sglang@0.5.6", "b200:8x1", hw::Dtype::kBf16));
 }

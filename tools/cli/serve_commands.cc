@@ -80,6 +80,8 @@ struct ServeCli {
   int prefill_graph = -1;
   // SGLang's --moe-runner-backend; empty: the engine's own choice.
   std::string moe_runner;
+  // SGLang's --attention-backend; empty: the engine's own choice.
+  std::string attention_backend;
   // SGLang's --disable-shared-experts-fusion.
   bool no_shared_fusion = false;
   int redundant_experts = 0;
@@ -682,6 +684,9 @@ static void PutServeExtensions(const estimate::ServeConfig& cfg,
     (*j)["inputs"]["kv_free_fraction"] = cfg.kv_free_fraction;
   }
   if (!cfg.moe_runner.empty()) (*j)["inputs"]["moe_runner"] = cfg.moe_runner;
+  if (!cfg.attention_backend.empty()) {
+    (*j)["inputs"]["attention_backend"] = cfg.attention_backend;
+  }
   if (cfg.expert_weights) {
     (*j)["expert_weights"] = std::string(hw::DtypeName(*cfg.expert_weights));
   }
@@ -1437,6 +1442,12 @@ static Result<std::vector<std::string>> ApplyServeFrom(
     o->moe_runner = c.moe_runner;
   }
   if (!c.shared_experts_fusion) o->no_shared_fusion = true;
+  if (!c.attention_backend.empty()) {
+    if (app.count("--attention-backend") > 0) {
+      return LineSetsThis("--attention-backend");
+    }
+    o->attention_backend = c.attention_backend;
+  }
   if (r->overlap_schedule >= 0) {
     if (app.count("--overlap-schedule") > 0) {
       return LineSetsThis("--overlap-schedule");
@@ -1555,6 +1566,13 @@ Command AddServeCommand(CLI::App& app) {
       "(B200); auto (the default) is the engine's choice: SGLang from 0.5.4 "
       "runs flashinfer_trtllm on Blackwell for DeepSeek-V3-architecture fp8 "
       "and fp4 checkpoints, else its Triton kernel (docs/model.md 7.2)");
+  c.app->add_option(
+      "--attention-backend", o->attention_backend,
+      "The attention kernel (SGLang --attention-backend): fa3, SGLang's "
+      "default for MLA models on Hopper, decodes over an fp8 KV cache at the "
+      "chip's measured time per cached token (catalog mla_fp8_kv_token, "
+      "H100 and H200); another backend keeps the cache's bytes at the HBM "
+      "rate (docs/model.md 7.2)");
   c.app->add_flag(
       "--disable-shared-experts-fusion", o->no_shared_fusion,
       "Run DeepSeek's shared expert apart from the routed experts' fused-MoE "
@@ -1621,6 +1639,12 @@ Command AddServeCommand(CLI::App& app) {
       cfg->moe_runner = *runner;
     }
     cfg->shared_experts_fusion = !o->no_shared_fusion;
+    if (!o->attention_backend.empty()) {
+      auto backend = estimate::ParseAttentionBackend(o->attention_backend,
+                                                     "--attention-backend");
+      if (!backend) return tl::unexpected(backend.error());
+      cfg->attention_backend = *backend;
+    }
     auto b = ParseOption<double>("--batch", o->batch,
                                  [](auto& t) { return units::ParseCount(t); });
     if (!b) return tl::unexpected(b.error());

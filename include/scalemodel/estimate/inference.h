@@ -129,6 +129,10 @@ struct ServeConfig {
   // "auto": the engine's own choice (MoeRunner). A runner with a measured
   // fit on the chip (catalog [[moe_engine]] with `kernel`) takes that fit.
   std::string moe_runner;
+  // SGLang's --attention-backend ("fa3", "flashinfer", "trtllm_mla", ...);
+  // empty: the engine's own choice (FlashAttention-3 for MLA models on
+  // Hopper). Only fa3 (or empty) takes the chip's mla_fp8_kv_token.
+  std::string attention_backend;
   // The engine as named with its release ("sglang@0.5.6"); empty when
   // unknown. ApplyEngineHostTime sets it; the release rules read it
   // (EngineDefaultsToFlashinferMoe, EngineFusesSharedExperts).
@@ -164,6 +168,11 @@ bool UnfusedRouter(const hw::Chip& chip, const model::ModelSpec& m,
                    const ServeConfig& cfg, std::string_view runner);
 
 // The MoE runner the replica runs (realistic mode, docs/model.md 7.2):
+// SGLang's --attention-backend names (server_args.py's choices), lower
+// case; an error names `where` with "did you mean" for a near miss.
+Result<std::string> ParseAttentionBackend(std::string_view text,
+                                          const std::string& where);
+
 // `cfg.moe_runner` when given (other than "auto"); else SGLang's own
 // choice, "flashinfer_trtllm" where the release picks it
 // (EngineDefaultsToFlashinferMoe of cfg.engine_release) on an
