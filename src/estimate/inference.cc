@@ -1738,6 +1738,25 @@ bool EngineDefaultsToFlashinferMoe(std::string_view engine) {
   return SglangAtLeast(engine, 5, 4);
 }
 
+namespace {
+
+// One of an engine flag's names (`names`, lower case), case-insensitively;
+// else one sentence: what was `expected`, what was found, the nearest name.
+Result<std::string> ParseEngineChoice(std::string_view text,
+                                      const std::vector<std::string>& names,
+                                      const std::string& expected,
+                                      const std::string& where) {
+  const std::string t = ToLower(std::string(text));
+  if (std::find(names.begin(), names.end(), t) == names.end()) {
+    return InvalidArgument("expected " + expected + ", got '" +
+                               std::string(text) + "'" + DidYouMean(t, names),
+                           where);
+  }
+  return t;
+}
+
+}  // namespace
+
 Result<std::string> ParseMoeRunner(std::string_view text,
                                    const std::string& where) {
   static const std::vector<std::string> kRunners = {"auto",
@@ -1751,16 +1770,11 @@ Result<std::string> ParseMoeRunner(std::string_view text,
                                                     "flashinfer_cutlass",
                                                     "flashinfer_cutedsl",
                                                     "flashinfer_mxfp4"};
-  const std::string t = ToLower(std::string(text));
-  if (std::find(kRunners.begin(), kRunners.end(), t) == kRunners.end()) {
-    return InvalidArgument(
-        "expected an SGLang MoE runner (auto, triton, "
-        "flashinfer_trtllm, flashinfer_cutlass, cutlass, "
-        "deep_gemm, ...), got '" +
-            std::string(text) + "'" + DidYouMean(t, kRunners),
-        where);
-  }
-  return t;
+  return ParseEngineChoice(text, kRunners,
+                           "an SGLang MoE runner (auto, triton, "
+                           "flashinfer_trtllm, flashinfer_cutlass, cutlass, "
+                           "deep_gemm, ...)",
+                           where);
 }
 
 Result<std::string> ParseAttentionBackend(std::string_view text,
@@ -1782,15 +1796,11 @@ Result<std::string> ParseAttentionBackend(std::string_view text,
                                                      "ascend",
                                                      "intel_amx",
                                                      "intel_xpu"};
-  const std::string t = ToLower(std::string(text));
-  if (std::find(kBackends.begin(), kBackends.end(), t) == kBackends.end()) {
-    return InvalidArgument(
-        "expected an SGLang attention backend (fa3, flashinfer, triton, "
-        "trtllm_mla, flashmla, cutlass_mla, aiter, ...), got '" +
-            std::string(text) + "'" + DidYouMean(t, kBackends),
-        where);
-  }
-  return t;
+  return ParseEngineChoice(text, kBackends,
+                           "an SGLang attention backend (fa3, flashinfer, "
+                           "triton, trtllm_mla, flashmla, cutlass_mla, aiter, "
+                           "...)",
+                           where);
 }
 
 bool EngineFusesSharedExperts(std::string_view engine, bool amd) {
