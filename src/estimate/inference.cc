@@ -937,6 +937,10 @@ double StepCostModel::Impl::KvPerTokenPerChip() const {
 }
 
 bool StepCostModel::peak() const { return impl_->peak; }
+double StepCostModel::KvTokenTimePerChip() const {
+  return impl_->kv_token_time;
+}
+
 double StepCostModel::KvBytesPerTokenPerChip() const {
   return impl_->KvPerTokenPerChip();
 }

@@ -903,6 +903,15 @@ static Result<Output> RunServeSim(const catalog::Catalog& cat,
                          sched.overlap_schedule ? " (under the step before)"
                                                 : "")
                    : std::string()) +
+              (sc->KvTokenTimePerChip() > 0 &&
+                       sys.chip.efficiency.mla_fp8_kv_token
+                   ? fmt::format(
+                         ", decode attention over the fp8 KV cache "
+                         "at {} per cached token and layer "
+                         "(SGLang's FlashAttention-3 MLA kernel, "
+                         "catalog mla_fp8_kv_token)",
+                         FormatSeconds(*sys.chip.efficiency.mla_fp8_kv_token))
+                   : std::string()) +
               (sched.request_path_s > 0
                    ? fmt::format(
                          ", TTFT and E2E include {} of request path "

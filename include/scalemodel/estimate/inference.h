@@ -474,6 +474,10 @@ class StepCostModel {
   int dp_ranks() const;
   // KV-cache bytes one token of one sequence's context takes on one chip.
   double KvBytesPerTokenPerChip() const;
+  // Decode attention's least time per context token on one chip whatever
+  // its bytes (SGLang's FlashAttention-3 MLA over an fp8 KV cache: layers x
+  // the chip's mla_fp8_kv_token), 0 where the bytes set it.
+  double KvTokenTimePerChip() const;
   // HBM per chip left for the KV cache after the weights and the reserve.
   double KvCapacityBytesPerChip() const;
   double WeightsBytesPerChip() const;
