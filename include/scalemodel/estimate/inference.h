@@ -168,11 +168,6 @@ bool UnfusedRouter(const hw::Chip& chip, const model::ModelSpec& m,
                    const ServeConfig& cfg, std::string_view runner);
 
 // The MoE runner the replica runs (realistic mode, docs/model.md 7.2):
-// SGLang's --attention-backend names (server_args.py's choices), lower
-// case; an error names `where` with "did you mean" for a near miss.
-Result<std::string> ParseAttentionBackend(std::string_view text,
-                                          const std::string& where);
-
 // `cfg.moe_runner` when given (other than "auto"); else SGLang's own
 // choice, "flashinfer_trtllm" where the release picks it
 // (EngineDefaultsToFlashinferMoe of cfg.engine_release) on an
@@ -192,6 +187,11 @@ bool EngineDefaultsToFlashinferMoe(std::string_view engine);
 // flashinfer_mxfp4; an unknown one is an error naming `where`.
 Result<std::string> ParseMoeRunner(std::string_view text,
                                    const std::string& where);
+
+// SGLang's --attention-backend names (server_args.py's choices), lower
+// case; an error names `where` with "did you mean" for a near miss.
+Result<std::string> ParseAttentionBackend(std::string_view text,
+                                          const std::string& where);
 
 // Errors when `cfg.expert_weights` is given for a dense model (one
 // sentence naming --expert-weights); EstimateServing checks it too.
