@@ -180,6 +180,8 @@ void ReadEfficiency(TableReader& r, const std::string& cite,
                        &e->attention_decode_head, &e->sources);
   ReadOptionalDuration(r, "mla_fp8_kv_token", cite, &e->mla_fp8_kv_token,
                        &e->sources);
+  ReadOptionalDuration(r, "block_fp8_k_step", cite, &e->block_fp8_k_step,
+                       &e->sources);
   // The fused-MoE fit's two terms come as a pair (one fit).
   auto moe_pair = [&](const char* floor_key, const char* stream_key,
                       std::optional<units::Seconds>* floor,

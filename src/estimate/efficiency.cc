@@ -128,6 +128,7 @@ ChipEfficiency RealisticEfficiencyAtBoost(const hw::Chip& chip) {
   e.attention_decode_head =
       d.attention_decode_head.value_or(e.attention_decode_head);
   e.mla_fp8_kv_token = d.mla_fp8_kv_token.value_or(e.mla_fp8_kv_token);
+  e.block_fp8_k_step = d.block_fp8_k_step.value_or(e.block_fp8_k_step);
   return e;
 }
 

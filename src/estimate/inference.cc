@@ -190,6 +190,13 @@ struct StepCostModel::Impl {
   // layer.
   bool unfused_router = false;
   double slots = 0;  // routed-expert slots, num_experts + redundant
+  // Block-scaled fp8 dense GEMMs on an untuned kernel configuration
+  // (UntunedBlockFp8): the chip's time per 128-wide K step of one
+  // workgroup's 128 x 128 tile, s; 0: the tuned kernels (GemmTime).
+  double untuned_block_step = 0;
+  // One dense GEMM of the dense group, [rows, inner] x [inner, cols]: at
+  // least the untuned kernel's time when untuned_block_step is set.
+  double DenseGemm(double rows, double cols, double inner) const;
   // Rows of attention, dense-MLP and output GEMMs per chip for `tokens`
   // tokens in the replica: all of them, or 1/ep with DP attention.
   double DenseRows(double tokens) const {
@@ -666,19 +673,56 @@ double StepCostModel::Impl::DenseMatmuls(double rows) const {
   double qkv = m.mla ? (pc.attention / L / D - rep) / g + rep
                      : (m.num_heads + 2.0 * m.num_kv_heads) * m.head_dim / g;
   double up = m.gated_mlp ? 2 : 1;
-  double per_layer = Gemm(rows, qkv, D);
+  double per_layer = 0;
   if (!m.mla) {
-    per_layer +=
-        Gemm(rows, D, static_cast<double>(m.num_heads) * m.head_dim / g);
+    per_layer =
+        DenseGemm(rows, qkv, D) +
+        DenseGemm(rows, D, static_cast<double>(m.num_heads) * m.head_dim / g);
+  } else {
+    per_layer = Gemm(rows, qkv, D);
+    if (untuned_block_step > 0) {
+      // An untuned kernel's time depends on each GEMM's own K: MLA's
+      // block-fp8 projections one by one (the fused q_a / kv_a
+      // down-projection, q_b, the output projection; kv_b's weights run as
+      // batched matmuls in the absorbed decode, and its K of 512 is four
+      // steps in prefill, left out), each the excess over its tuned time.
+      const model::MlaSpec& a = *m.mla;
+      const double heads = m.num_heads / g;
+      const double q_lora = std::max(0, a.q_lora_rank);
+      const double shapes[][2] = {
+          {q_lora + a.kv_lora_rank + a.qk_rope_head_dim, D},
+          {heads * (a.qk_nope_head_dim + a.qk_rope_head_dim),
+           q_lora > 0 ? q_lora : D},
+          {D, heads * a.v_head_dim}};
+      for (const auto& s : shapes) {
+        per_layer += DenseGemm(rows, s[0], s[1]) - Gemm(rows, s[0], s[1]);
+      }
+    }
   }
-  double dense_mlp = Gemm(rows, up * m.ffn / g, D) +
-                     Gemm(rows, D, static_cast<double>(m.ffn) / g);
+  double dense_mlp = DenseGemm(rows, up * m.ffn / g, D) +
+                     DenseGemm(rows, D, static_cast<double>(m.ffn) / g);
   double shared = 0;
   if (m.is_moe() && m.moe.num_shared_experts > 0 && !fused_shared) {
     const double fs = SharedFfn();
-    shared = Gemm(rows, up * fs / g, D) + Gemm(rows, D, fs / g);
+    shared = DenseGemm(rows, up * fs / g, D) + DenseGemm(rows, D, fs / g);
   }
   return L * per_layer + (L - moe_layers) * dense_mlp + moe_layers * shared;
+}
+
+// A block-scaled fp8 GEMM on an untuned configuration (docs/model.md 7.2):
+// each workgroup computes one 128 x 128 output tile and walks K in 128-wide
+// steps, one step taking the chip's measured block_fp8_k_step whatever the
+// rows in the tile; the tiles run in waves over the chip's compute units.
+// Without split-K a skinny GEMM (N = 2,112 outputs: 17 tiles on 304 units)
+// leaves most of the chip idle and takes K / 128 steps in a row.
+double StepCostModel::Impl::DenseGemm(double rows, double cols,
+                                      double inner) const {
+  const double tuned = Gemm(rows, cols, inner);
+  if (!(untuned_block_step > 0) || !(rows > 0) || !(cols > 0)) return tuned;
+  constexpr double kTile = 128;
+  const double tiles = std::ceil(rows / kTile) * std::ceil(cols / kTile);
+  const double waves = eff.units > 0 ? std::ceil(tiles / eff.units) : 1.0;
+  return std::max(tuned, waves * std::ceil(inner / kTile) * untuned_block_step);
 }
 
 // DP attention's busiest rank (realistic mode): a request lives on one DP
@@ -1159,6 +1203,16 @@ Result<std::shared_ptr<const StepCostModel>> BuildDraft(
   return std::make_shared<const StepCostModel>(*draft);
 }
 
+// SGLang releases whose ROCm images pin an aiter without tuned gfx942
+// configurations for block-scaled fp8 GEMMs: before 0.5.10 (0.5.9 ships
+// aiter v0.1.10.post3; the gfx942 DeepSeek shapes came with aiter PR
+// #2024, first in v0.1.11, which sglang PR #19936 pinned on 2026-03-05).
+bool UntunedBlockFp8Release(std::string_view engine) {
+  if (EngineFamily(engine) != "sglang") return false;
+  const EngineRelease r = ParseEngineRelease(engine);
+  return r.parts >= 1 && !r.AtLeast(0, 5, 10);
+}
+
 // The replica's constants: rates, parameter counts, collective
 // coefficients, the per-token KV and attention coefficients and the fixed
 // per-step cost.
@@ -1230,6 +1284,14 @@ Result<std::shared_ptr<StepCostModel::Impl>> BuildImpl(
   if (copies && m.mla && cfg.kv == hw::Dtype::kFp8 && cfg.engine == "sglang" &&
       (cfg.attention_backend.empty() || cfg.attention_backend == "fa3")) {
     x->kv_token_time = x->L * x->eff.mla_fp8_kv_token.si() / x->kv_shard;
+  }
+  // SGLang before 0.5.10 on a chip with a measured untuned block-fp8 step
+  // (AMD gfx942) runs a block-scaled fp8 checkpoint's dense GEMMs on
+  // aiter's generic Triton configuration (docs/model.md 7.2).
+  if (copies && x->eff.block_fp8_k_step.si() > 0 &&
+      cfg.weights == hw::Dtype::kFp8 && m.fp8_block_k > 0 &&
+      UntunedBlockFp8Release(cfg.engine_release)) {
+    x->untuned_block_step = x->eff.block_fp8_k_step.si();
   }
   // Decode attention kernels run a work unit per sequence and KV head
   // (FlashAttention's and FlashInfer's decode grids), each taking the
@@ -1336,6 +1398,21 @@ void Summarize(const StepCostModel::Impl& x, double attn_time,
         "mla_fp8_kv_token), {:.1f}x the time of its bytes",
         units::FormatSeconds(x.eff.mla_fp8_kv_token), x.chip().id,
         x.kv_token_time / (x.kv_bytes_per_token / x.W)));
+  }
+  if (x.untuned_block_step > 0) {
+    const double rows = x.DenseRows(cfg.batch * x.q);
+    const double extra = x.DenseMatmuls(rows) - [&] {
+      StepCostModel::Impl tuned = x;
+      tuned.untuned_block_step = 0;
+      return tuned.DenseMatmuls(rows);
+    }();
+    est->notes.push_back(fmt::format(
+        "{} runs the block-scaled fp8 dense GEMMs on an untuned kernel "
+        "configuration (128 x 128 tiles, no split-K: {} per 128-wide K step, "
+        "catalog block_fp8_k_step): {} more per decode step than tuned "
+        "kernels (docs/model.md 7.2)",
+        cfg.engine_release, units::FormatSeconds(x.eff.block_fp8_k_step),
+        units::FormatSeconds(units::Seconds(extra))));
   }
   // Which all-reduce time the decode step used (docs/model.md 7.2).
   if (!x.peak && x.g > 1) {

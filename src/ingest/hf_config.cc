@@ -658,6 +658,17 @@ Result<ImportedModel> ParseHfConfig(std::string_view json_text,
                            "/quantization_config/quant_method"));
     if (method == "fp8") {
       m.weight_dtype = hw::Dtype::kFp8;
+      // weight_block_size [n, k]: block-scaled fp8 (DeepSeek-V3's
+      // [128, 128]); absent: one scale per tensor or channel.
+      const json block = quant.value("weight_block_size", json());
+      if (block.is_array() && block.size() == 2 && block[1].is_number() &&
+          block[1].get<double>() >= 1 && block[1].get<double>() <= 1 << 20) {
+        m.fp8_block_k = static_cast<int>(block[1].get<double>());
+      } else if (!block.is_null()) {
+        r.Fail("/quantization_config/weight_block_size",
+               "expected two block sizes [n, k] of 1 to 1048576, got " +
+                   Excerpt(block.dump()));
+      }
     } else if (method == "mxfp4") {
       // gpt-oss: MXFP4 routed experts; attention, router, embeddings and
       // the output layer stay in the checkpoint's dtype

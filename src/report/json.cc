@@ -36,6 +36,7 @@ std::string EfficiencyUnit(std::string_view key) {
       {"kernel_launch", "per small kernel"},
       {"attention_decode_head", "per sequence and KV head"},
       {"mla_fp8_kv_token", "per cached token and layer"},
+      {"block_fp8_k_step", "per 128-wide K step of an untuned block-fp8 tile"},
       {"moe_floor", "per MoE layer"},
       {"moe_stream", "of the HBM peak"},
       {"moe_floor_fp8", "per MoE layer"},

@@ -386,6 +386,7 @@ TEST(CatalogEfficiency, BadValuesNameFileLineKeyAndForm) {
       "chips/x1.toml:26: efficiency.gemm_maks: unknown key (did you "
       "mean 'gemm_max'?); expected one of: attention, "
       "attention_decode_head, attention_fa2, attention_ramp, "
+      "block_fp8_k_step, "
       "collective_launch, date, "
       "defaults_from, "
       "gather, gemm_max, gemm_max_fp4, gemm_max_fp8, gemm_stream, hbm, "

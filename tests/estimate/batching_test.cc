@@ -703,6 +703,52 @@ TEST(StepCost, SglangPiecewiseGraphsByDefault) {
   EXPECT_GT(floor_of("sglang@0.5.12", "mi300x:8x1", false, false), 0.08);
 }
 
+// SGLang before 0.5.10 on gfx942 runs a block-scaled fp8 checkpoint's dense
+// GEMMs on aiter's untuned configuration: 128 x 128 tiles, no split-K, the
+// chip's block_fp8_k_step per 128-wide K step. DeepSeek-V3 at TP 8, one
+// decoding sequence: per layer the q_a/kv_a projection (2,112 columns, K
+// 7,168: 56 steps), q_b (3,072 columns, K 1,536: 12) and the output
+// projection (7,168, K 2,048: 16); the three dense layers' MLP (4,608, K
+// 7,168: 56; 7,168, K 2,304: 18); each one wave of tiles on 304 units.
+TEST(StepCost, UntunedBlockFp8GemmsOnGfx942) {
+  auto step = [](const char* engine, const char* system, hw::Dtype w,
+                 bool block) {
+    ServeConfig c = Config(8, 1, 1, w);
+    ApplyEngineHostTime(engine, EngineHostTime(engine), &c);
+    model::ModelSpec m = Model("deepseek-v3");
+    if (!block) m.fp8_block_k = 0;
+    auto s = StepCostModel::Create(m, System(system), c);
+    EXPECT_TRUE(s.has_value());
+    return s ? s->Cost(StepWork{1, 1024, 0, 0}).total().si() : -1.0;
+  };
+  EXPECT_EQ(Model("deepseek-v3").fp8_block_k, 128);
+  const double untuned =
+      step("sglang@0.5.7", "mi300x:8x1", hw::Dtype::kFp8, true);
+  const double tuned =
+      step("sglang@0.5.12", "mi300x:8x1", hw::Dtype::kFp8, true);
+  const double k_step = 2.18e-6;
+  const double all_untuned = k_step * (61 * (56 + 12 + 16) + 3 * (56 + 18));
+  // The excess over the tuned kernels: the untuned time less the tuned
+  // GEMMs' (a few percent of it at one row).
+  EXPECT_LT(untuned - tuned, all_untuned);
+  EXPECT_GT(untuned - tuned, 0.93 * all_untuned);
+  // Released aiter configs (0.5.10 on), bf16 weights, a checkpoint with one
+  // scale per tensor and a chip without the measurement keep the tuned time.
+  EXPECT_EQ(step("sglang@0.5.10", "mi300x:8x1", hw::Dtype::kFp8, true), tuned);
+  EXPECT_EQ(step("sglang", "mi300x:8x1", hw::Dtype::kFp8, true), tuned);
+  EXPECT_EQ(step("sglang@0.5.7", "mi300x:8x1", hw::Dtype::kBf16, true),
+            step("sglang@0.5.12", "mi300x:8x1", hw::Dtype::kBf16, true));
+  EXPECT_EQ(step("sglang@0.5.7", "mi300x:8x1", hw::Dtype::kFp8, false),
+            step("sglang@0.5.12", "mi300x:8x1", hw::Dtype::kFp8, false));
+  EXPECT_EQ(step("vllm@0.9.0", "mi300x:8x1", hw::Dtype::kFp8, true),
+            step("vllm@0.11.0", "mi300x:8x1", hw::Dtype::kFp8, true));
+  EXPECT_EQ(step("sglang@0.5.7", "mi355x:8x1", hw::Dtype::kFp8, true),
+            step("sglang@0.5.12", "mi355x:8x1", hw::Dtype::kFp8, true));
+  EXPECT_GT(step("sglang@0.5.9", "mi325x:8x1", hw::Dtype::kFp8, true),
+            step("sglang@0.5.12", "mi325x:8x1", hw::Dtype::kFp8, true) +
+                0.93 * all_untuned);
+}
+
 // SGLang's FlashAttention-3 MLA decode over an fp8 KV cache (Hopper's
 // default backend for MLA) costs the chip's measured time per cached token
 // and layer, several times its bytes' time; a bf16 cache, another engine

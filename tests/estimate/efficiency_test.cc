@@ -346,10 +346,16 @@ TEST(RealisticEfficiency, CatalogValuesByChip) {
     const bool mla_fp8 = mla != kMlaFp8.end();
     EXPECT_EQ(d.mla_fp8_kv_token.has_value(), mla_fp8);
     EXPECT_DOUBLE_EQ(e.mla_fp8_kv_token.si(), mla_fp8 ? mla->second : 0.0);
+    // block_fp8_k_step: the gfx942 chips (MI300X, MI325X), aiter PR #1930;
+    // optional, not borrowed.
+    const bool gfx942 = id == "mi300x" || id == "mi325x";
+    EXPECT_EQ(d.block_fp8_k_step.has_value(), gfx942);
+    EXPECT_DOUBLE_EQ(e.block_fp8_k_step.si(), gfx942 ? 2.18e-6 : 0.0);
     EXPECT_EQ(chip.efficiency.sources.size(),
               (fp4 || tpu ? 12u : 11u) + (cdna3 ? 1u : 0u) +
-                  (measured ? 1u : 0u) + (per_head ? 1u : 0u) +
-                  (mla_fp8 ? 1u : 0u) + (prefill ? 4u : 0u) +
+                  (gfx942 ? 1u : 0u) + (measured ? 1u : 0u) +
+                  (per_head ? 1u : 0u) + (mla_fp8 ? 1u : 0u) +
+                  (prefill ? 4u : 0u) +
                   (moe == kMoe.end()              ? 0u
                    : moe->second.floor_fp8_us > 0 ? 4u
                                                   : 2u));

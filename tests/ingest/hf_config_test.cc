@@ -199,6 +199,25 @@ TEST(HfConfigTest, QkNormOverAllHeads) {
   EXPECT_FALSE(flag(R"(, "model_type": "minimax_m2", "use_qk_norm": false)"));
 }
 
+// An fp8 checkpoint's weight_block_size [n, k] marks block-scaled fp8
+// (DeepSeek-V3's 128 x 128); without it the scales are per tensor.
+TEST(HfConfigTest, Fp8WeightBlockSize) {
+  auto block = [](const std::string& quant) {
+    auto m = ParseHfConfig(Config(", \"quantization_config\": " + quant),
+                           "cfg.json");
+    return m ? m->spec.fp8_block_k : -1;
+  };
+  EXPECT_EQ(
+      block(R"({"quant_method": "fp8", "weight_block_size": [128, 128]})"),
+      128);
+  EXPECT_EQ(block(R"({"quant_method": "fp8"})"), 0);
+  EXPECT_EQ(block(R"({"quant_method": "mxfp4"})"), 0);
+  EXPECT_EQ(ErrorOf(Config(", \"quantization_config\": {\"quant_method\": "
+                           "\"fp8\", \"weight_block_size\": [128]}")),
+            "cfg.json: /quantization_config/weight_block_size: expected two "
+            "block sizes [n, k] of 1 to 1048576, got [128]");
+}
+
 TEST(HfConfigTest, HostileInputIsOneSentence) {
   ASSERT_EQ(ErrorOf(Config("")), "(parsed)");
   // Nesting 100,000 deep is refused before parsing, and not echoed.

@@ -31,6 +31,10 @@ struct ChipEfficiency {
   // SGLang's FlashAttention-3 MLA decode over an fp8 KV cache: time per
   // cached token per layer (the chip's `mla_fp8_kv_token`; 0: none).
   units::Seconds mla_fp8_kv_token;
+  // A block-scaled fp8 GEMM on an untuned kernel configuration: time per
+  // 128-wide K step of one workgroup's 128 x 128 tile (the chip's
+  // `block_fp8_k_step`; 0: none).
+  units::Seconds block_fp8_k_step;
   double attention = 1.0;  // fused attention kernel, fraction of peak
   // FlashAttention-2 on this chip (the pre-FA3 kernel generation on Hopper);
   // equal to `attention` where FA2 is the chip's best (A100) or unmeasured.

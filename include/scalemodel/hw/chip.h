@@ -163,6 +163,12 @@ struct ChipEfficiencyData {
   // sequences per layer, whatever the bytes (docs/model.md 7.2). Optional
   // and never borrowed: a chip whose file leaves it out has none.
   std::optional<units::Seconds> mla_fp8_kv_token;
+  // A block-scaled fp8 GEMM run on a generic, untuned kernel configuration
+  // (a 128 x 128 output tile per workgroup, no split-K: AMD gfx942 in SGLang
+  // before 0.5.10): time for one workgroup to walk one 128-wide step of K
+  // (docs/model.md 7.2). Optional and never borrowed: a chip whose file
+  // leaves it out has none.
+  std::optional<units::Seconds> block_fp8_k_step;
   // The engines' fused-MoE op at decode batches: its fixed time and its
   // streaming of the touched experts' weights, of the HBM peak, for bf16
   // experts and (`_fp8`) fp8 ones (docs/model.md 7.2). Optional, each pair
@@ -221,6 +227,7 @@ void ForEachOptionalEfficiencyField(Data& d, F&& f) {
   f("kernel_launch", d.kernel_launch);
   f("attention_decode_head", d.attention_decode_head);
   f("mla_fp8_kv_token", d.mla_fp8_kv_token);
+  f("block_fp8_k_step", d.block_fp8_k_step);
   f("moe_floor", d.moe_floor);
   f("moe_stream", d.moe_stream);
   f("moe_floor_fp8", d.moe_floor_fp8);

@@ -85,6 +85,10 @@ struct ModelSpec {
   long sliding_window = 0;
   std::vector<bool> sliding_layers;
   hw::Dtype weight_dtype = hw::Dtype::kBf16;  // checkpoint dtype
+  // An fp8 checkpoint's scale block along K (quantization_config's
+  // weight_block_size [n, k]: 128 for DeepSeek-V3's 128 x 128 blocks);
+  // 0: not block-scaled (per-tensor or per-channel scales, or not fp8).
+  int fp8_block_k = 0;
   int mtp_layers = 0;  // multi-token-prediction modules, not counted
 
   bool is_moe() const { return moe.num_experts > 0; }
