@@ -335,8 +335,11 @@ TEST(RealisticEfficiency, CatalogValuesByChip) {
     EXPECT_EQ(e.kernel_launch.si(), cdna3 ? 4.5e-6 : 0.0);
     // moe_prefill pairs (bf16 and fp8): the NVIDIA three, fitted to
     // aiconfigurator's tables (tools/dev/aic_moe_prefill.mjs).
+    // MI300X: the bf16 pair alone, fitted to aiter's tuned gfx942 tables.
     const bool prefill = id == "h100" || id == "h200" || id == "b200";
-    EXPECT_EQ(d.moe_prefill.has_value(), prefill);
+    const bool prefill_bf16 = prefill || id == "mi300x";
+    EXPECT_EQ(d.moe_prefill.has_value(), prefill_bf16);
+    EXPECT_EQ(d.moe_prefill_act.has_value(), prefill_bf16);
     EXPECT_EQ(d.moe_prefill_act_fp8.has_value(), prefill);
     // mla_fp8_kv_token: H100 and H200, aiconfigurator's SGLang MLA tables
     // (tools/dev/aic_mla_fp8_kv.mjs); optional, not borrowed.
@@ -355,7 +358,9 @@ TEST(RealisticEfficiency, CatalogValuesByChip) {
               (fp4 || tpu ? 12u : 11u) + (cdna3 ? 1u : 0u) +
                   (gfx942 ? 1u : 0u) + (measured ? 1u : 0u) +
                   (per_head ? 1u : 0u) + (mla_fp8 ? 1u : 0u) +
-                  (prefill ? 4u : 0u) +
+                  (prefill        ? 4u
+                   : prefill_bf16 ? 2u
+                                  : 0u) +
                   (moe == kMoe.end()              ? 0u
                    : moe->second.floor_fp8_us > 0 ? 4u
                                                   : 2u));
