@@ -195,8 +195,9 @@ struct StepCostModel::Impl {
   // workgroup's 128 x 128 tile, s; 0: the tuned kernels (GemmTime).
   double untuned_block_step = 0;
   // One dense GEMM of the dense group, [rows, inner] x [inner, cols]: at
-  // least the untuned kernel's time when untuned_block_step is set.
-  double DenseGemm(double rows, double cols, double inner) const;
+  // least the untuned kernel's time at `untuned_step` per K step (> 0).
+  double DenseGemm(double rows, double cols, double inner,
+                   double untuned_step) const;
   // Rows of attention, dense-MLP and output GEMMs per chip for `tokens`
   // tokens in the replica: all of them, or 1/ep with DP attention.
   double DenseRows(double tokens) const {
@@ -244,7 +245,12 @@ struct StepCostModel::Impl {
   double Comm(double tokens) const;
   double RealisticMatmuls(double tokens) const;
   double Elementwise(double tokens) const;
-  double DenseMatmuls(double rows) const;
+  double DenseMatmuls(double rows) const {
+    return DenseMatmuls(rows, untuned_block_step);
+  }
+  // The same with an untuned block-fp8 K step of `untuned_step` (0: the
+  // tuned kernels), which the serve note compares.
+  double DenseMatmuls(double rows, double untuned_step) const;
   double DpAttentionImbalance(const StepWork& w) const;
   double PeakMatmuls(double tokens) const;
   double WeightBytesRead(double tokens) const;
@@ -665,8 +671,12 @@ double StepCostModel::Impl::Elementwise(double tokens) const {
 // The GEMMs of the dense group at `rows` rows per chip: attention
 // projections, dense MLPs and shared experts (not the routed experts, not
 // the output layer).
-double StepCostModel::Impl::DenseMatmuls(double rows) const {
+double StepCostModel::Impl::DenseMatmuls(double rows,
+                                         double untuned_step) const {
   if (!(rows > 0)) return 0;
+  auto dense = [&](double r, double cols, double inner) {
+    return DenseGemm(r, cols, inner, untuned_step);
+  };
   // The attention projections as one GEMM of the same FLOPs per rank: MLA's
   // replicated down-projections whole, the rest split over g.
   const double rep = replicated_attention / D;
@@ -676,11 +686,11 @@ double StepCostModel::Impl::DenseMatmuls(double rows) const {
   double per_layer = 0;
   if (!m.mla) {
     per_layer =
-        DenseGemm(rows, qkv, D) +
-        DenseGemm(rows, D, static_cast<double>(m.num_heads) * m.head_dim / g);
+        dense(rows, qkv, D) +
+        dense(rows, D, static_cast<double>(m.num_heads) * m.head_dim / g);
   } else {
     per_layer = Gemm(rows, qkv, D);
-    if (untuned_block_step > 0) {
+    if (untuned_step > 0) {
       // An untuned kernel's time depends on each GEMM's own K: MLA's
       // block-fp8 projections one by one (the fused q_a / kv_a
       // down-projection, q_b, the output projection; kv_b's weights run as
@@ -695,16 +705,16 @@ double StepCostModel::Impl::DenseMatmuls(double rows) const {
            q_lora > 0 ? q_lora : D},
           {D, heads * a.v_head_dim}};
       for (const auto& s : shapes) {
-        per_layer += DenseGemm(rows, s[0], s[1]) - Gemm(rows, s[0], s[1]);
+        per_layer += dense(rows, s[0], s[1]) - Gemm(rows, s[0], s[1]);
       }
     }
   }
-  double dense_mlp = DenseGemm(rows, up * m.ffn / g, D) +
-                     DenseGemm(rows, D, static_cast<double>(m.ffn) / g);
+  double dense_mlp = dense(rows, up * m.ffn / g, D) +
+                     dense(rows, D, static_cast<double>(m.ffn) / g);
   double shared = 0;
   if (m.is_moe() && m.moe.num_shared_experts > 0 && !fused_shared) {
     const double fs = SharedFfn();
-    shared = DenseGemm(rows, up * fs / g, D) + DenseGemm(rows, D, fs / g);
+    shared = dense(rows, up * fs / g, D) + dense(rows, D, fs / g);
   }
   return L * per_layer + (L - moe_layers) * dense_mlp + moe_layers * shared;
 }
@@ -715,14 +725,14 @@ double StepCostModel::Impl::DenseMatmuls(double rows) const {
 // rows in the tile; the tiles run in waves over the chip's compute units.
 // Without split-K a skinny GEMM (N = 2,112 outputs: 17 tiles on 304 units)
 // leaves most of the chip idle and takes K / 128 steps in a row.
-double StepCostModel::Impl::DenseGemm(double rows, double cols,
-                                      double inner) const {
+double StepCostModel::Impl::DenseGemm(double rows, double cols, double inner,
+                                      double untuned_step) const {
   const double tuned = Gemm(rows, cols, inner);
-  if (!(untuned_block_step > 0) || !(rows > 0) || !(cols > 0)) return tuned;
+  if (!(untuned_step > 0) || !(rows > 0) || !(cols > 0)) return tuned;
   constexpr double kTile = 128;
   const double tiles = std::ceil(rows / kTile) * std::ceil(cols / kTile);
   const double waves = eff.units > 0 ? std::ceil(tiles / eff.units) : 1.0;
-  return std::max(tuned, waves * std::ceil(inner / kTile) * untuned_block_step);
+  return std::max(tuned, waves * std::ceil(inner / kTile) * untuned_step);
 }
 
 // DP attention's busiest rank (realistic mode): a request lives on one DP
@@ -1401,11 +1411,7 @@ void Summarize(const StepCostModel::Impl& x, double attn_time,
   }
   if (x.untuned_block_step > 0) {
     const double rows = x.DenseRows(cfg.batch * x.q);
-    const double extra = x.DenseMatmuls(rows) - [&] {
-      StepCostModel::Impl tuned = x;
-      tuned.untuned_block_step = 0;
-      return tuned.DenseMatmuls(rows);
-    }();
+    const double extra = x.DenseMatmuls(rows) - x.DenseMatmuls(rows, 0);
     est->notes.push_back(fmt::format(
         "{} runs the block-scaled fp8 dense GEMMs on an untuned kernel "
         "configuration (128 x 128 tiles, no split-K: {} per 128-wide K step, "
