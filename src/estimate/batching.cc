@@ -645,8 +645,10 @@ double Engine::StepTime(const StepWork& w, double head_start) const {
   } else {
     token_time = cost_.TokenTime(tokens);
   }
-  return std::max(token_time + cost_.ContextTime(w),
-                  cost_.HostFloor(w) - head_start);
+  // An eager prefill step's host launch time adds to its GPU time, less
+  // what the host launched while the step before ran (`head_start`).
+  return token_time + cost_.ContextTime(w) +
+         std::max(0.0, cost_.HostFloor(w) - head_start);
 }
 
 void Engine::Run(std::vector<Scheduler>* ranks, Runs* itl,
@@ -673,10 +675,11 @@ void Engine::Run(std::vector<Scheduler>* ranks, Runs* itl,
     for (const Scheduler& r : S) idle = idle && r.Idle();
     return idle;
   };
-  // The host's launch of the steps (eager prefill steps take HostFloor):
-  // when it finished launching the last one, and when that one began on
-  // the GPU. With the overlap scheduler the host forms and launches a step
-  // while the one before runs (docs/model.md 7.3).
+  // The host's launch of the steps (eager prefill steps take HostFloor,
+  // which their GPU work waits on): when it is free to launch the next
+  // one, and when the last one began on the GPU. With the overlap
+  // scheduler the host forms and launches a step while the one before
+  // runs (docs/model.md 7.3).
   double host_free = 0, last_start = 0;
   while (done < n) {
     for (Scheduler& r : S) r.Arrive(now, &area);
@@ -747,7 +750,9 @@ void Engine::Run(std::vector<Scheduler>* ranks, Runs* itl,
     const double launch =
         overlap_ && !from_idle ? std::max(host_free, last_start) : now;
     const double dt = StepTime(w, now - launch);
-    host_free = launch + cost_.HostFloor(w);
+    // An eager step holds the host to its end; a graph replay frees it
+    // once launched.
+    host_free = cost_.HostFloor(w) > 0 ? now + dt : launch;
     last_start = now;
     const double tokens = cost_.MatmulTokens(w);
     double in_system = 0, used = 0;

@@ -904,12 +904,9 @@ StepParts StepCostModel::Cost(const StepWork& w) const {
       (p.matmul + p.elementwise + p.communication + p.attention).si() + x.fixed;
   p.overhead = units::Seconds(x.fixed + x.host_step + x.host_fraction * gpu);
   p.draft = units::Seconds(x.DraftTime(w));
-  // An eager prefill step lasts at least the host's launch time: the
-  // shortfall is host overhead.
-  const double floor = HostFloor(w);
-  if (floor > p.total().si()) {
-    p.overhead = p.overhead + units::Seconds(floor - p.total().si());
-  }
+  // An eager prefill step's host launch time adds to its GPU time
+  // (kSglangEagerOpTime): host overhead.
+  p.overhead = p.overhead + units::Seconds(HostFloor(w));
   return p;
 }
 
@@ -1575,23 +1572,27 @@ double ExpertImbalance(int ep, int num_experts, int redundant_experts) {
 
 namespace {
 
-// SGLang 0.5's eager prefill: the host's time per eager op of a prompt's
-// step (docs/model.md 7.2). The mean of two published TTFTs of a
-// 1,024-token prompt at concurrency 1 with prefill CUDA graphs off, at
-// TP 8, less the request path (kRequestPathS, which the simulator adds to
-// TTFT apart), over their models' eager ops (EagerLayerOps):
+// SGLang 0.5's eager prefill: the host's time per op that running a
+// prompt's step eagerly adds to its GPU time (docs/model.md 7.2). The mean
+// of two published eager-minus-graph differences of the same step on the
+// same server, each over the ops the graph captures (EagerLayerOps):
+//   sgl-project/sglang PR #12160 (2025-10): DeepSeek-V3 fp8, TP 8, the
+//     scheduler's forward of one new token, 82.64 ms eager, 23.10 ms as a
+//     CUDA graph: (82.64 - 23.10) / 2044 = 29.1 us;
 //   sgl-project/sglang PR #13094 (2025-11): Llama-3.1-8B-Instruct-FP8,
-//     mean TTFT 29.97 ms (8 prompts): (29.97 - 6.91) / 512 = 45.0 us;
-//   sgl-project/sglang PR #14918 (2025-12): DeepSeek-R1-Channel-INT8 (w8a8),
-//     median TTFT 108.471 ms: (108.471 - 6.91) / 2044 = 49.7 us.
-// Both TTFTs are the host's: the model's GPU time for either prompt is
-// below it, and the first prompt's TTFT with piecewise CUDA graphs on was
-// 19.66 ms. What is left besides the launches (scheduling, sampling) stays
-// in it: PR #12160's DeepSeek-V3 forward alone, one new token, took
-// 82.64 ms eager (40.4 us per op).
+//     TP 8, mean TTFT of a 1,024-token prompt at concurrency 1, 29.97 ms
+//     eager, 19.66 ms with piecewise CUDA graphs, which leave each layer's
+//     attention call (KV store and extend kernel, 2 ops) eager:
+//     (29.97 - 19.66) / (512 - 64) = 23.0 us.
+// The eager steps' host time adds to their GPU time rather than hiding
+// under it: the same PR's difference at concurrency 4, where the GPU does
+// four prompts a step, is 11.09 ms against 10.31 ms at 1 (59.62 vs
+// 48.53 ms); a floor (max of the two) would shrink it.
+constexpr int kLlama8bPiecewiseEagerOps = 32 * 2;
 constexpr double kSglangEagerOpTime =
-    ((29.97e-3 - kRequestPathS) / kLlama8bFp8EagerOps +
-     (108.471e-3 - kRequestPathS) / kDeepSeekV3EagerOps) /
+    ((82.64e-3 - 23.10e-3) / kDeepSeekV3EagerOps +
+     (29.97e-3 - 19.66e-3) /
+         (kLlama8bFp8EagerOps - kLlama8bPiecewiseEagerOps)) /
     2;
 
 // One engine version range whose scheduler leaves the GPU idle while the
@@ -1619,15 +1620,15 @@ constexpr HostTimeRow kHostTime[] = {
     // SGLang 0.5.x runs prefill ("extend") eagerly: its piecewise CUDA
     // graph for prefill is opt-in (server_args.py,
     // enable_piecewise_cuda_graph = False); decode replays CUDA graphs.
-    // The eager step lasts at least its ops' host time
-    // (kSglangEagerOpTime).
+    // The eager step's ops add their host time (kSglangEagerOpTime) to
+    // its GPU time.
     {"sglang", 5, 6, 0, 0, kSglangEagerOpTime,
-     "sgl-project/sglang PRs #13094 and #14918: TTFT of a 1,024-token "
-     "prompt at concurrency 1 with eager prefill, TP 8, 29.97 ms "
-     "(Llama-3.1-8B FP8, 512 eager ops) and 108.47 ms (DeepSeek-R1 INT8, "
-     "2044 ops), less the 6.9 ms request path the TTFT adds apart "
-     "(tenstorrent/tt-inference-server #3560): 47.4 us per op; prefill CUDA "
-     "graphs are opt-in in SGLang 0.5 (--enable-piecewise-cuda-graph)"},
+     "sgl-project/sglang PRs #12160 and #13094: eager minus CUDA-graph time "
+     "of the same step, TP 8, 82.64 - 23.10 ms (DeepSeek-V3 fp8 forward of "
+     "one token, 2044 ops) and 29.97 - 19.66 ms (Llama-3.1-8B FP8 TTFT of a "
+     "1,024-token prompt, the 448 ops its piecewise graph captures): "
+     "26.1 us per op, added to each eager prefill step's GPU time; prefill "
+     "CUDA graphs are opt-in in SGLang 0.5 (--enable-piecewise-cuda-graph)"},
     // TensorRT-LLM's PyTorch backend (its default from 1.0) replays CUDA
     // graphs for generation-only batches; a step with context tokens runs
     // eagerly unless torch_compile_config.enable_piecewise_cuda_graph is
@@ -1639,7 +1640,7 @@ constexpr HostTimeRow kHostTime[] = {
      "serve batches of generation requests only, so context and mixed steps "
      "run eagerly (torch_compile_config.enable_piecewise_cuda_graph, off by "
      "default, captures them); no per-op time of TensorRT-LLM's is "
-     "published: SGLang 0.5's 47.4 us per eager op (PRs #13094, #14918) "
+     "published: SGLang 0.5's 26.1 us per eager op (PRs #12160, #13094) "
      "stands for it"},
 };
 
@@ -1724,7 +1725,7 @@ EngineHostOverhead EngineHostTime(std::string_view engine) {
     out.source +=
         "; from 0.5.10 prefill runs as piecewise CUDA graphs by default "
         "(NVIDIA GPUs before Blackwell, no DP attention, no pipeline "
-        "stages): no eager floor there";
+        "stages): no eager host time there";
   }
   return out;
 }

@@ -74,9 +74,10 @@ struct ServeCli {
   std::string expert_weights;
   bool dp_attention = false;
   // Prefill steps as piecewise CUDA graphs: 1 on (no eager-prefill host
-  // floor; SGLang --enable-piecewise-cuda-graph, TensorRT-LLM
+  // time; SGLang --enable-piecewise-cuda-graph, TensorRT-LLM
   // torch_compile_config.enable_piecewise_cuda_graph), 0 off (the eager
-  // floor even where the engine's default captures them), -1 the engine's.
+  // host time even where the engine's default captures them), -1 the
+  // engine's.
   int prefill_graph = -1;
   // SGLang's --moe-runner-backend; empty: the engine's own choice.
   std::string moe_runner;
@@ -866,12 +867,14 @@ static Result<Output> RunServeSim(const catalog::Catalog& cat,
        {"mode", o.mode}},
       report::ToJson(*r));
   PutServeExtensions(cfg, nullptr, &out.json);
-  // The host's launch floor of an eager prefill step (0: prefill graphs).
+  // The host's launch time an eager prefill step adds to its GPU time (0:
+  // prefill graphs). The key's old name, from when it was a floor, stays.
   estimate::StepWork one_prompt;
   one_prompt.prefill_tokens = 1;
   one_prompt.prefill_pairs = 1;
-  const double eager_floor = sc->HostFloor(one_prompt);
-  out.json["eager_prefill_floor_s"] = eager_floor;
+  const double eager_host = sc->HostFloor(one_prompt);
+  out.json["eager_prefill_host_s"] = eager_host;
+  out.json["eager_prefill_floor_s"] = eager_host;
   auto staggered = StaggeredBound(*sc, cfg.dp, *w, sched, slo, &out.json);
   if (!staggered) return tl::unexpected(staggered.error());
   out.text =
@@ -895,13 +898,15 @@ static Result<Output> RunServeSim(const catalog::Catalog& cat,
                ? std::string(", each step formed while the one before runs "
                              "(overlap scheduler)")
                : std::string()) +
-              (eager_floor > 0
+              (eager_host > 0
                    ? fmt::format(
-                         ", steps with prompt tokens launched eagerly: at "
-                         "least {} each from the start of their launch{}",
-                         FormatSeconds(units::Seconds(eager_floor)),
-                         sched.overlap_schedule ? " (under the step before)"
-                                                : "")
+                         ", steps with prompt tokens launched eagerly: "
+                         "{} of host launch time each on top of their GPU "
+                         "time{}",
+                         FormatSeconds(units::Seconds(eager_host)),
+                         sched.overlap_schedule
+                             ? " (partly under the step before)"
+                             : "")
                    : std::string()) +
               (sc->KvTokenTimePerChip() > 0 &&
                        sys.chip.efficiency.mla_fp8_kv_token
@@ -1561,7 +1566,7 @@ Command AddServeCommand(CLI::App& app) {
           "Prefill steps replay piecewise CUDA graphs (SGLang "
           "--enable-piecewise-cuda-graph, TensorRT-LLM "
           "torch_compile_config.enable_piecewise_cuda_graph): no "
-          "eager-prefill launch floor from --engine (SGLang 0.5 before "
+          "eager-prefill launch time from --engine (SGLang 0.5 before "
           "0.5.10 and TensorRT-LLM 1.x run prefill eagerly by default; "
           "SGLang from 0.5.10 captures it on NVIDIA GPUs before Blackwell "
           "without DP attention or pipeline stages); "

@@ -106,15 +106,15 @@ struct ServeConfig {
   double host_fraction = 0;
   // Host (CPU) time per op (kernel-launching call) of a step with prefill
   // tokens that the engine runs eagerly, without a CUDA graph (realistic
-  // mode, GPUs; docs/model.md 7.2): such a step lasts at least
+  // mode, GPUs; docs/model.md 7.2): such a step takes
   // EagerPrefillOps(model) x this, the time the host takes to launch its
-  // kernels. Zero (the default): engines that capture prefill in CUDA
-  // graphs or were not measured. EngineHostTime gives it.
+  // kernels, on top of its GPU time. Zero (the default): engines that capture
+  // prefill in CUDA graphs or were not measured. EngineHostTime gives it.
   double eager_prefill_op_s = 0;
   // The engine captures prefill steps in piecewise CUDA graphs by default
   // where its rules allow them (SGLang from 0.5.10: NVIDIA GPUs before
   // Blackwell, no DP attention, no pipeline stages; docs/model.md 7.2):
-  // there the eager floor does not apply. EngineHostTime gives it;
+  // there the eager host time does not apply. EngineHostTime gives it;
   // `serve --no-piecewise-cuda-graph` clears it.
   bool prefill_graph_default = false;
   // The engine release the host times above are those of and their source
@@ -289,7 +289,7 @@ void ApplyEngineHostTime(std::string_view engine,
                          const EngineHostOverhead& host, ServeConfig* cfg);
 
 // A launch's piecewise CUDA graphs for prefill over the engine's default:
-// 1 on (no eager-prefill floor), 0 off (the floor even where the engine's
+// 1 on (no eager-prefill host time), 0 off (that time even where the engine's
 // default captures prefill, ServeConfig::prefill_graph_default), -1 the
 // engine's default (`serve --piecewise-cuda-graph` /
 // `--no-piecewise-cuda-graph`, a validation case's piecewise_cuda_graph).
@@ -448,10 +448,10 @@ class StepCostModel {
   double TokenTime(double tokens) const;
   // attention + overhead + drafting + pipeline transfers of the step.
   double ContextTime(const StepWork& work) const;
-  // The least time of the step whatever its GPU work: the host's launch
-  // time of an eagerly run prefill step (ServeConfig::eager_prefill_op_s x
-  // EagerPrefillOps), else 0. Cost(work).total() ==
-  // max(TokenTime + ContextTime, HostFloor).
+  // The host's launch time of an eagerly run prefill step
+  // (ServeConfig::eager_prefill_op_s x EagerPrefillOps), which adds to its
+  // GPU time, else 0. Cost(work).total() ==
+  // TokenTime + ContextTime + HostFloor.
   double HostFloor(const StepWork& work) const;
   // Cost(work).total() == TokenTime(MatmulTokens(work)) + ContextTime(work)
   // up to
