@@ -648,7 +648,7 @@ double Engine::StepTime(const StepWork& w, double head_start) const {
   // An eager prefill step's host launch time adds to its GPU time, less
   // what the host launched while the step before ran (`head_start`).
   return token_time + cost_.ContextTime(w) +
-         std::max(0.0, cost_.HostFloor(w) - head_start);
+         std::max(0.0, cost_.EagerHostTime(w) - head_start);
 }
 
 void Engine::Run(std::vector<Scheduler>* ranks, Runs* itl,
@@ -675,7 +675,7 @@ void Engine::Run(std::vector<Scheduler>* ranks, Runs* itl,
     for (const Scheduler& r : S) idle = idle && r.Idle();
     return idle;
   };
-  // The host's launch of the steps (eager prefill steps take HostFloor,
+  // The host's launch of the steps (eager prefill steps take EagerHostTime,
   // which their GPU work waits on): when it is free to launch the next
   // one, and when the last one began on the GPU. With the overlap
   // scheduler the host forms and launches a step while the one before
@@ -752,7 +752,7 @@ void Engine::Run(std::vector<Scheduler>* ranks, Runs* itl,
     const double dt = StepTime(w, now - launch);
     // An eager step holds the host to its end; a graph replay frees it
     // once launched.
-    host_free = cost_.HostFloor(w) > 0 ? now + dt : launch;
+    host_free = cost_.EagerHostTime(w) > 0 ? now + dt : launch;
     last_start = now;
     const double tokens = cost_.MatmulTokens(w);
     double in_system = 0, used = 0;

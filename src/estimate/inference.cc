@@ -870,7 +870,7 @@ double StepCostModel::ContextTime(const StepWork& w) const {
          x.host_step + x.DraftTime(w);
 }
 
-double StepCostModel::HostFloor(const StepWork& w) const {
+double StepCostModel::EagerHostTime(const StepWork& w) const {
   return w.prefill_tokens > 0 ? impl_->eager_prefill : 0.0;
 }
 
@@ -906,7 +906,7 @@ StepParts StepCostModel::Cost(const StepWork& w) const {
   p.draft = units::Seconds(x.DraftTime(w));
   // An eager prefill step's host launch time adds to its GPU time
   // (kSglangEagerOpTime): host overhead.
-  p.overhead = p.overhead + units::Seconds(HostFloor(w));
+  p.overhead = p.overhead + units::Seconds(EagerHostTime(w));
   return p;
 }
 

@@ -690,28 +690,28 @@ TEST(StepCost, FusedMoePrefillFit) {
 // default cleared (--no-piecewise-cuda-graph), the host time of 0.5.x
 // stays (DeepSeek-V3's 2044 ops at 26.1 us: 53 ms).
 TEST(StepCost, SglangPiecewiseGraphsByDefault) {
-  auto floor_of = [](const char* engine, const char* system, bool dpa,
-                     bool clear) {
+  auto host_of = [](const char* engine, const char* system, bool dpa,
+                    bool clear) {
     ServeConfig c = Config(dpa ? 1 : 8, dpa ? 8 : 1, 1, hw::Dtype::kFp8);
     c.dp_attention = dpa;
     ApplyEngineHostTime(engine, EngineHostTime(engine), &c);
     if (clear) c.prefill_graph_default = false;
     auto m = StepCostModel::Create(Model("deepseek-v3"), System(system), c);
     EXPECT_TRUE(m.has_value());
-    return m ? m->HostFloor(StepWork{0, 0, 16, 16 * 8.0}) : -1.0;
+    return m ? m->EagerHostTime(StepWork{0, 0, 16, 16 * 8.0}) : -1.0;
   };
-  const double eager = floor_of("sglang@0.5.9", "h200:8x1", false, false);
+  const double eager = host_of("sglang@0.5.9", "h200:8x1", false, false);
   EXPECT_GT(eager, 0.05);
-  EXPECT_EQ(floor_of("sglang@0.5.12", "h200:8x1", false, false), 0);
-  EXPECT_EQ(floor_of("sglang@0.5.12", "h200:8x1", false, true), eager);
-  EXPECT_EQ(floor_of("sglang@0.5.12", "h200:8x1", true, false),
-            floor_of("sglang@0.5.9", "h200:8x1", true, false));
-  EXPECT_GT(floor_of("sglang@0.5.12", "h200:8x1", true, false), 0.05);
-  EXPECT_EQ(floor_of("sglang@0.5.12", "b200:8x1", false, false),
-            floor_of("sglang@0.5.9", "b200:8x1", false, false));
-  EXPECT_EQ(floor_of("sglang@0.5.12", "mi300x:8x1", false, false),
-            floor_of("sglang@0.5.9", "mi300x:8x1", false, false));
-  EXPECT_GT(floor_of("sglang@0.5.12", "mi300x:8x1", false, false), 0.05);
+  EXPECT_EQ(host_of("sglang@0.5.12", "h200:8x1", false, false), 0);
+  EXPECT_EQ(host_of("sglang@0.5.12", "h200:8x1", false, true), eager);
+  EXPECT_EQ(host_of("sglang@0.5.12", "h200:8x1", true, false),
+            host_of("sglang@0.5.9", "h200:8x1", true, false));
+  EXPECT_GT(host_of("sglang@0.5.12", "h200:8x1", true, false), 0.05);
+  EXPECT_EQ(host_of("sglang@0.5.12", "b200:8x1", false, false),
+            host_of("sglang@0.5.9", "b200:8x1", false, false));
+  EXPECT_EQ(host_of("sglang@0.5.12", "mi300x:8x1", false, false),
+            host_of("sglang@0.5.9", "mi300x:8x1", false, false));
+  EXPECT_GT(host_of("sglang@0.5.12", "mi300x:8x1", false, false), 0.05);
 }
 
 // SGLang before 0.5.10 on gfx942 runs a block-scaled fp8 checkpoint's dense
@@ -1013,7 +1013,7 @@ TEST(StepCost, EagerPrefillAddsHostTime) {
   const StepWork one{0, 0, 16, 16 * 8.0};
   const StepWork big{0, 0, 16384, 16384 * 8192.0};
   for (const StepWork& w : {one, big}) {
-    EXPECT_NEAR(slow->HostFloor(w), host, 1e-12);
+    EXPECT_NEAR(slow->EagerHostTime(w), host, 1e-12);
     EXPECT_NEAR(slow->Cost(w).total().si(), plain->Cost(w).total().si() + host,
                 1e-9);
     EXPECT_NEAR(slow->Cost(w).overhead.si(),
@@ -1021,12 +1021,12 @@ TEST(StepCost, EagerPrefillAddsHostTime) {
     EXPECT_EQ(slow->Cost(w).matmul.si(), plain->Cost(w).matmul.si());
     EXPECT_NEAR(slow->Cost(w).total().si(),
                 slow->TokenTime(slow->MatmulTokens(w)) + slow->ContextTime(w) +
-                    slow->HostFloor(w),
+                    slow->EagerHostTime(w),
                 1e-9);
   }
   // Decode steps replay CUDA graphs: no host time.
   const StepWork dec{8, 8 * 2048.0, 0, 0};
-  EXPECT_EQ(slow->HostFloor(dec), 0);
+  EXPECT_EQ(slow->EagerHostTime(dec), 0);
   EXPECT_EQ(slow->Cost(dec).total().si(), plain->Cost(dec).total().si());
   // A dense GQA model in bf16: its 960 ops at the same time per op.
   ServeConfig bf16 = Config(8, 1, 1);
@@ -1034,12 +1034,12 @@ TEST(StepCost, EagerPrefillAddsHostTime) {
   auto llama =
       StepCostModel::Create(Model("llama3-70b"), System("h100:8x1"), bf16);
   ASSERT_TRUE(llama.has_value());
-  EXPECT_NEAR(llama->HostFloor(one), 960 * per_op, 1e-12);
+  EXPECT_NEAR(llama->EagerHostTime(one), 960 * per_op, 1e-12);
   // Without the engine's figure (the default), no host time.
   auto none =
       StepCostModel::Create(Model("llama3-70b"), System("h100:8x1"), base);
   ASSERT_TRUE(none.has_value());
-  EXPECT_EQ(none->HostFloor(one), 0);
+  EXPECT_EQ(none->EagerHostTime(one), 0);
 }
 
 SimulationResult Simulate(const StepCostModel& sc, const Workload& w,
@@ -1363,7 +1363,7 @@ TEST(Simulator, OverlapLaunchesEagerPrefillUnderTheStepBefore) {
   ASSERT_TRUE(sc.has_value());
   const StepWork prompt{0, 0, 512, 512 * 256.0};
   const double floor = sc->Cost(prompt).total().si();
-  ASSERT_GT(sc->HostFloor(prompt), 0.05);
+  ASSERT_GT(sc->EagerHostTime(prompt), 0.05);
   SchedulerOptions plain;
   plain.chunked_prefill = true;
   SchedulerOptions ahead = plain;

@@ -872,7 +872,7 @@ static Result<Output> RunServeSim(const catalog::Catalog& cat,
   estimate::StepWork one_prompt;
   one_prompt.prefill_tokens = 1;
   one_prompt.prefill_pairs = 1;
-  const double eager_host = sc->HostFloor(one_prompt);
+  const double eager_host = sc->EagerHostTime(one_prompt);
   out.json["eager_prefill_host_s"] = eager_host;
   out.json["eager_prefill_floor_s"] = eager_host;
   auto staggered = StaggeredBound(*sc, cfg.dp, *w, sched, slo, &out.json);

@@ -451,8 +451,8 @@ class StepCostModel {
   // The host's launch time of an eagerly run prefill step
   // (ServeConfig::eager_prefill_op_s x EagerPrefillOps), which adds to its
   // GPU time, else 0. Cost(work).total() ==
-  // TokenTime + ContextTime + HostFloor.
-  double HostFloor(const StepWork& work) const;
+  // TokenTime + ContextTime + EagerHostTime.
+  double EagerHostTime(const StepWork& work) const;
   // Cost(work).total() == TokenTime(MatmulTokens(work)) + ContextTime(work)
   // up to
   // rounding in realistic mode and in peak mode with prefill tokens; peak
